@@ -1,0 +1,54 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+let package = Package(
+    name: "idpipe",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "idpipe", targets: ["idpipe"]),
+        .library(name: "IdPipeCore", targets: ["IdPipeCore"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // C libraries, each wrapped once.
+        .systemLibrary(name: "CLibCSV", providers: [.apt(["libcsv-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+
+        // Model, pure stages, pipeline definition, planner, report rendering. No I/O, no C.
+        .target(name: "IdPipeCore", dependencies: [
+            .product(name: "Yams", package: "Yams"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The only module that touches OpenSSL.
+        .target(name: "IdPipeCrypto", dependencies: ["COpenSSL"]),
+        // The only module that touches libcsv.
+        .target(name: "IdPipeCSV", dependencies: ["CLibCSV"]),
+        // Streaming readers of the input files (export JSON/CSV, mapped CSV, side inputs).
+        .target(name: "IdPipeExtract", dependencies: ["IdPipeCore", "IdPipeCSV", "IdPipeCrypto"]),
+        // The SQLite checkpoint store.
+        .target(name: "IdPipeStore", dependencies: [
+            "IdPipeCore",
+            .product(name: "GRDB", package: "GRDB.swift"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The command line: parse, build the live services, call the core, map to exit codes.
+        .executableTarget(name: "idpipe", dependencies: [
+            "IdPipeCore", "IdPipeExtract", "IdPipeStore", "IdPipeCrypto",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .testTarget(name: "IdPipeCoreTests", dependencies: ["IdPipeCore"]),
+        .testTarget(name: "IdPipeCryptoTests", dependencies: ["IdPipeCrypto"]),
+        .testTarget(name: "IdPipeCSVTests", dependencies: ["IdPipeCSV"]),
+        .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore"],
+                    resources: [.copy("Fixtures")]),
+        .testTarget(name: "IdPipeStoreTests", dependencies: ["IdPipeStore", "IdPipeCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["IdPipeCore"]),
+    ]
+)

@@ -1,0 +1,50 @@
+/// One CSV record: its fields' bytes, and where it sits in the file.
+public struct CSVRecord: Sendable {
+    /// The fields' bytes, one after the other; `fieldEnds[i]` is where field `i` ends.
+    public var bytes: [UInt8]
+    public var fieldEnds: [Int]
+    public var firstLine: Int
+    public var lastLine: Int
+    /// The byte offset just past the record's last line: a safe place to resume from.
+    public var endOffset: Int64
+
+    public init(bytes: [UInt8], fieldEnds: [Int], firstLine: Int, lastLine: Int, endOffset: Int64) {
+        self.bytes = bytes
+        self.fieldEnds = fieldEnds
+        self.firstLine = firstLine
+        self.lastLine = lastLine
+        self.endOffset = endOffset
+    }
+
+    public var count: Int { fieldEnds.count }
+
+    public func fieldBytes(_ index: Int) -> ArraySlice<UInt8> {
+        let start = index == 0 ? 0 : fieldEnds[index - 1]
+        return bytes[start..<fieldEnds[index]]
+    }
+
+    /// The field as text, or nil when it is not valid UTF-8.
+    public func field(_ index: Int) -> String? {
+        let slice = fieldBytes(index)
+        return slice.withUnsafeBufferPointer { String(validating: $0, as: UTF8.self) }
+    }
+}
+
+/// A stretch of the file that is not a CSV record: the reader skipped it and goes on.
+public struct CSVMalformedRecord: Sendable, Equatable {
+    public var firstLine: Int
+    public var lastLine: Int
+    public var reason: String
+    public var endOffset: Int64
+}
+
+public enum CSVItem: Sendable {
+    case record(CSVRecord)
+    case malformed(CSVMalformedRecord)
+}
+
+public struct CSVReadError: Error, Sendable, CustomStringConvertible {
+    public var path: String
+    public var message: String
+    public var description: String { "\(path): \(message)" }
+}

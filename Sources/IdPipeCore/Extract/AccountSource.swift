@@ -1,0 +1,60 @@
+/// Where reading stopped: enough to open the input again and go on from there.
+public struct InputCheckpoint: Sendable, Equatable, Codable {
+    public var offset: Int64
+    public var line: Int
+    /// Records read so far (accounts and malformed rows).
+    public var records: Int64
+    /// Source-specific state (a JSON reader's "array closed" flag, a live API page token…).
+    public var state: String?
+
+    public init(offset: Int64 = 0, line: Int = 1, records: Int64 = 0, state: String? = nil) {
+        self.offset = offset
+        self.line = line
+        self.records = records
+        self.state = state
+    }
+}
+
+/// One decoded input record: an account with its position, or a row that goes to the quarantine.
+public enum DecodedRecord: Sendable {
+    case account(Account, SourcePosition)
+    case malformed(QuarantineEntry)
+    /// The input cannot be read past this point.
+    case fatal(InputError)
+}
+
+/// A batch of raw input, decoded in parts on the worker pool.
+public protocol RawBatch: Sendable {
+    /// How many independent parts the batch splits into.
+    var partCount: Int { get }
+    /// Decodes one part; parts are decoded concurrently, results are joined in part order.
+    func decode(part: Int) -> [DecodedRecord]
+    /// Where the input stands after this batch.
+    var checkpoint: InputCheckpoint { get }
+}
+
+/// A streaming source of accounts. Memory stays bounded by the batch size, not the input size.
+public protocol AccountSource: AnyObject {
+    var path: String { get }
+    var totalBytes: Int64 { get }
+    /// The next batch of about `records` records, or nil at the end.
+    func nextBatch(records: Int, parts: Int) throws -> (any RawBatch)?
+}
+
+/// An input that cannot be read on (not a bad row: those are quarantined and reading goes on).
+public struct InputError: Error, Sendable, CustomStringConvertible {
+    public var position: SourcePosition?
+    public var path: String
+    public var message: String
+
+    public init(path: String, position: SourcePosition? = nil, message: String) {
+        self.path = path
+        self.position = position
+        self.message = message
+    }
+
+    public var description: String {
+        if let position { return "\(position): \(message)" }
+        return "\(path): \(message)"
+    }
+}

@@ -1,0 +1,32 @@
+/// Provider ids as Identity Platform spells them.
+public enum ProviderID {
+    public static let apple = "apple.com"
+    public static let facebook = "facebook.com"
+    public static let google = "google.com"
+    public static let password = "password"
+    public static let phone = "phone"
+
+    /// The providers `firebase auth:export` writes, in the CSV column order (PROTOCOLS §1).
+    public static let exported: [String] = [
+        "google.com", "facebook.com", "twitter.com", "github.com", "apple.com",
+        "microsoft.com", "gc.apple.com", "playgames.google.com", "linkedin.com", "yahoo.com",
+    ]
+
+    /// Social logins that identify a person. Linking one of them to a relay account needs the user's consent.
+    public static let nonAnonymous: Set<String> = [
+        "google.com", "facebook.com", "twitter.com", "github.com", "microsoft.com",
+        "playgames.google.com", "linkedin.com", "yahoo.com",
+    ]
+
+    /// Every provider id the report counts on its own line; anything else counts as "other".
+    public static let reported: [String] = exported + [password, phone, "other"]
+
+    /// Whether an id is one Identity Platform can hold: the exported ones, `password`, `phone`, `oidc.*`, `saml.*`.
+    public static func isKnown(_ id: String) -> Bool {
+        exported.contains(id) || id == password || id == phone || id.hasPrefix("oidc.") || id.hasPrefix("saml.")
+    }
+
+    public static func reportIndex(_ id: String) -> Int {
+        reported.firstIndex(of: id) ?? (reported.count - 1)
+    }
+}

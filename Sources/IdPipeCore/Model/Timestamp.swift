@@ -1,0 +1,82 @@
+/// Timestamps as epoch milliseconds, with an RFC 3339 reader and writer that need no Foundation.
+public enum Timestamp {
+    /// `2026-10-03T12:00:00Z`, `2026-10-03T12:00:00.250+02:00`, or a date alone (`2026-10-03`, midnight UTC).
+    public static func parseRFC3339(_ text: String) -> Int64? {
+        let bytes = Array(text.utf8)
+        func number(_ start: Int, _ count: Int) -> Int? {
+            guard start + count <= bytes.count else { return nil }
+            var value = 0
+            for byte in bytes[start..<start + count] {
+                guard byte >= 48 && byte <= 57 else { return nil }
+                value = value * 10 + Int(byte - 48)
+            }
+            return value
+        }
+        guard let year = number(0, 4), bytes.count >= 10, bytes[4] == 45, let month = number(5, 2), bytes[7] == 45,
+              let day = number(8, 2), (1...12).contains(month), (1...31).contains(day) else { return nil }
+        var millis = daysFromCivil(year: year, month: month, day: day) * 86_400_000
+        if bytes.count == 10 { return Int64(millis) }
+        guard bytes.count >= 20, bytes[10] == 84 || bytes[10] == 116 || bytes[10] == 32, let hour = number(11, 2), bytes[13] == 58,
+              let minute = number(14, 2), bytes[16] == 58, let second = number(17, 2), hour < 24, minute < 60, second < 61 else { return nil }
+        millis += ((hour * 60 + minute) * 60 + second) * 1000
+        var index = 19
+        if bytes[index] == 46 {  // fraction
+            index += 1
+            var scale = 100, fraction = 0, digits = 0
+            while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                if digits < 3 { fraction += Int(bytes[index] - 48) * scale; scale /= 10 }
+                digits += 1
+                index += 1
+            }
+            guard digits > 0 else { return nil }
+            millis += fraction
+        }
+        guard index < bytes.count else { return nil }
+        if bytes[index] == 90 || bytes[index] == 122 {  // Z
+            return index + 1 == bytes.count ? Int64(millis) : nil
+        }
+        guard bytes[index] == 43 || bytes[index] == 45, index + 6 == bytes.count, let offsetHours = number(index + 1, 2),
+              bytes[index + 3] == 58, let offsetMinutes = number(index + 4, 2) else { return nil }
+        let offset = (offsetHours * 60 + offsetMinutes) * 60_000
+        return Int64(bytes[index] == 43 ? millis - offset : millis + offset)
+    }
+
+    /// `2026-10-03T12:00:00Z` (milliseconds are dropped).
+    public static func formatRFC3339(_ millis: Int64) -> String {
+        let seconds = Int(millis.floorDiv(1000))
+        let days = seconds.floorDiv(86_400)
+        let rest = seconds - days * 86_400
+        let (year, month, day) = civilFromDays(days)
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "\(year)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
+    }
+
+    // Howard Hinnant's days-from-civil algorithms.
+    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = y.floorDiv(400)
+        let yoe = y - era * 400
+        let doy = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy
+        return era * 146_097 + doe - 719_468
+    }
+
+    static func civilFromDays(_ days: Int) -> (Int, Int, Int) {
+        let z = days + 719_468
+        let era = z.floorDiv(146_097)
+        let doe = z - era * 146_097
+        let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100)
+        let mp = (5 * doy + 2) / 153
+        let day = doy - (153 * mp + 2) / 5 + 1
+        let month = mp < 10 ? mp + 3 : mp - 9
+        return (yoe + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
+
+extension BinaryInteger {
+    func floorDiv(_ divisor: Self) -> Self {
+        let quotient = self / divisor
+        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+    }
+}

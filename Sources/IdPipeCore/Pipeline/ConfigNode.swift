@@ -1,0 +1,92 @@
+import Yams
+
+/// A problem in a pipeline file, with its line and the key path that leads to it.
+public struct PipelineFileError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var file: String
+    public var line: Int?
+    public var path: String
+    public var message: String
+
+    public var description: String {
+        let location = line.map { "\(file):\($0)" } ?? file
+        return path.isEmpty ? "\(location): \(message)" : "\(location): \(path): \(message)"
+    }
+}
+
+/// A YAML node with its key path, for decoding with precise errors and refusing unknown keys.
+struct ConfigNode {
+    let node: Node
+    let path: String
+    let file: String
+
+    var line: Int? { node.mark.map { $0.line } }
+
+    func error(_ message: String) -> PipelineFileError {
+        PipelineFileError(file: file, line: line, path: path, message: message)
+    }
+
+    func mapping(allowed keys: Set<String>) throws -> [String: ConfigNode] {
+        guard let mapping = node.mapping else { throw error("expected a mapping (key: value pairs)") }
+        var result: [String: ConfigNode] = [:]
+        for (keyNode, valueNode) in mapping {
+            guard let key = keyNode.string else { throw error("keys must be text") }
+            let childPath = path.isEmpty ? key : "\(path).\(key)"
+            guard keys.contains(key) else {
+                let known = keys.sorted().joined(separator: ", ")
+                throw PipelineFileError(file: file, line: keyNode.mark.map { $0.line }, path: childPath, message: "unknown key (expected one of: \(known))")
+            }
+            result[key] = ConfigNode(node: valueNode, path: childPath, file: file)
+        }
+        return result
+    }
+
+    func string() throws -> String {
+        guard case .scalar(let scalar) = node else { throw error("expected a text value") }
+        return scalar.string
+    }
+
+    func bool() throws -> Bool {
+        guard case .scalar(let scalar) = node else { throw error("expected true or false") }
+        switch scalar.string.lowercased() {
+        case "true", "yes", "on": return true
+        case "false", "no", "off": return false
+        default: throw error("expected true or false, found '\(scalar.string)'")
+        }
+    }
+
+    func int(minimum: Int = 0) throws -> Int {
+        guard case .scalar(let scalar) = node, let value = Int(scalar.string) else { throw error("expected a whole number") }
+        guard value >= minimum else { throw error("must be at least \(minimum)") }
+        return value
+    }
+
+    func double() throws -> Double {
+        guard case .scalar(let scalar) = node, let value = Double(scalar.string) else { throw error("expected a number") }
+        return value
+    }
+
+    func list() throws -> [ConfigNode] {
+        guard let sequence = node.sequence else { throw error("expected a list") }
+        return sequence.enumerated().map { ConfigNode(node: $1, path: "\(path)[\($0)]", file: file) }
+    }
+
+    func stringList() throws -> [String] {
+        try list().map { try $0.string() }
+    }
+
+    func oneOf<T: RawRepresentable & CaseIterable>(_ type: T.Type) throws -> T where T.RawValue == String {
+        let text = try string()
+        guard let value = T(rawValue: text) else {
+            throw error("'\(text)' is not one of: \(T.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return value
+    }
+
+    /// `false` or absent: nil; `true`: the defaults; a mapping: decoded by `body`.
+    func stage<T>(defaults: T, allowed: Set<String>, _ body: (inout T, [String: ConfigNode]) throws -> Void) throws -> T? {
+        if case .scalar = node { return try bool() ? defaults : nil }
+        var value = defaults
+        try body(&value, try mapping(allowed: allowed))
+        return value
+    }
+}

@@ -1,0 +1,184 @@
+import Yams
+
+extension PipelineDefinition {
+    /// Parses a pipeline file's text. `file` names it in errors.
+    public static func parse(yaml text: String, file: String) throws(PipelineFileError) -> PipelineDefinition {
+        let root: Node
+        do {
+            guard let node = try Yams.compose(yaml: text) else {
+                throw PipelineFileError(file: file, line: nil, path: "", message: "the file is empty")
+            }
+            root = node
+        } catch let error as PipelineFileError {
+            throw error
+        } catch let error as YamlError {
+            throw PipelineFileError(file: file, line: nil, path: "", message: "not valid YAML: \(error)")
+        } catch {
+            throw PipelineFileError(file: file, line: nil, path: "", message: "not valid YAML: \(error)")
+        }
+        do {
+            return try decode(ConfigNode(node: root, path: "", file: file))
+        } catch let error as PipelineFileError {
+            throw error
+        } catch {
+            throw PipelineFileError(file: file, line: nil, path: "", message: "\(error)")
+        }
+    }
+
+    private static func decode(_ root: ConfigNode) throws -> PipelineDefinition {
+        let top = try root.mapping(allowed: ["version", "name", "description", "source", "inputs", "select", "stages", "guards", "report", "output"])
+        guard let versionNode = top["version"] else { throw root.error("missing key 'version' (this idpipe reads version 1)") }
+        let version = try versionNode.int()
+        guard version == 1 else { throw versionNode.error("version \(version) is not supported (this idpipe reads version 1)") }
+        guard let nameNode = top["name"] else { throw root.error("missing key 'name'") }
+        let name = try nameNode.string()
+        guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+            throw nameNode.error("a name is letters, digits, '-' and '_' (it names the output folder)")
+        }
+        guard let sourceNode = top["source"] else { throw root.error("missing key 'source'") }
+        let stages = try top["stages"].map(decodeStages) ?? StagesConfig()
+        let selection = try top["select"].map(decodeSelection) ?? SelectionConfig()
+        if stages.revoke != nil || stages.delete != nil, !selection.selectsAnything {
+            throw (top["select"] ?? root).error("the revoke and delete stages need a 'select' rule (deletion_requested, disabled or inactive_for_days)")
+        }
+        return PipelineDefinition(
+            version: version, name: name, description: try top["description"]?.string(),
+            source: try decodeSource(sourceNode),
+            inputs: try top["inputs"].map(decodeInputs) ?? InputsConfig(),
+            selection: selection, stages: stages,
+            guards: try top["guards"].map(decodeGuards) ?? GuardsConfig(),
+            report: try top["report"].map(decodeReport) ?? ReportConfig(),
+            output: try top["output"].map(decodeOutput) ?? OutputConfig())
+    }
+
+    private static func decodeSource(_ node: ConfigNode) throws -> SourceConfig {
+        let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format"])
+        guard let pathNode = keys["path"] else { throw node.error("missing key 'path'") }
+        let path = try pathNode.string()
+        let format: SourceFormat
+        if let formatNode = keys["format"] {
+            format = try formatNode.oneOf(SourceFormat.self)
+        } else if path.lowercased().hasSuffix(".json") {
+            format = .authExportJSON
+        } else if path.lowercased().hasSuffix(".csv") {
+            format = .authExportCSV
+        } else {
+            throw node.error("cannot tell the format from '\(path)'; add format: \(SourceFormat.allCases.map(\.rawValue).joined(separator: " | "))")
+        }
+        var mapping: ColumnMapping?
+        if let mappingNode = keys["mapping"] {
+            guard format == .mappedCSV else { throw mappingNode.error("a mapping is only for format: mapped-csv") }
+            mapping = try decodeMapping(mappingNode)
+        } else if format == .mappedCSV {
+            throw node.error("format mapped-csv needs a 'mapping' of account fields to column names")
+        }
+        let timestamps = try keys["timestamp_format"]?.oneOf(TimestampFormat.self) ?? (format == .mappedCSV ? .rfc3339 : .epochMilliseconds)
+        return SourceConfig(format: format, path: path, mapping: mapping, timestampFormat: timestamps)
+    }
+
+    private static func decodeMapping(_ node: ConfigNode) throws -> ColumnMapping {
+        let keys = try node.mapping(allowed: Set(ColumnMapping.fields + ["providers"]))
+        var columns: [String: String] = [:]
+        for field in ColumnMapping.fields { columns[field] = try keys[field]?.string() }
+        guard columns["localId"] != nil else { throw node.error("the mapping needs at least 'localId'") }
+        var providers: [String: String] = [:]
+        if let providerNode = keys["providers"] {
+            let entries = try providerNode.mapping(allowed: Set(ProviderID.exported))
+            for (id, column) in entries { providers[id] = try column.string() }
+        }
+        return ColumnMapping(columns: columns, providers: providers)
+    }
+
+    private static func decodeInputs(_ node: ConfigNode) throws -> InputsConfig {
+        let keys = try node.mapping(allowed: ["legacy_names", "deletion_requests", "stored_tokens", "protected_accounts"])
+        return InputsConfig(
+            legacyNames: try keys["legacy_names"]?.string(), deletionRequests: try keys["deletion_requests"]?.string(),
+            storedTokens: try keys["stored_tokens"]?.string(), protectedAccounts: try keys["protected_accounts"]?.string())
+    }
+
+    private static func decodeSelection(_ node: ConfigNode) throws -> SelectionConfig {
+        let keys = try node.mapping(allowed: ["deletion_requested", "disabled", "inactive_for_days", "providers", "protect"])
+        var selection = SelectionConfig()
+        selection.deletionRequested = try keys["deletion_requested"]?.bool() ?? false
+        selection.disabled = try keys["disabled"]?.bool() ?? false
+        selection.inactiveForDays = try keys["inactive_for_days"]?.int(minimum: 1)
+        if let providers = keys["providers"] {
+            for item in try providers.list() {
+                let id = try item.string()
+                guard ProviderID.isKnown(id) else { throw item.error("'\(id)' is not a provider id (e.g. apple.com, facebook.com)") }
+                selection.providers.append(id)
+            }
+        }
+        if let protect = keys["protect"] {
+            let entries = try protect.mapping(allowed: ["uids", "email_domains"])
+            selection.protectedIds = try entries["uids"]?.stringList() ?? []
+            selection.protectedEmailDomains = try entries["email_domains"]?.stringList().map { $0.lowercased() } ?? []
+        }
+        return selection
+    }
+
+    private static func decodeStages(_ node: ConfigNode) throws -> StagesConfig {
+        let keys = try node.mapping(allowed: ["normalize", "detect_relay", "backfill_names", "revoke", "delete"])
+        var stages = StagesConfig()
+        stages.normalize = try keys["normalize"]?.bool() ?? true
+        stages.detectRelay = try keys["detect_relay"]?.bool() ?? true
+        if let backfill = keys["backfill_names"] {
+            stages.backfillNames = try backfill.stage(defaults: [NameSource.legacy], allowed: ["sources"]) { sources, entries in
+                guard let list = entries["sources"] else { return }
+                sources = try list.list().map { item in
+                    let text = try item.string()
+                    guard let source = NameSource(text: text) else {
+                        throw item.error("'\(text)' is not a name source (legacy, provider:<provider id>, email-local-part)")
+                    }
+                    return source
+                }
+            }
+        }
+        if let revoke = keys["revoke"] {
+            stages.revoke = try revoke.stage(defaults: RevokeConfig(), allowed: ["apple", "facebook", "firebase_sessions"]) { config, entries in
+                config.apple = try entries["apple"]?.bool() ?? true
+                config.facebook = try entries["facebook"]?.bool() ?? true
+                config.firebaseSessions = try entries["firebase_sessions"]?.bool() ?? true
+            }
+        }
+        if let delete = keys["delete"] {
+            stages.delete = try delete.stage(defaults: DeleteConfig(), allowed: ["data_webhook", "accounts", "when_not_revocable"]) { config, entries in
+                if let hook = entries["data_webhook"] {
+                    let url = try hook.string()
+                    guard url.hasPrefix("https://") || url.hasPrefix("http://127.0.0.1") || url.hasPrefix("http://localhost") else {
+                        throw hook.error("the webhook must be an https:// URL (http only on loopback)")
+                    }
+                    config.dataWebhook = url
+                }
+                config.accounts = try entries["accounts"]?.bool() ?? true
+                config.whenNotRevocable = try entries["when_not_revocable"]?.oneOf(NotRevocablePolicy.self) ?? .keep
+            }
+        }
+        return stages
+    }
+
+    private static func decodeGuards(_ node: ConfigNode) throws -> GuardsConfig {
+        let keys = try node.mapping(allowed: ["max_deletions", "max_deletion_share"])
+        var guards = GuardsConfig()
+        guards.maxDeletions = try keys["max_deletions"]?.int()
+        if let share = keys["max_deletion_share"] {
+            let value = try share.double()
+            guard value >= 0 && value <= 1 else { throw share.error("a share is between 0 and 1 (0.05 is 5 %)") }
+            guards.maxDeletionShare = value
+        }
+        return guards
+    }
+
+    private static func decodeReport(_ node: ConfigNode) throws -> ReportConfig {
+        let keys = try node.mapping(allowed: ["reveal_personal_data", "list_limit"])
+        var report = ReportConfig()
+        report.revealPersonalData = try keys["reveal_personal_data"]?.bool() ?? false
+        report.listLimit = try keys["list_limit"]?.int() ?? report.listLimit
+        return report
+    }
+
+    private static func decodeOutput(_ node: ConfigNode) throws -> OutputConfig {
+        let keys = try node.mapping(allowed: ["import_json"])
+        return OutputConfig(importJSON: try keys["import_json"]?.string())
+    }
+}

@@ -1,0 +1,133 @@
+/// A pipeline file: where accounts come from, which ones it acts on, which stages run, and the guards.
+public struct PipelineDefinition: Sendable, Equatable {
+    public var version: Int
+    public var name: String
+    public var description: String?
+    public var source: SourceConfig
+    public var inputs: InputsConfig
+    public var selection: SelectionConfig
+    public var stages: StagesConfig
+    public var guards: GuardsConfig
+    public var report: ReportConfig
+    public var output: OutputConfig
+}
+
+public enum SourceFormat: String, Sendable, Equatable, CaseIterable {
+    case authExportJSON = "auth-export-json"
+    case authExportCSV = "auth-export-csv"
+    case mappedCSV = "mapped-csv"
+}
+
+public enum TimestampFormat: String, Sendable, Equatable, CaseIterable {
+    case rfc3339
+    case epochMilliseconds = "epoch-ms"
+    case epochSeconds = "epoch-s"
+}
+
+public struct SourceConfig: Sendable, Equatable {
+    public var format: SourceFormat
+    /// Absolute, or relative to the pipeline file's folder.
+    public var path: String
+    public var mapping: ColumnMapping?
+    public var timestampFormat: TimestampFormat
+}
+
+/// For a CSV with a header row: which column holds which account field.
+public struct ColumnMapping: Sendable, Equatable {
+    public static let fields = ["localId", "email", "emailVerified", "displayName", "photoUrl", "phoneNumber", "createdAt", "lastSignedInAt", "disabled"]
+    /// Account field → column header.
+    public var columns: [String: String]
+    /// Provider id → column header holding the provider's rawId.
+    public var providers: [String: String]
+}
+
+public struct InputsConfig: Sendable, Equatable {
+    public var legacyNames: String?
+    public var deletionRequests: String?
+    public var storedTokens: String?
+    public var protectedAccounts: String?
+}
+
+public struct SelectionConfig: Sendable, Equatable {
+    public var deletionRequested = false
+    public var disabled = false
+    public var inactiveForDays: Int?
+    /// Only accounts linked to at least one of these providers (empty: no filter).
+    public var providers: [String] = []
+    public var protectedIds: [String] = []
+    public var protectedEmailDomains: [String] = []
+
+    public var selectsAnything: Bool { deletionRequested || disabled || inactiveForDays != nil }
+}
+
+public enum NameSource: Sendable, Equatable, CustomStringConvertible {
+    /// The legacy names table captured at first sign-in.
+    case legacy
+    /// The display name of another linked provider.
+    case provider(String)
+    /// The local part of a real (never a relay) email address: `jane.doe@…` → `Jane Doe`.
+    case emailLocalPart
+
+    public init?(text: String) {
+        if text == "legacy" {
+            self = .legacy
+        } else if text == "email-local-part" {
+            self = .emailLocalPart
+        } else if text.hasPrefix("provider:"), ProviderID.isKnown(String(text.dropFirst(9))) {
+            self = .provider(String(text.dropFirst(9)))
+        } else {
+            return nil
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .legacy: "legacy"
+        case .provider(let id): "provider:\(id)"
+        case .emailLocalPart: "email-local-part"
+        }
+    }
+}
+
+public enum NotRevocablePolicy: String, Sendable, Equatable, CaseIterable {
+    /// Delete the account anyway when a revocation is not possible (Apple allows this when no token exists).
+    case delete
+    /// Keep the account for a person to look at.
+    case keep
+}
+
+public struct StagesConfig: Sendable, Equatable {
+    public var normalize = true
+    public var detectRelay = true
+    public var backfillNames: [NameSource]?
+    public var revoke: RevokeConfig?
+    public var delete: DeleteConfig?
+}
+
+public struct RevokeConfig: Sendable, Equatable {
+    public var apple = true
+    public var facebook = true
+    public var firebaseSessions = true
+}
+
+public struct DeleteConfig: Sendable, Equatable {
+    public var dataWebhook: String?
+    public var accounts = true
+    public var whenNotRevocable: NotRevocablePolicy = .keep
+}
+
+public struct GuardsConfig: Sendable, Equatable {
+    public var maxDeletions: Int?
+    public var maxDeletionShare: Double?
+}
+
+public struct ReportConfig: Sendable, Equatable {
+    public var revealPersonalData = false
+    /// How many accounts each Markdown list shows; the JSON report and the CSV ledger have them all.
+    public var listLimit = 50
+}
+
+public struct OutputConfig: Sendable, Equatable {
+    /// An `auth:import`-ready JSON file of the cleaned accounts (migrations).
+    public var importJSON: String?
+}

@@ -1,0 +1,53 @@
+/// The remote actions idpipe plans and (in a later stage) carries out.
+public enum ActionKind: String, Sendable, Codable, CaseIterable {
+    case updateName = "update-name"
+    case revokeApple = "revoke-apple"
+    case revokeFacebook = "revoke-facebook"
+    case revokeSessions = "revoke-sessions"
+    case deleteData = "delete-data"
+    case deleteAccount = "delete-account"
+
+    /// The service the action goes to.
+    public var service: String {
+        switch self {
+        case .updateName, .revokeSessions, .deleteAccount: "identitytoolkit"
+        case .revokeApple: "apple"
+        case .revokeFacebook: "facebook"
+        case .deleteData: "data-webhook"
+        }
+    }
+
+    /// Execution order within an account: names, revocations, data, then the account.
+    public var order: Int { ActionKind.allCases.firstIndex(of: self)! }
+}
+
+/// Where an action stands. The later stages move `planned` → `sent` → `done`/`failed`.
+public enum ActionState: String, Sendable, Codable, CaseIterable {
+    case planned
+    case sent
+    case done
+    case failed
+    /// It cannot be done at all (no token, Limited Login…); the reason says why.
+    case notPossible = "not-possible"
+    /// It waits on something that did not happen (a revocation that is not possible, with policy keep).
+    case blocked
+}
+
+public struct PlannedAction: Sendable, Equatable {
+    public var kind: ActionKind
+    public var state: ActionState
+    /// What will be sent, without secrets: the token kind and fingerprint, the name source, the policy.
+    public var detail: String
+    /// Why it is not possible or blocked.
+    public var reason: String?
+    /// The new display name, for `update-name` (personal data: masked in reports by default).
+    public var value: String?
+
+    public init(kind: ActionKind, state: ActionState, detail: String, reason: String? = nil, value: String? = nil) {
+        self.kind = kind
+        self.state = state
+        self.detail = detail
+        self.reason = reason
+        self.value = value
+    }
+}

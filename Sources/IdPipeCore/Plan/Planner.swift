@@ -1,0 +1,78 @@
+/// The plan stage: which remote actions an account needs, computed without any network call.
+public struct Planner: Sendable {
+    /// Apple authorization codes can be exchanged only within 5 minutes of being issued.
+    public static let authorizationCodeLifetimeMs: Int64 = 5 * 60 * 1000
+
+    public let stages: StagesConfig
+    public let asOf: Int64
+
+    public init(stages: StagesConfig, asOf: Int64) {
+        self.stages = stages
+        self.asOf = asOf
+    }
+
+    public func revocations(for account: Account, credentials: StoredCredentials?) -> [PlannedAction] {
+        guard let revoke = stages.revoke else { return [] }
+        var actions: [PlannedAction] = []
+        if revoke.apple && account.isLinked(to: ProviderID.apple) {
+            actions.append(appleRevocation(credentials?.apple))
+        }
+        if revoke.facebook, let link = account.provider(ProviderID.facebook) {
+            actions.append(facebookRevocation(link, stored: credentials?.facebook))
+        }
+        if revoke.firebaseSessions {
+            actions.append(PlannedAction(kind: .revokeSessions, state: .planned, detail: "accounts:update validSince"))
+        }
+        return actions
+    }
+
+    private func appleRevocation(_ token: StoredAppleToken?) -> PlannedAction {
+        guard let token else {
+            return PlannedAction(kind: .revokeApple, state: .notPossible, detail: "auth/revoke", reason: "no stored Apple token")
+        }
+        let detail = "auth/revoke \(token.kind.rawValue) sha256:\(token.token.fingerprint)"
+        if token.kind == .authorizationCode && asOf - token.capturedAt > Self.authorizationCodeLifetimeMs {
+            return PlannedAction(kind: .revokeApple, state: .notPossible, detail: detail, reason: "authorization code older than 5 minutes")
+        }
+        return PlannedAction(kind: .revokeApple, state: .planned, detail: detail)
+    }
+
+    private func facebookRevocation(_ link: ProviderLink, stored: StoredFacebookLogin?) -> PlannedAction {
+        let detail = "DELETE /{app-scoped id}/permissions with the app token"
+        guard let stored else {
+            return PlannedAction(kind: .revokeFacebook, state: .planned, detail: detail + " (login kind unknown: taken as classic)")
+        }
+        if stored.login == .limited {
+            return PlannedAction(kind: .revokeFacebook, state: .notPossible, detail: detail, reason: "Facebook Limited Login cannot be revoked from a server")
+        }
+        return PlannedAction(kind: .revokeFacebook, state: .planned, detail: detail)
+    }
+
+    /// Data and account deletion, after the revocations: what the revocations allow under the pipeline's policy.
+    public func deletions(after revocations: [PlannedAction]) -> [PlannedAction] {
+        guard let delete = stages.delete else { return [] }
+        let notPossible = revocations.filter { $0.state == .notPossible }
+        var state = ActionState.planned
+        var policyNote = "revocations planned first"
+        var reason: String?
+        if !notPossible.isEmpty {
+            let why = notPossible.map { "\($0.kind.rawValue): \($0.reason ?? "not possible")" }.joined(separator: "; ")
+            switch delete.whenNotRevocable {
+            case .delete:
+                policyNote = "allowed by when_not_revocable: delete (\(why))"
+            case .keep:
+                state = .blocked
+                policyNote = "kept by when_not_revocable: keep"
+                reason = why
+            }
+        }
+        var actions: [PlannedAction] = []
+        if delete.dataWebhook != nil {
+            actions.append(PlannedAction(kind: .deleteData, state: state, detail: "data webhook; " + policyNote, reason: reason))
+        }
+        if delete.accounts {
+            actions.append(PlannedAction(kind: .deleteAccount, state: state, detail: "accounts:batchDelete force; " + policyNote, reason: reason))
+        }
+        return actions
+    }
+}

@@ -1,0 +1,128 @@
+/// The report for machines: the run, every total, every noteworthy account and every quarantined row.
+/// Written as a stream, in input order, with personal data masked unless revealed.
+public struct JSONReport {
+    public let source: any ReportSource
+    public let masking: Masking
+
+    public init(source: any ReportSource, masking: Masking) {
+        self.source = source
+        self.masking = masking
+    }
+
+    public func render(into out: inout some TextOutputStream) throws {
+        let run = try source.run()
+        let tally = try source.tally()
+        out.write("{\n  \"run\": {")
+        let fields: [(String, String?)] = [
+            ("pipeline", run.pipelineName), ("pipelinePath", run.pipelinePath), ("pipelineSha256", run.pipelineSHA256),
+            ("input", run.sourcePath), ("inputFormat", run.sourceFormat), ("inputSha256", run.sourceSHA256),
+            ("asOf", Timestamp.formatRFC3339(run.asOf)), ("status", run.status.rawValue), ("guard", run.guardVerdict),
+        ]
+        out.write(fields.map { "\"\($0.0)\": \(JSONText.string($0.1))" }.joined(separator: ", "))
+        out.write(", \"inputBytes\": \(run.sourceSize), \"personalDataMasked\": \(!masking.reveal)},\n  \"totals\": {")
+        out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
+        out.write("},\n  \"accounts\": [")
+        var actionsBySequence: [Int64: [ReportAction]] = [:]
+        var first = true
+        // Accounts and their actions are both in input order: read actions lazily alongside.
+        var pendingActions: [ReportAction] = []
+        try source.actions(limit: nil) { pendingActions.append($0) }
+        for action in pendingActions { actionsBySequence[action.sequence, default: []].append(action) }
+        pendingActions = []
+        try source.accounts(nil, limit: nil) { account in
+            out.write(first ? "\n    " : ",\n    ")
+            first = false
+            var parts: [String] = [
+                "\"uid\": \(JSONText.string(account.uid))", "\"source\": \(JSONText.string("\(account.file):\(account.line)"))",
+                "\"email\": \(JSONText.string(account.email.map { masking.email($0) }))",
+                "\"displayName\": \(JSONText.string(account.displayName.map { masking.name($0) }))",
+                "\"phoneNumber\": \(JSONText.string(account.phone.map { masking.phone($0) }))",
+                "\"providers\": [\(account.providers.split(separator: " ").map { JSONText.string(String($0)) }.joined(separator: ", "))]",
+                "\"relay\": \(JSONText.string(account.relay))", "\"consentReview\": \(JSONText.string(account.consentReview))",
+                "\"selection\": \(JSONText.string(account.selection))", "\"selectionDetail\": \(JSONText.string(account.selectionDetail))",
+                "\"deletionRequest\": \(JSONText.string(account.deletionRequest))", "\"name\": \(JSONText.string(account.nameOutcome))",
+            ]
+            let actions = actionsBySequence.removeValue(forKey: account.sequence) ?? []
+            parts.append("\"actions\": [" + actions.map { action in
+                "{\"kind\": \(JSONText.string(action.kind)), \"state\": \(JSONText.string(action.state)), \"detail\": \(JSONText.string(action.detail)), "
+                    + "\"reason\": \(JSONText.string(action.reason)), \"value\": \(JSONText.string(action.value.map { masking.name($0) }))}"
+            }.joined(separator: ", ") + "]")
+            out.write("{" + parts.joined(separator: ", ") + "}")
+        }
+        out.write(first ? "],\n  \"quarantine\": [" : "\n  ],\n  \"quarantine\": [")
+        first = true
+        try source.quarantine(limit: nil) { _, entry in
+            out.write(first ? "\n    " : ",\n    ")
+            first = false
+            out.write("{\"file\": \(JSONText.string(entry.position.file)), \"line\": \(entry.position.line), \"uid\": \(JSONText.string(entry.localId)), "
+                + "\"field\": \(JSONText.string(entry.field)), \"reason\": \(JSONText.string(masking.quotedValues(in: entry.reason, field: entry.field)))}")
+        }
+        out.write(first ? "]\n}\n" : "\n  ]\n}\n")
+    }
+}
+
+/// The CSV ledger: one line per planned action per account, for a compliance reviewer to file.
+public struct CSVLedger {
+    public let source: any ReportSource
+    public let masking: Masking
+
+    public init(source: any ReportSource, masking: Masking) {
+        self.source = source
+        self.masking = masking
+    }
+
+    public static let header = "sequence,uid,action,service,state,detail,reason,value,attempts"
+
+    public func render(into out: inout some TextOutputStream) throws {
+        out.write(Self.header + "\n")
+        try source.actions(limit: nil) { action in
+            let service = ActionKind(rawValue: action.kind)?.service ?? ""
+            let fields = ["\(action.sequence)", action.uid, action.kind, service, action.state, action.detail, action.reason ?? "",
+                          action.value.map { masking.name($0) } ?? "", "\(action.attempts)"]
+            out.write(fields.map(Self.escape).joined(separator: ",") + "\n")
+        }
+    }
+
+    /// RFC 4180 quoting; a leading `=`, `+`, `-` or `@` is prefixed with `'` so spreadsheets do not run it.
+    static func escape(_ field: String) -> String {
+        var text = field
+        if let first = text.first, "=+-@".contains(first) { text = "'" + text }
+        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
+        return "\"" + text.replacingAll("\"", with: "\"\"") + "\""
+    }
+}
+
+/// JSON string literals, escaped by hand so the output is the same byte for byte on every run.
+public enum JSONText {
+    public static func string(_ value: String?) -> String {
+        guard let value else { return "null" }
+        var out = "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            default:
+                if scalar.value < 0x20 {
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                } else {
+                    out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        return out + "\""
+    }
+}
+
+extension String {
+    func replacingAll(_ target: Character, with replacement: String) -> String {
+        var result = ""
+        for character in self {
+            if character == target { result += replacement } else { result.append(character) }
+        }
+        return result
+    }
+}

@@ -1,0 +1,175 @@
+/// The report a reviewer reads before anything is changed.
+public struct MarkdownReport {
+    public let source: any ReportSource
+    public let masking: Masking
+    public let listLimit: Int
+
+    public init(source: any ReportSource, masking: Masking, listLimit: Int) {
+        self.source = source
+        self.masking = masking
+        self.listLimit = listLimit
+    }
+
+    public func render(into out: inout some TextOutputStream) throws {
+        let run = try source.run()
+        let tally = try source.tally()
+        out.write("# idpipe plan: \(run.pipelineName)\n\n")
+        out.write("Dry run: nothing was changed. ")
+        out.write(masking.reveal ? "Personal data is shown (--reveal-personal-data).\n\n" : "Personal data is masked; `--reveal-personal-data` shows it.\n\n")
+        table(&out, ["", ""], [
+            ["Pipeline", "`\(run.pipelinePath)` (sha256 \(run.pipelineSHA256.prefix(12)))"],
+            ["Input", "`\(run.sourcePath)` (\(run.sourceFormat), \(run.sourceSize) bytes, sha256 \(run.sourceSHA256.map { String($0.prefix(12)) } ?? "not finished"))"],
+            ["As of", Timestamp.formatRFC3339(run.asOf)],
+            ["Status", run.status.rawValue],
+        ])
+        if let verdict = run.guardVerdict { out.write("\n**Stopped by a guard:** \(verdict). Nothing may be applied from this plan.\n") }
+
+        section(&out, "Summary")
+        table(&out, ["accounts", "count"], [
+            ["read", "\(tally["accounts.read"])"],
+            ["processed", "\(tally["accounts.processed"])"],
+            ["quarantined (not processed)", "\(tally["accounts.quarantined"])"],
+            ["disabled", "\(tally["accounts.disabled"])"],
+            ["with no exported provider", "\(tally["accounts.no-providers"])"],
+        ])
+
+        section(&out, "Providers")
+        table(&out, ["provider", "linked accounts"], ProviderID.reported.compactMap { id in
+            let count = tally["providers.\(id)"]
+            return count == 0 ? nil : ["`\(id)`", "\(count)"]
+        })
+
+        if tally["relay.relayAddress"] + tally["relay.appleRealEmail"] + tally["relay.appleNoEmail"] + tally["relay.notApple"] > 0 {
+            section(&out, "Private relay")
+            table(&out, ["class", "accounts"], RelayClass.allCases.map { ["\($0.label)", "\(tally["relay.\($0)"])"] }
+                + [["relay accounts needing consent review", "\(tally["relay.consent-review"])"]])
+            try accountList(&out, .consentReview, title: "Relay accounts linked to identifying data without recorded consent",
+                            columns: ["uid", "email", "linked data", "providers", "source"]) { account in
+                [account.uid, masking.email(account.email), account.consentReview ?? "", account.providers, "\(account.file):\(account.line)"]
+            }
+        }
+
+        let names = tally.group("names.")
+        if !names.isEmpty {
+            section(&out, "Display names")
+            table(&out, ["outcome", "accounts"], names.map { [$0.0.replacingFirst("fill.", "fill from ").replacingFirst("no-source.", "no source: "), "\($0.1)"] })
+            try accountList(&out, .nameFill, title: "Names to fill", columns: ["uid", "new name", "source", "email"]) { account in
+                [account.uid, masking.name(account.newName), account.nameOutcome ?? "", masking.email(account.email)]
+            }
+        }
+
+        let selection = tally.group("selection.")
+        if !selection.isEmpty {
+            section(&out, "Selection")
+            table(&out, ["", "accounts"], selection.map { [$0.0.replacingFirst("reason.", "matched: "), "\($0.1)"] })
+            try accountList(&out, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account in
+                [account.uid, masking.email(account.email), account.selectionDetail ?? ""]
+            }
+        }
+
+        let actions = tally.group("actions.")
+        if !actions.isEmpty {
+            section(&out, "Planned actions")
+            var rows: [[String]] = []
+            for kind in ActionKind.allCases {
+                let counts = ActionState.allCases.map { tally["actions.\(kind.rawValue).\($0.rawValue)"] }
+                if counts.allSatisfy({ $0 == 0 }) { continue }
+                rows.append(["`\(kind.rawValue)`", kind.service] + counts.map { "\($0)" })
+            }
+            table(&out, ["action", "service"] + ActionState.allCases.map(\.rawValue), rows)
+            let notPossible = tally.group("not-possible.")
+            if !notPossible.isEmpty {
+                out.write("\n### Not possible, and why\n\n")
+                table(&out, ["action", "reason", "accounts"], notPossible.map { key, value in
+                    let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
+                    return ["`\(parts[0])`", parts.count > 1 ? parts[1] : "", "\(value)"]
+                })
+            }
+            try accountList(&out, .selected, title: "Accounts selected for cleanup", columns: ["uid", "email", "why", "request", "providers"]) { account in
+                [account.uid, masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers]
+            }
+        }
+
+        let repairs = tally.group("repairs.")
+        if !repairs.isEmpty {
+            section(&out, "Normalization repairs")
+            table(&out, ["repair", "accounts"], Repair.allCases.compactMap { repair in
+                let count = tally["repairs.\(repair)"]
+                return count == 0 ? nil : [repair.label, "\(count)"]
+            })
+        }
+
+        section(&out, "Quarantine")
+        let quarantined = tally["accounts.quarantined"]
+        if quarantined == 0 {
+            out.write("No input row was quarantined.\n")
+        } else {
+            out.write("These rows were not processed; fix them at the source and run again.\n\n")
+            var rows: [[String]] = []
+            try source.quarantine(limit: listLimit) { _, entry in
+                rows.append(["\(entry.position.file):\(entry.position.line)", entry.localId ?? "", "`\(entry.field)`", masking.quotedValues(in: entry.reason, field: entry.field)])
+            }
+            table(&out, ["where", "uid", "field", "reason"], rows)
+            if quarantined > rows.count { out.write("\n… and \(quarantined - rows.count) more in the JSON report.\n") }
+        }
+    }
+
+    private func accountList(_ out: inout some TextOutputStream, _ list: AccountList, title: String, columns: [String],
+                             _ row: (ReportAccount) -> [String]) throws {
+        let total = try source.count(list)
+        guard total > 0 else { return }
+        out.write("\n### \(title) (\(total))\n\n")
+        var rows: [[String]] = []
+        try source.accounts(list, limit: listLimit) { rows.append(row($0)) }
+        table(&out, columns, rows)
+        if total > rows.count { out.write("\n… and \(total - rows.count) more: see the JSON report and the CSV ledger.\n") }
+    }
+
+    private func section(_ out: inout some TextOutputStream, _ title: String) {
+        out.write("\n## \(title)\n\n")
+    }
+
+    private func table(_ out: inout some TextOutputStream, _ header: [String], _ rows: [[String]]) {
+        out.write("| " + header.joined(separator: " | ") + " |\n")
+        out.write("|" + header.map { _ in "---" }.joined(separator: "|") + "|\n")
+        for row in rows { out.write("| " + row.map(Self.cell).joined(separator: " | ") + " |\n") }
+    }
+
+    static func cell(_ text: String) -> String {
+        var result = ""
+        for character in text {
+            switch character {
+            case "|": result += "\\|"
+            case "\n", "\r": result += " "
+            default: result.append(character)
+            }
+        }
+        return result
+    }
+}
+
+extension String {
+    func replacingFirst(_ prefix: String, _ replacement: String) -> String {
+        hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
+    }
+}
+
+extension Masking {
+    /// Quarantine reasons quote the bad value (`'x@@y' has more than one @`); mask it like the field it came from.
+    public func quotedValues(in reason: String, field: String) -> String {
+        guard !reveal, let open = reason.firstIndex(of: "'"),
+              let close = reason[reason.index(after: open)...].firstIndex(of: "'") else { return reason }
+        let value = String(reason[reason.index(after: open)..<close])
+        let masked: String
+        if field.hasSuffix("email") {
+            masked = email(value)
+        } else if field.hasSuffix("phoneNumber") {
+            masked = phone(value)
+        } else if field.hasSuffix("displayName") {
+            masked = name(value)
+        } else {
+            return reason
+        }
+        return String(reason[..<open]) + "'" + masked + "'" + reason[reason.index(after: close)...]
+    }
+}

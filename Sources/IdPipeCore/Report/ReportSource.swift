@@ -1,0 +1,80 @@
+/// An account row as the report reads it back from the store.
+public struct ReportAccount: Sendable {
+    public var sequence: Int64
+    public var uid: String
+    public var file: String
+    public var line: Int
+    public var relay: String?
+    public var consentReview: String?
+    public var selection: String
+    public var selectionDetail: String?
+    public var nameOutcome: String?
+    public var email: String?
+    public var displayName: String?
+    public var phone: String?
+    public var providers: String
+    public var deletionRequest: String?
+    /// The name the plan fills in, when it does.
+    public var newName: String?
+
+    public init(sequence: Int64, uid: String, file: String, line: Int, relay: String?, consentReview: String?, selection: String,
+                selectionDetail: String?, nameOutcome: String?, email: String?, displayName: String?, phone: String?, providers: String,
+                deletionRequest: String?, newName: String?) {
+        self.sequence = sequence
+        self.uid = uid
+        self.file = file
+        self.line = line
+        self.relay = relay
+        self.consentReview = consentReview
+        self.selection = selection
+        self.selectionDetail = selectionDetail
+        self.nameOutcome = nameOutcome
+        self.email = email
+        self.displayName = displayName
+        self.phone = phone
+        self.providers = providers
+        self.deletionRequest = deletionRequest
+        self.newName = newName
+    }
+}
+
+public struct ReportAction: Sendable {
+    public var sequence: Int64
+    public var uid: String
+    public var kind: String
+    public var state: String
+    public var detail: String
+    public var reason: String?
+    public var value: String?
+    public var attempts: Int
+
+    public init(sequence: Int64, uid: String, kind: String, state: String, detail: String, reason: String?, value: String?, attempts: Int) {
+        self.sequence = sequence
+        self.uid = uid
+        self.kind = kind
+        self.state = state
+        self.detail = detail
+        self.reason = reason
+        self.value = value
+        self.attempts = attempts
+    }
+}
+
+/// Which accounts a report list shows.
+public enum AccountList: Sendable {
+    case consentReview
+    case nameFill
+    case nameNoSource
+    case selected
+    case protected
+}
+
+/// What the report reads: the run, its totals, and the rows in input order, streamed.
+public protocol ReportSource {
+    func run() throws -> RunRecord
+    func tally() throws -> Tally
+    func count(_ list: AccountList) throws -> Int
+    func accounts(_ list: AccountList?, limit: Int?, _ body: (ReportAccount) throws -> Void) throws
+    func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws
+    func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws
+}

@@ -1,0 +1,30 @@
+/// What the offline stages made of one account.
+public struct AccountOutcome: Sendable, Equatable {
+    /// The account's position in the input (0-based), which orders every list of a report.
+    public var sequence: Int64
+    public var position: SourcePosition
+    /// The account after normalization.
+    public var account: Account
+    public var repairs: RepairSet
+    public var relay: RelayFinding?
+    public var name: NameOutcome?
+    public var selection: SelectionOutcome
+    public var deletionRequest: DeletionRequest?
+    public var actions: [PlannedAction]
+
+    /// Whether the store keeps a row for this account: it has actions, needs review, or was selected or protected.
+    /// Other accounts only count in the totals, which keeps a 10-million-account plan small.
+    public var isNoteworthy: Bool {
+        if !actions.isEmpty { return true }
+        if let relay, !relay.consentReview.isEmpty { return true }
+        if case .noSource = name { return true }
+        if case .notSelected = selection { return false }
+        return true
+    }
+}
+
+/// One input record after the offline stages: an account, or a quarantined row.
+public enum RecordOutcome: Sendable {
+    case account(AccountOutcome)
+    case quarantined(QuarantineEntry)
+}

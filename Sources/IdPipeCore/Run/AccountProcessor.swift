@@ -1,0 +1,53 @@
+/// Runs the offline stages on one account: normalize → detect relay → plan names → select → plan actions.
+/// Pure and `Sendable`: workers call it concurrently.
+public struct AccountProcessor: Sendable {
+    public let pipeline: PipelineDefinition
+    public let sideInputs: SideInputs
+    public let selector: Selector
+    public let planner: Planner
+
+    public init(pipeline: PipelineDefinition, sideInputs: SideInputs, asOf: Int64) {
+        self.pipeline = pipeline
+        self.sideInputs = sideInputs
+        self.selector = Selector(config: pipeline.selection, asOf: asOf, extraProtectedIds: sideInputs.protectedIds)
+        self.planner = Planner(stages: pipeline.stages, asOf: asOf)
+    }
+
+    public func process(_ raw: Account, position: SourcePosition, sequence: Int64) -> RecordOutcome {
+        var account = raw
+        var repairs = RepairSet()
+        if pipeline.stages.normalize {
+            switch AccountNormalizer.normalize(raw) {
+            case .success(let result): (account, repairs) = result
+            case .failure(let issue):
+                return .quarantined(QuarantineEntry(position: position, localId: raw.localId.isEmpty ? nil : raw.localId, field: issue.field, reason: issue.reason))
+            }
+        } else if raw.localId.isEmpty {
+            return .quarantined(QuarantineEntry(position: position, localId: nil, field: "localId", reason: "is empty"))
+        }
+        let uid = account.localId
+        let legacy = sideInputs.legacyNames[uid]
+        let relay = pipeline.stages.detectRelay ? RelayDetection.classify(account, consentRecorded: legacy?.consent ?? false) : nil
+        let isRelay = relay?.relayClass == .relayAddress
+            || (relay == nil && (RelayDetection.isRelayAddress(account.email) || RelayDetection.isRelayAddress(account.provider(ProviderID.apple)?.email)))
+        let deletionRequest = sideInputs.deletionRequests[uid]
+        let selection = selector.select(account, deletionRequest: deletionRequest)
+
+        var actions: [PlannedAction] = []
+        var name: NameOutcome?
+        if selection.isSelected {
+            let revocations = planner.revocations(for: account, credentials: sideInputs.credentials[uid])
+            actions = revocations + planner.deletions(after: revocations)
+        } else if let sources = pipeline.stages.backfillNames {
+            // Names are filled only for accounts that stay.
+            let outcome = NameBackfill.plan(account, isRelay: isRelay, legacy: legacy, sources: sources)
+            name = outcome
+            if case .fill(let update) = outcome {
+                actions.append(PlannedAction(kind: .updateName, state: .planned, detail: "name from \(update.source)", value: update.name))
+            }
+        }
+        return .account(AccountOutcome(
+            sequence: sequence, position: position, account: account, repairs: repairs, relay: relay, name: name,
+            selection: selection, deletionRequest: deletionRequest, actions: actions))
+    }
+}

@@ -1,0 +1,216 @@
+import Logging
+
+/// Hashes an input as it is read, so a resumed or applied run can prove the input did not change.
+public protocol InputFingerprint: AnyObject {
+    /// Hashes the input's bytes up to `offset` (from where it stopped) and returns the SHA-256 so far.
+    func advance(to offset: Int64) throws -> String
+}
+
+/// Receives the cleaned accounts, in input order (the `auth:import` file of a migration).
+public protocol CleanedAccountSink: AnyObject {
+    /// Cuts the output back to `length` (where the last checkpoint left it).
+    func truncate(to length: Int64) throws
+    func write(_ accounts: [Account]) throws
+    /// The output's length so far, recorded with each checkpoint.
+    var length: Int64 { get }
+    func finish() throws
+}
+
+/// Progress after each batch, for the progress line.
+public struct PlanProgress: Sendable {
+    public var records: Int64
+    public var bytes: Int64
+    public var totalBytes: Int64
+    public var quarantined: Int
+    public var elapsedSeconds: Double
+}
+
+public struct PlanResult: Sendable {
+    public var run: RunRecord
+    public var tally: Tally
+    /// True when the store already held a finished plan and nothing was read.
+    public var alreadyPlanned: Bool
+    /// True when this call continued an interrupted plan.
+    public var resumed: Bool
+}
+
+public enum PlanError: Error, CustomStringConvertible {
+    case changedSinceInterruptedRun(String)
+    case input(InputError)
+
+    public var description: String {
+        switch self {
+        case .changedSinceInterruptedRun(let what): "cannot resume: \(what) changed since the interrupted run; start a new state store"
+        case .input(let error): error.description
+        }
+    }
+}
+
+/// The dry run: reads the input in batches, runs the offline stages on the worker pool, and commits each
+/// batch with its checkpoint. Killed at any moment, it starts again from the last checkpoint and ends with
+/// the same store, and so the same report, as an uninterrupted run.
+public final class PlanRunner {
+    public let pipeline: PipelineDefinition
+    public let processor: AccountProcessor
+    public let store: any PlanStore
+    public let pool: WorkerPool
+    public var batchRecords = 8192
+    public var logger: Logger
+    public var progress: ((PlanProgress) -> Void)?
+    /// Stops after this many batches (tests of interrupted runs); nil runs to the end.
+    public var stopAfterBatches: Int?
+
+    public init(pipeline: PipelineDefinition, processor: AccountProcessor, store: any PlanStore, pool: WorkerPool, logger: Logger) {
+        self.pipeline = pipeline
+        self.processor = processor
+        self.store = store
+        self.pool = pool
+        self.logger = logger
+    }
+
+    /// `run` is the record for a new plan; when the store already holds one, it must match (same pipeline and inputs).
+    public func plan(
+        run newRun: RunRecord, openSource: (InputCheckpoint) throws -> any AccountSource, fingerprint: any InputFingerprint,
+        sink: (any CleanedAccountSink)?, clock: () -> Double
+    ) throws -> PlanResult {
+        var run = newRun
+        var checkpoint = PlanCheckpoint(input: InputCheckpoint(), inputPrefixSHA256: "", tally: Tally(), nextSequence: 0, seenIdHashes: [], importFileLength: 0)
+        var resumed = false
+        if let existing = try store.loadRun() {
+            try Self.checkSameRun(existing, newRun)
+            run = existing
+            if existing.status != .planning {
+                return PlanResult(run: existing, tally: try store.loadCheckpoint()?.tally ?? Tally(), alreadyPlanned: true, resumed: false)
+            }
+            if let saved = try store.loadCheckpoint() {
+                checkpoint = saved
+                resumed = true
+                let digest = try fingerprint.advance(to: saved.input.offset)
+                guard digest == saved.inputPrefixSHA256 else {
+                    throw PlanError.changedSinceInterruptedRun("the input \(run.sourcePath) (its first \(saved.input.offset) bytes)")
+                }
+            }
+        } else {
+            try store.saveRun(run)
+        }
+        if resumed { logger.info("resuming an interrupted plan", metadata: ["records": "\(checkpoint.input.records)"]) }
+        try sink?.truncate(to: checkpoint.importFileLength)
+
+        let source = try openSource(checkpoint.input)
+        var seen = Set(checkpoint.seenIdHashes)
+        var tally = checkpoint.tally
+        let started = clock()
+        var batches = 0
+        let processor = self.processor
+        while let batch = try source.nextBatch(records: batchRecords, parts: pool.width) {
+            let parts = pool.map(batch.partCount) { part -> [ProcessedRecord] in
+                batch.decode(part: part).map { record in
+                    switch record {
+                    case .account(let account, let position):
+                        return .outcome(processor.process(account, position: position, sequence: 0))
+                    case .malformed(let entry):
+                        return .outcome(.quarantined(entry))
+                    case .fatal(let error):
+                        return .fatal(error)
+                    }
+                }
+            }
+            var next = PlanBatch(checkpoint: checkpoint)
+            var counter = TallyCounter()
+            var cleaned: [Account] = []
+            var sequence = checkpoint.nextSequence
+            for processed in parts.joined() {
+                guard case .outcome(var record) = processed else {
+                    if case .fatal(let error) = processed { throw PlanError.input(error) }
+                    continue
+                }
+                if case .account(var outcome) = record {
+                    let hash = IdHash.of(outcome.account.localId)
+                    if !seen.insert(hash).inserted {
+                        record = .quarantined(QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
+                                                              reason: "duplicate: an earlier row has the same id"))
+                    } else {
+                        next.newIdHashes.append(hash)
+                        outcome.sequence = sequence
+                        if outcome.isNoteworthy { next.accounts.append(outcome) }
+                        if sink != nil { cleaned.append(outcome.account) }
+                        record = .account(outcome)
+                    }
+                }
+                counter.count(record)
+                if case .quarantined(let entry) = record { next.quarantine.append((sequence, entry)) }
+                sequence += 1
+            }
+            if let sink, !cleaned.isEmpty { try sink.write(cleaned) }
+            tally.merge(counter.tally())
+            let digest = try fingerprint.advance(to: batch.checkpoint.offset)
+            var input = batch.checkpoint
+            input.records = checkpoint.input.records + (sequence - checkpoint.nextSequence)
+            checkpoint = PlanCheckpoint(input: input, inputPrefixSHA256: digest, tally: tally, nextSequence: sequence, seenIdHashes: [],
+                                        importFileLength: sink?.length ?? 0)
+            next.checkpoint = checkpoint
+            try store.commit(next)
+            batches += 1
+            progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
+                                   quarantined: tally["accounts.quarantined"], elapsedSeconds: clock() - started))
+            if let stop = stopAfterBatches, batches >= stop { return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed) }
+        }
+        try sink?.finish()
+        run.sourceSHA256 = try fingerprint.advance(to: source.totalBytes)
+        run.guardVerdict = Guards.verdict(pipeline.guards, tally: tally)
+        run.status = run.guardVerdict == nil ? .planned : .stoppedByGuard
+        try store.saveRun(run)
+        return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed)
+    }
+
+    static func checkSameRun(_ existing: RunRecord, _ new: RunRecord) throws {
+        if existing.pipelineSHA256 != new.pipelineSHA256 {
+            throw PlanError.changedSinceInterruptedRun("the pipeline file \(new.pipelinePath)")
+        }
+        if existing.sourcePath != new.sourcePath || existing.sourceSize != new.sourceSize {
+            throw PlanError.changedSinceInterruptedRun("the input \(new.sourcePath) (its size or path)")
+        }
+        for (role, digest) in new.sideInputSHA256 where existing.sideInputSHA256[role] != digest {
+            throw PlanError.changedSinceInterruptedRun("the side input '\(role)'")
+        }
+    }
+}
+
+enum ProcessedRecord: Sendable {
+    case outcome(RecordOutcome)
+    case fatal(InputError)
+}
+
+/// A stable 64-bit hash of an account id (FNV-1a with a final avalanche), for duplicate detection.
+/// Two different ids share a hash with odds of about n²/2⁶⁵ (3·10⁻⁸ for a million accounts).
+public enum IdHash {
+    public static func of(_ id: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in id.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01b3
+        }
+        hash ^= hash >> 33
+        hash &*= 0xff51_afd7_ed55_8ccd
+        hash ^= hash >> 33
+        hash &*= 0xc4ce_b9fe_1a85_ec53
+        hash ^= hash >> 33
+        return hash
+    }
+}
+
+/// The deletion guards, judged on the plan's totals.
+public enum Guards {
+    public static func verdict(_ guards: GuardsConfig, tally: Tally) -> String? {
+        let deletions = tally["actions.delete-account.planned"]
+        let accounts = tally["accounts.processed"]
+        if let max = guards.maxDeletions, deletions > max {
+            return "the plan deletes \(deletions) accounts; guards.max_deletions allows \(max)"
+        }
+        if let share = guards.maxDeletionShare, accounts > 0, Double(deletions) / Double(accounts) > share {
+            let percent = (Double(deletions) * 1000 / Double(accounts)).rounded() / 10
+            return "the plan deletes \(deletions) of \(accounts) accounts (\(percent) %); guards.max_deletion_share allows \(share * 100) %"
+        }
+        return nil
+    }
+}

@@ -1,0 +1,121 @@
+/// The totals of a run. Every account adds to them, whether or not the store keeps a row for it;
+/// they are saved with each checkpoint, so a resumed run continues from the same totals.
+public struct Tally: Sendable, Equatable, Codable {
+    /// Counter name → value. Names are stable: they appear in the JSON report.
+    public private(set) var counts: [String: Int] = [:]
+
+    public init() {}
+
+    public subscript(_ key: String) -> Int {
+        counts[key] ?? 0
+    }
+
+    public mutating func add(_ key: String, _ amount: Int = 1) {
+        counts[key, default: 0] += amount
+    }
+
+    public mutating func merge(_ other: Tally) {
+        for (key, value) in other.counts { counts[key, default: 0] += value }
+    }
+
+    /// The values whose key starts with `prefix`, keyed by the rest of the name.
+    public func group(_ prefix: String) -> [(String, Int)] {
+        counts.filter { $0.key.hasPrefix(prefix) }.map { (String($0.key.dropFirst(prefix.count)), $0.value) }.sorted { $0.0 < $1.0 }
+    }
+}
+
+/// Counting into a tally, fast: per-account counters go through fixed slots and become names once per batch.
+public struct TallyCounter: Sendable {
+    private var slots = [Int](repeating: 0, count: Slot.count)
+    private var keyed: [String: Int] = [:]
+
+    public init() {}
+
+    enum Slot {
+        static let accounts = 0
+        static let quarantined = 1
+        static let relayBase = 2  // RelayClass.allCases
+        static let consentReview = relayBase + RelayClass.allCases.count
+        static let providerBase = consentReview + 1
+        static let repairBase = providerBase + ProviderID.reported.count
+        static let noProviders = repairBase + Repair.allCases.count
+        static let disabled = noProviders + 1
+        static let count = disabled + 1
+    }
+
+    public mutating func count(_ record: RecordOutcome) {
+        switch record {
+        case .quarantined(let entry):
+            slots[Slot.quarantined] += 1
+            keyed["quarantine.field." + Self.fieldFamily(entry.field), default: 0] += 1
+        case .account(let outcome):
+            count(outcome)
+        }
+    }
+
+    private mutating func count(_ outcome: AccountOutcome) {
+        slots[Slot.accounts] += 1
+        let account = outcome.account
+        if account.providers.isEmpty { slots[Slot.noProviders] += 1 }
+        for link in account.providers { slots[Slot.providerBase + ProviderID.reportIndex(link.providerId)] += 1 }
+        if account.disabled { slots[Slot.disabled] += 1 }
+        if !outcome.repairs.isEmpty {
+            for repair in outcome.repairs.all { slots[Slot.repairBase + repair.rawValue] += 1 }
+        }
+        if let relay = outcome.relay {
+            slots[Slot.relayBase + relay.relayClass.rawValue] += 1
+            if !relay.consentReview.isEmpty { slots[Slot.consentReview] += 1 }
+        }
+        if let name = outcome.name {
+            switch name {
+            case .present: keyed["names.present", default: 0] += 1
+            case .fill(let update): keyed["names.fill." + update.source.description, default: 0] += 1
+            case .noSource(let why): keyed["names.no-source." + why, default: 0] += 1
+            }
+        }
+        switch outcome.selection {
+        case .notSelected: break
+        case .selected(let reasons):
+            keyed["selection.selected", default: 0] += 1
+            for label in reasons.labels { keyed["selection.reason." + label, default: 0] += 1 }
+        case .protected: keyed["selection.protected", default: 0] += 1
+        case .filteredByProvider: keyed["selection.filtered-by-provider", default: 0] += 1
+        }
+        for action in outcome.actions {
+            keyed["actions.\(action.kind.rawValue).\(action.state.rawValue)", default: 0] += 1
+            if let reason = action.reason, action.state == .notPossible {
+                keyed["not-possible.\(action.kind.rawValue).\(reason)", default: 0] += 1
+            }
+        }
+    }
+
+    /// `providerUserInfo[2].rawId` and `providerUserInfo[0].rawId` count together.
+    static func fieldFamily(_ field: String) -> String {
+        guard field.contains("[") else { return field }
+        var result = ""
+        var skipping = false
+        for character in field {
+            if character == "[" { skipping = true; result.append("[]"); continue }
+            if character == "]" { skipping = false; continue }
+            if !skipping { result.append(character) }
+        }
+        return result
+    }
+
+    /// The counts as a tally with stable names.
+    public func tally() -> Tally {
+        var tally = Tally()
+        func put(_ key: String, _ value: Int) { if value != 0 { tally.add(key, value) } }
+        put("accounts.read", slots[Slot.accounts] + slots[Slot.quarantined])
+        put("accounts.processed", slots[Slot.accounts])
+        put("accounts.quarantined", slots[Slot.quarantined])
+        put("accounts.disabled", slots[Slot.disabled])
+        put("accounts.no-providers", slots[Slot.noProviders])
+        for relay in RelayClass.allCases { put("relay.\(relay)", slots[Slot.relayBase + relay.rawValue]) }
+        put("relay.consent-review", slots[Slot.consentReview])
+        for (index, id) in ProviderID.reported.enumerated() { put("providers.\(id)", slots[Slot.providerBase + index]) }
+        for repair in Repair.allCases { put("repairs.\(repair)", slots[Slot.repairBase + repair.rawValue]) }
+        for (key, value) in keyed { put(key, value) }
+        return tally
+    }
+}

@@ -1,0 +1,95 @@
+/// The normalize stage: repairs what can be repaired, rejects (with the field at fault) what cannot.
+public enum AccountNormalizer {
+    /// Epoch-ms values below this (March 1973) are taken to be seconds.
+    static let secondsThreshold: Int64 = 100_000_000_000
+
+    public static func normalize(_ input: Account) -> Result<(Account, RepairSet), RecordIssue> {
+        var account = input
+        var repairs = RepairSet()
+        let uid = TextScan.trimmingWhitespace(Substring(account.localId))
+        guard !uid.isEmpty else { return .failure(RecordIssue(field: "localId", reason: "is empty")) }
+        guard uid.utf8.count <= 128 else { return .failure(RecordIssue(field: "localId", reason: "is longer than 128 bytes")) }
+        if uid.count != account.localId.count { return .failure(RecordIssue(field: "localId", reason: "has surrounding whitespace")) }
+
+        if let email = account.email {
+            if TextScan.trimmingWhitespace(Substring(email)).isEmpty {
+                account.email = nil
+            } else {
+                switch EmailNormalizer.normalize(email, repairs: &repairs) {
+                case .success(let value): account.email = value
+                case .failure(let reason): return .failure(RecordIssue(field: "email", reason: "'\(email)' \(reason)"))
+                }
+            }
+        }
+        if let phone = account.phoneNumber {
+            if TextScan.trimmingWhitespace(Substring(phone)).isEmpty {
+                account.phoneNumber = nil
+            } else {
+                switch PhoneNormalizer.normalize(phone, repairs: &repairs) {
+                case .success(let value): account.phoneNumber = value
+                case .failure(let reason): return .failure(RecordIssue(field: "phoneNumber", reason: "'\(phone)' \(reason)"))
+                }
+            }
+        }
+        if let name = account.displayName {
+            switch DisplayNameCleaner.clean(name, repairs: &repairs) {
+            case .success(let value): account.displayName = value
+            case .failure(let reason): return .failure(RecordIssue(field: "displayName", reason: "\(reason)"))
+            }
+        }
+        account.createdAt = normalizeTimestamp(account.createdAt, repairs: &repairs)
+        account.lastSignedInAt = normalizeTimestamp(account.lastSignedInAt, repairs: &repairs)
+        if let created = account.createdAt, created < 0 { return .failure(RecordIssue(field: "createdAt", reason: "is negative")) }
+        if let last = account.lastSignedInAt, last < 0 { return .failure(RecordIssue(field: "lastSignedInAt", reason: "is negative")) }
+
+        var seen: Set<String> = []
+        for index in account.providers.indices {
+            if let issue = normalizeProvider(&account.providers[index], at: index, repairs: &repairs) { return .failure(issue) }
+            let id = account.providers[index].providerId
+            if !seen.insert(id).inserted {
+                return .failure(RecordIssue(field: "providerUserInfo[\(index)].providerId", reason: "'\(id)' is linked twice"))
+            }
+        }
+        return .success((account, repairs))
+    }
+
+    private static func normalizeTimestamp(_ value: Int64?, repairs: inout RepairSet) -> Int64? {
+        guard let value, value > 0, value < secondsThreshold else { return value }
+        repairs.insert(.timestampInSeconds)
+        return value * 1000
+    }
+
+    private static func normalizeProvider(_ link: inout ProviderLink, at index: Int, repairs: inout RepairSet) -> RecordIssue? {
+        let field = "providerUserInfo[\(index)]"
+        let id = String(TextScan.trimmingWhitespace(Substring(link.providerId)))
+        let lowered = id.utf8.contains(where: { $0 >= 65 && $0 <= 90 }) ? id.lowercased() : id
+        if lowered != link.providerId {
+            repairs.insert(.providerIdCase)
+            link.providerId = lowered
+        }
+        guard !lowered.isEmpty else { return RecordIssue(field: "\(field).providerId", reason: "is empty") }
+        guard ProviderID.isKnown(lowered) else {
+            return RecordIssue(field: "\(field).providerId", reason: "'\(lowered)' is not a provider Identity Platform knows")
+        }
+        guard !TextScan.trimmingWhitespace(Substring(link.rawId)).isEmpty else {
+            return RecordIssue(field: "\(field).rawId", reason: "is empty")
+        }
+        if let email = link.email {
+            if TextScan.trimmingWhitespace(Substring(email)).isEmpty {
+                link.email = nil
+            } else {
+                switch EmailNormalizer.normalize(email, repairs: &repairs) {
+                case .success(let value): link.email = value
+                case .failure(let reason): return RecordIssue(field: "\(field).email", reason: "'\(email)' \(reason)")
+                }
+            }
+        }
+        if let name = link.displayName {
+            switch DisplayNameCleaner.clean(name, repairs: &repairs) {
+            case .success(let value): link.displayName = value
+            case .failure(let reason): return RecordIssue(field: "\(field).displayName", reason: "\(reason)")
+            }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,104 @@
+/// Emails: surrounding whitespace removed, the domain lower-cased and converted to IDNA; the rest validated.
+public enum EmailNormalizer {
+    public static let maxLocalPartBytes = 64
+    public static let maxDomainBytes = 253
+
+    /// Returns the normalized address, or a reason it cannot be repaired.
+    public static func normalize(_ raw: String, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
+        var text = Substring(raw)
+        let trimmed = TextScan.trimmingWhitespace(text)
+        if trimmed.count != text.count {
+            repairs.insert(.emailTrimmed)
+            text = trimmed
+        }
+        guard !text.isEmpty else { return .failure("is empty") }
+        let utf8 = text.utf8
+        var atCount = 0
+        var atIndex = utf8.startIndex
+        for index in utf8.indices where utf8[index] == UInt8(ascii: "@") {
+            atCount += 1
+            atIndex = index
+        }
+        guard atCount == 1 else { return .failure(atCount == 0 ? "has no @" : "has more than one @") }
+        let local = utf8[utf8.startIndex..<atIndex]
+        let domain = utf8[utf8.index(after: atIndex)...]
+        if let problem = checkLocalPart(local) { return .failure(problem) }
+        guard !domain.isEmpty else { return .failure("has no domain") }
+
+        let localText = String(Substring(local))
+        switch normalizeDomain(Substring(domain), repairs: &repairs) {
+        case .success(let domainText): return .success(localText + "@" + domainText)
+        case .failure(let reason): return .failure(reason)
+        }
+    }
+
+    private static func checkLocalPart(_ local: Substring.UTF8View) -> RecordIssueReason? {
+        if local.isEmpty { return "has an empty local part" }
+        if local.count > maxLocalPartBytes { return "local part is longer than 64 bytes" }
+        if local.first == UInt8(ascii: ".") || local.last == UInt8(ascii: ".") { return "local part starts or ends with a dot" }
+        var previous: UInt8 = 0
+        for byte in local {
+            if byte == UInt8(ascii: ".") && previous == byte { return "local part has two dots in a row" }
+            if byte <= 0x20 || byte == 0x7F { return "contains whitespace or a control character" }
+            if forbiddenInLocalPart.contains(byte) { return "local part contains '\(Character(Unicode.Scalar(byte)))'" }
+            previous = byte
+        }
+        return nil
+    }
+
+    private static let forbiddenInLocalPart: Set<UInt8> = Set("()<>[]\\,;:\"".utf8)
+
+    /// Lower-cases a domain and converts Unicode labels to their `xn--` form; checks label syntax.
+    public static func normalizeDomain(_ domain: Substring, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
+        var isASCII = true
+        var hasUpper = false
+        for byte in domain.utf8 {
+            if byte >= 0x80 { isASCII = false } else if byte >= 65 && byte <= 90 { hasUpper = true }
+        }
+        var result: String
+        if isASCII {
+            result = hasUpper ? domain.lowercased() : String(domain)
+            if hasUpper { repairs.insert(.emailDomainLowercased) }
+        } else {
+            var labels: [String] = []
+            for label in domain.lowercased().split(separator: ".", omittingEmptySubsequences: false) {
+                if label.utf8.allSatisfy({ $0 < 0x80 }) {
+                    labels.append(String(label))
+                } else {
+                    guard let encoded = Punycode.encode(String(label)) else { return .failure("domain label '\(label)' cannot be converted to IDNA") }
+                    labels.append("xn--" + encoded)
+                }
+            }
+            result = labels.joined(separator: ".")
+            repairs.insert(.emailDomainIDNA)
+        }
+        if let problem = checkDomainSyntax(result) { return .failure(problem) }
+        return .success(result)
+    }
+
+    private static func checkDomainSyntax(_ domain: String) -> RecordIssueReason? {
+        if domain.utf8.count > maxDomainBytes { return "domain is longer than 253 bytes" }
+        let labels = domain.utf8.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        if labels.count < 2 { return "domain '\(domain)' has no dot" }
+        for label in labels {
+            if label.isEmpty { return "domain '\(domain)' has an empty label" }
+            if label.count > 63 { return "domain label is longer than 63 bytes" }
+            if label.first == UInt8(ascii: "-") || label.last == UInt8(ascii: "-") { return "domain label starts or ends with '-'" }
+            for byte in label {
+                let ok = (byte >= 97 && byte <= 122) || (byte >= 48 && byte <= 57) || byte == UInt8(ascii: "-")
+                if !ok { return "domain '\(domain)' contains '\(Character(Unicode.Scalar(byte)))'" }
+            }
+        }
+        if let tld = labels.last, tld.allSatisfy({ $0 >= 48 && $0 <= 57 }) { return "domain '\(domain)' ends in a numeric label" }
+        return nil
+    }
+}
+
+/// The reason a value was rejected, as text for the quarantine. A string literal is enough to make one.
+public struct RecordIssueReason: Error, Sendable, Equatable, ExpressibleByStringInterpolation, CustomStringConvertible {
+    public let text: String
+    public init(stringLiteral value: String) { text = value }
+    public init(stringInterpolation: DefaultStringInterpolation) { text = String(stringInterpolation: stringInterpolation) }
+    public init(_ text: String) { self.text = text }
+    public var description: String { text }
+}

@@ -1,0 +1,55 @@
+/// A display name to fill in, and where it came from.
+public struct NameUpdate: Sendable, Equatable {
+    public var name: String
+    public var source: NameSource
+}
+
+public enum NameOutcome: Sendable, Equatable {
+    /// The account has a name; it is never overwritten.
+    case present
+    case fill(NameUpdate)
+    /// No configured source could give a name (the reason says why).
+    case noSource(String)
+}
+
+/// The backfill stage, planning only: which name each nameless account would get.
+public enum NameBackfill {
+    public static func plan(
+        _ account: Account, isRelay: Bool, legacy: LegacyName?, sources: [NameSource]
+    ) -> NameOutcome {
+        guard account.displayName == nil else { return .present }
+        var skippedForConsent = false
+        for source in sources {
+            switch source {
+            case .legacy:
+                guard let legacy else { continue }
+                if isRelay && !legacy.consent {
+                    skippedForConsent = true
+                    continue
+                }
+                let name = cleaned(NameFormatting.fullName(given: legacy.givenName, family: legacy.familyName))
+                if let name { return .fill(NameUpdate(name: name, source: .legacy)) }
+            case .provider(let id):
+                guard let link = account.provider(id), let raw = link.displayName, let name = cleaned(raw) else { continue }
+                // A name from another login links identifying data to an anonymised Apple ID: only with consent.
+                if isRelay && id != ProviderID.apple && !(legacy?.consent ?? false) {
+                    skippedForConsent = true
+                    continue
+                }
+                return .fill(NameUpdate(name: name, source: source))
+            case .emailLocalPart:
+                // Never from a relay address, and only from the account's own real address.
+                guard let email = account.email, !RelayDetection.isRelayAddress(email), !isRelay,
+                      let name = NameFormatting.nameFromEmailLocalPart(email) else { continue }
+                return .fill(NameUpdate(name: name, source: .emailLocalPart))
+            }
+        }
+        return .noSource(skippedForConsent ? "relay account: no source with consent" : "no configured source has a name")
+    }
+
+    private static func cleaned(_ raw: String) -> String? {
+        var repairs = RepairSet()
+        if case .success(let value) = DisplayNameCleaner.clean(raw, repairs: &repairs) { return value }
+        return nil
+    }
+}

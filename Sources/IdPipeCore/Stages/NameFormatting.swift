@@ -1,0 +1,51 @@
+/// Puts a given and a family name together the way the name's script writes it.
+public enum NameFormatting {
+    /// Han, Hangul and Kana names are written family name first, without a space: 山田太郎, 김민준.
+    public static func fullName(given: String, family: String) -> String {
+        let given = given.trimmingSpaces, family = family.trimmingSpaces
+        if given.isEmpty { return family }
+        if family.isEmpty { return given }
+        if isEastAsian(given) && isEastAsian(family) { return family + given }
+        return given + " " + family
+    }
+
+    /// Whether every letter of a name is Han, Hangul, Hiragana or Katakana.
+    public static func isEastAsian(_ text: String) -> Bool {
+        var sawLetter = false
+        for scalar in text.unicodeScalars {
+            if isEastAsianScalar(scalar.value) {
+                sawLetter = true
+            } else if scalar.properties.isAlphabetic {
+                return false
+            }
+        }
+        return sawLetter
+    }
+
+    static func isEastAsianScalar(_ value: UInt32) -> Bool {
+        switch value {
+        case 0x4E00...0x9FFF, 0x3400...0x4DBF, 0x20000...0x2EBEF, 0xF900...0xFAFF, 0x3005, 0x3007:  // Han
+            true
+        case 0x3040...0x309F, 0x30A0...0x30FF, 0x31F0...0x31FF, 0xFF66...0xFF9F:  // Kana
+            true
+        case 0xAC00...0xD7AF, 0x1100...0x11FF, 0x3130...0x318F:  // Hangul
+            true
+        default:
+            false
+        }
+    }
+
+    /// `jane.doe` → `Jane Doe`; nil unless the local part is two or more alphabetic words.
+    public static func nameFromEmailLocalPart(_ email: String) -> String? {
+        guard let at = email.lastIndex(of: "@") else { return nil }
+        let words = email[..<at].split(whereSeparator: { $0 == "." || $0 == "_" || $0 == "-" })
+        guard words.count >= 2, words.allSatisfy({ $0.count >= 2 && $0.allSatisfy(\.isLetter) }) else { return nil }
+        return words.map { $0.prefix(1).uppercased() + $0.dropFirst().lowercased() }.joined(separator: " ")
+    }
+}
+
+extension String {
+    var trimmingSpaces: String {
+        String(TextScan.trimmingWhitespace(Substring(self)))
+    }
+}

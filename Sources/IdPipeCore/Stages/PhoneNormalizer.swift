@@ -1,0 +1,36 @@
+/// Phone numbers to E.164: `+` and 7 to 15 digits, the first not zero.
+public enum PhoneNormalizer {
+    public static func normalize(_ raw: String, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
+        var digits: [UInt8] = []
+        digits.reserveCapacity(16)
+        var sawPlus = false
+        var index = 0
+        for scalar in raw.unicodeScalars {
+            let value = scalar.value
+            if value >= 48 && value <= 57 {
+                digits.append(UInt8(value))
+            } else if value == 43 {  // "+"
+                if sawPlus || !digits.isEmpty { return .failure("has a '+' that is not at the start") }
+                sawPlus = true
+            } else if TextScan.isSpace(scalar) || "-().//".unicodeScalars.contains(scalar) {
+                // separators people type; dropped
+            } else {
+                return .failure("contains '\(scalar)'")
+            }
+            index += 1
+        }
+        if !sawPlus {
+            // "00" is the international prefix most countries dial instead of "+".
+            guard digits.count > 2, digits[0] == 48, digits[1] == 48 else {
+                return .failure("has no country code (E.164 needs a leading '+')")
+            }
+            digits.removeFirst(2)
+        }
+        guard let first = digits.first, first != 48 else { return .failure("country code cannot start with 0") }
+        guard digits.count >= 7 else { return .failure("is too short for E.164 (\(digits.count) digits)") }
+        guard digits.count <= 15 else { return .failure("is too long for E.164 (\(digits.count) digits)") }
+        let result = "+" + String(decoding: digits, as: UTF8.self)
+        if result != raw { repairs.insert(.phoneReformatted) }
+        return .success(result)
+    }
+}

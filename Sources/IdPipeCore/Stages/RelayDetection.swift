@@ -1,0 +1,83 @@
+/// How an account relates to Apple's private email relay.
+public enum RelayClass: Int, CaseIterable, Sendable, Codable {
+    /// The top-level email or the `apple.com` provider email is at `privaterelay.appleid.com`.
+    case relayAddress
+    /// Linked to Apple, with a real email address.
+    case appleRealEmail
+    /// Linked to Apple, with no email address at all.
+    case appleNoEmail
+    /// Not linked to Apple and no relay address.
+    case notApple
+
+    public var label: String {
+        switch self {
+        case .relayAddress: "relay address"
+        case .appleRealEmail: "Apple, real email"
+        case .appleNoEmail: "Apple, no email"
+        case .notApple: "not Apple"
+        }
+    }
+}
+
+/// What links identifying data to an anonymised (relay) Apple account.
+public struct ConsentFlags: OptionSet, Sendable, Hashable, Codable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let nonAnonymousLogin = ConsentFlags(rawValue: 1)
+    public static let realEmail = ConsentFlags(rawValue: 2)
+    public static let phoneNumber = ConsentFlags(rawValue: 4)
+
+    public var labels: [String] {
+        var result: [String] = []
+        if contains(.nonAnonymousLogin) { result.append("non-anonymous login") }
+        if contains(.realEmail) { result.append("real email") }
+        if contains(.phoneNumber) { result.append("phone number") }
+        return result
+    }
+}
+
+public struct RelayFinding: Sendable, Equatable {
+    public var relayClass: RelayClass
+    /// Identifying data linked to a relay account without recorded consent: a reviewer must look.
+    public var consentReview: ConsentFlags
+}
+
+public enum RelayDetection {
+    public static let relayDomain = "privaterelay.appleid.com"
+
+    private static let relaySuffix = Array(("@" + relayDomain).utf8)
+
+    /// Whether an address is at Apple's relay domain (ASCII case-insensitive, on bytes: it runs per account).
+    public static func isRelayAddress(_ email: String?) -> Bool {
+        guard let email else { return false }
+        let suffix = relaySuffix
+        return email.utf8.withContiguousStorageIfAvailable { bytes in
+            guard bytes.count > suffix.count else { return false }
+            let start = bytes.count - suffix.count
+            for i in 0..<suffix.count {
+                var byte = bytes[start + i]
+                if byte >= 65 && byte <= 90 { byte += 32 }
+                if byte != suffix[i] { return false }
+            }
+            return true
+        } ?? email.lowercased().hasSuffix("@" + relayDomain)
+    }
+
+    public static func classify(_ account: Account, consentRecorded: Bool) -> RelayFinding {
+        let apple = account.provider(ProviderID.apple)
+        let topRelay = isRelayAddress(account.email)
+        let appleRelay = isRelayAddress(apple?.email)
+        guard topRelay || appleRelay else {
+            if apple == nil { return RelayFinding(relayClass: .notApple, consentReview: []) }
+            let hasEmail = account.email != nil || apple?.email != nil
+            return RelayFinding(relayClass: hasEmail ? .appleRealEmail : .appleNoEmail, consentReview: [])
+        }
+        var flags: ConsentFlags = []
+        if account.providers.contains(where: { ProviderID.nonAnonymous.contains($0.providerId) }) { flags.insert(.nonAnonymousLogin) }
+        if let email = account.email, !isRelayAddress(email) { flags.insert(.realEmail) }
+        if account.providers.contains(where: { $0.email != nil && !isRelayAddress($0.email) }) { flags.insert(.realEmail) }
+        if account.phoneNumber != nil || account.isLinked(to: ProviderID.phone) { flags.insert(.phoneNumber) }
+        return RelayFinding(relayClass: .relayAddress, consentReview: consentRecorded ? [] : flags)
+    }
+}

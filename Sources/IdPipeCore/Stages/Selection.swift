@@ -1,0 +1,65 @@
+/// Why an account is selected for cleanup.
+public struct SelectionReasons: OptionSet, Sendable, Hashable, Codable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let deletionRequested = SelectionReasons(rawValue: 1)
+    public static let disabled = SelectionReasons(rawValue: 2)
+    public static let inactive = SelectionReasons(rawValue: 4)
+
+    public var labels: [String] {
+        var result: [String] = []
+        if contains(.deletionRequested) { result.append("deletion requested") }
+        if contains(.disabled) { result.append("disabled") }
+        if contains(.inactive) { result.append("inactive") }
+        return result
+    }
+}
+
+public enum SelectionOutcome: Sendable, Equatable {
+    case notSelected
+    case selected(SelectionReasons)
+    /// A rule matched but the account is protected: it is never selected for deletion.
+    case protected(SelectionReasons, why: String)
+    /// A rule matched but the provider filter excludes the account.
+    case filteredByProvider(SelectionReasons)
+
+    public var isSelected: Bool {
+        if case .selected = self { return true }
+        return false
+    }
+}
+
+/// The selection rules of a pipeline, ready to apply at a fixed moment (`asOf`, epoch ms).
+public struct Selector: Sendable {
+    public let config: SelectionConfig
+    public let asOf: Int64
+    private let protectedIds: Set<String>
+    private let inactiveBefore: Int64?
+
+    public init(config: SelectionConfig, asOf: Int64, extraProtectedIds: Set<String> = []) {
+        self.config = config
+        self.asOf = asOf
+        self.protectedIds = Set(config.protectedIds).union(extraProtectedIds)
+        self.inactiveBefore = config.inactiveForDays.map { asOf - Int64($0) * 86_400_000 }
+    }
+
+    public func select(_ account: Account, deletionRequest: DeletionRequest?) -> SelectionOutcome {
+        var reasons: SelectionReasons = []
+        if config.deletionRequested && deletionRequest != nil { reasons.insert(.deletionRequested) }
+        if config.disabled && account.disabled { reasons.insert(.disabled) }
+        if let inactiveBefore, let last = account.lastSignedInAt ?? account.createdAt, last < inactiveBefore {
+            reasons.insert(.inactive)
+        }
+        guard !reasons.isEmpty else { return .notSelected }
+        if !config.providers.isEmpty && !config.providers.contains(where: account.isLinked(to:)) {
+            return .filteredByProvider(reasons)
+        }
+        if protectedIds.contains(account.localId) { return .protected(reasons, why: "protected account id") }
+        if !config.protectedEmailDomains.isEmpty, let email = account.email, let at = email.lastIndex(of: "@") {
+            let domain = email[email.index(after: at)...].lowercased()
+            if config.protectedEmailDomains.contains(domain) { return .protected(reasons, why: "protected email domain") }
+        }
+        return .selected(reasons)
+    }
+}

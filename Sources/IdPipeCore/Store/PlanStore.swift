@@ -1,0 +1,85 @@
+/// The run a state store holds: which pipeline, which inputs, at which moment.
+public struct RunRecord: Sendable, Equatable, Codable {
+    public var pipelineName: String
+    public var pipelinePath: String
+    public var pipelineSHA256: String
+    /// The moment the plan is computed for (epoch ms): inactivity and code freshness are judged at it.
+    public var asOf: Int64
+    public var createdAt: Int64
+    public var status: RunStatus
+    public var sourcePath: String
+    public var sourceFormat: String
+    /// The SHA-256 of the whole input, known when planning has finished.
+    public var sourceSHA256: String?
+    public var sourceSize: Int64
+    /// SHA-256 of each side input by role, checked by resume and apply.
+    public var sideInputSHA256: [String: String]
+    public var guardVerdict: String?
+
+    public init(pipelineName: String, pipelinePath: String, pipelineSHA256: String, asOf: Int64, createdAt: Int64,
+                status: RunStatus, sourcePath: String, sourceFormat: String, sourceSHA256: String? = nil, sourceSize: Int64,
+                sideInputSHA256: [String: String], guardVerdict: String? = nil) {
+        self.pipelineName = pipelineName
+        self.pipelinePath = pipelinePath
+        self.pipelineSHA256 = pipelineSHA256
+        self.asOf = asOf
+        self.createdAt = createdAt
+        self.status = status
+        self.sourcePath = sourcePath
+        self.sourceFormat = sourceFormat
+        self.sourceSHA256 = sourceSHA256
+        self.sourceSize = sourceSize
+        self.sideInputSHA256 = sideInputSHA256
+        self.guardVerdict = guardVerdict
+    }
+}
+
+public enum RunStatus: String, Sendable, Codable {
+    /// Reading the input; a checkpoint marks how far.
+    case planning
+    /// The plan is complete and can be reviewed.
+    case planned
+    /// A guard stopped the plan (too many deletions).
+    case stoppedByGuard = "stopped-by-guard"
+}
+
+/// Where a resumed plan starts from: the input position and everything counted up to it.
+public struct PlanCheckpoint: Sendable {
+    public var input: InputCheckpoint
+    /// SHA-256 of the input's bytes before `input.offset`, to prove the input did not change.
+    public var inputPrefixSHA256: String
+    public var tally: Tally
+    public var nextSequence: Int64
+    public var seenIdHashes: [UInt64]
+    /// Length of the import file written so far (it is cut back to this on resume).
+    public var importFileLength: Int64
+
+    public init(input: InputCheckpoint, inputPrefixSHA256: String, tally: Tally, nextSequence: Int64, seenIdHashes: [UInt64], importFileLength: Int64) {
+        self.input = input
+        self.inputPrefixSHA256 = inputPrefixSHA256
+        self.tally = tally
+        self.nextSequence = nextSequence
+        self.seenIdHashes = seenIdHashes
+        self.importFileLength = importFileLength
+    }
+}
+
+/// What one batch adds to the store, written in one transaction with the new checkpoint.
+public struct PlanBatch: Sendable {
+    public var accounts: [AccountOutcome] = []
+    public var quarantine: [(sequence: Int64, entry: QuarantineEntry)] = []
+    public var newIdHashes: [UInt64] = []
+    public var checkpoint: PlanCheckpoint
+
+    public init(checkpoint: PlanCheckpoint) {
+        self.checkpoint = checkpoint
+    }
+}
+
+/// The checkpoint store the planner writes to. Implemented on SQLite by IdPipeStore.
+public protocol PlanStore: AnyObject {
+    func loadRun() throws -> RunRecord?
+    func saveRun(_ run: RunRecord) throws
+    func loadCheckpoint() throws -> PlanCheckpoint?
+    func commit(_ batch: PlanBatch) throws
+}

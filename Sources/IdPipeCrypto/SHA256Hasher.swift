@@ -1,0 +1,85 @@
+import COpenSSL
+
+/// Incremental SHA-256 on OpenSSL's EVP interface. Not thread-safe: one hasher per stream.
+public final class SHA256Hasher {
+    private let context: OpaquePointer
+
+    public init() {
+        guard let context = EVP_MD_CTX_new() else { fatalError("OpenSSL could not allocate a digest context") }
+        self.context = context
+        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+    }
+
+    deinit {
+        EVP_MD_CTX_free(context)
+    }
+
+    public func update(_ bytes: UnsafeRawBufferPointer) {
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        EVP_DigestUpdate(context, base, bytes.count)
+    }
+
+    public func update(_ bytes: some Sequence<UInt8>) {
+        let array = Array(bytes)
+        array.withUnsafeBytes { update($0) }
+    }
+
+    /// The digest of everything so far; the hasher can go on afterwards.
+    public func digestSoFar() -> [UInt8] {
+        guard let copy = EVP_MD_CTX_new() else { fatalError("OpenSSL could not allocate a digest context") }
+        defer { EVP_MD_CTX_free(copy) }
+        EVP_MD_CTX_copy_ex(copy, context)
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        EVP_DigestFinal_ex(copy, &output, &length)
+        return output
+    }
+
+    public func hexDigestSoFar() -> String {
+        Hex.encode(digestSoFar())
+    }
+
+    public static func digest(_ bytes: some Sequence<UInt8>) -> [UInt8] {
+        let hasher = SHA256Hasher()
+        hasher.update(bytes)
+        return hasher.digestSoFar()
+    }
+
+    public static func hexDigest(_ text: String) -> String {
+        Hex.encode(digest(text.utf8))
+    }
+}
+
+/// HMAC-SHA256 (Facebook's signed requests, idempotency keys).
+public enum HMACSHA256 {
+    public static func mac(key: [UInt8], message: [UInt8]) -> [UInt8] {
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        key.withUnsafeBufferPointer { keyBuffer in
+            message.withUnsafeBufferPointer { messageBuffer in
+                _ = HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count), messageBuffer.baseAddress, messageBuffer.count, &output, &length)
+            }
+        }
+        return output
+    }
+}
+
+public enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
+        var out: [UInt8] = []
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}
+
+/// The fingerprint under which a secret may appear in reports and the state store: 12 hex digits of SHA-256.
+public enum SecretFingerprint {
+    public static func of(_ secret: String) -> String {
+        String(SHA256Hasher.hexDigest(secret).prefix(12))
+    }
+}

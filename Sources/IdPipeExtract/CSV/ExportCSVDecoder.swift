@@ -1,0 +1,88 @@
+import IdPipeCore
+import IdPipeCSV
+
+/// The 52 columns of a `firebase auth:export` CSV row (PROTOCOLS §1), 0-based.
+struct ExportCSVDecoder: CSVRecordDecoder {
+    static let columnCount = 52
+    /// The first column of each provider's 4 (`rawId, email, displayName, photoUrl`).
+    static let providerColumns: [(String, Int)] = [
+        ("google.com", 7), ("facebook.com", 11), ("twitter.com", 15), ("github.com", 19),
+        ("apple.com", 28), ("microsoft.com", 32), ("gc.apple.com", 36), ("playgames.google.com", 40),
+        ("linkedin.com", 44), ("yahoo.com", 48),
+    ]
+    static let names: [Int: String] = [
+        0: "localId", 1: "email", 2: "emailVerified", 3: "passwordHash", 4: "salt", 5: "displayName", 6: "photoUrl",
+        23: "createdAt", 24: "lastSignedInAt", 25: "phoneNumber", 26: "disabled", 27: "customAttributes",
+    ]
+
+    static func columnName(_ index: Int) -> String {
+        if let name = names[index] { return "column \(index + 1) (\(name))" }
+        for (id, first) in providerColumns where index >= first && index < first + 4 {
+            return "column \(index + 1) (\(id) \(["rawId", "email", "displayName", "photoUrl"][index - first]))"
+        }
+        return "column \(index + 1)"
+    }
+
+    func decode(_ record: CSVRecord) -> Result<Account, RecordIssue> {
+        let count = record.count
+        guard count == Self.columnCount + 1 || count == Self.columnCount else {
+            return .failure(RecordIssue(field: "record", reason: "has \(count) fields; an auth:export row has 52 and a trailing comma"))
+        }
+        if count == Self.columnCount + 1 && !record.fieldBytes(Self.columnCount).isEmpty {
+            return .failure(RecordIssue(field: "column 53", reason: "should be empty (the trailing comma)"))
+        }
+        var texts: [String?] = []
+        texts.reserveCapacity(Self.columnCount)
+        for index in 0..<Self.columnCount {
+            if record.fieldBytes(index).isEmpty {
+                texts.append(nil)
+                continue
+            }
+            guard let text = record.field(index) else {
+                return .failure(RecordIssue(field: Self.columnName(index), reason: "is not valid UTF-8"))
+            }
+            texts.append(text)
+        }
+        var account = Account(localId: texts[0] ?? "")
+        account.email = texts[1]
+        account.passwordHash = texts[3]
+        account.salt = texts[4]
+        account.displayName = texts[5]
+        account.photoUrl = texts[6]
+        account.phoneNumber = texts[25]
+        account.customAttributes = texts[27]
+        do {
+            account.emailVerified = try CSVFields.bool(texts[2], field: Self.columnName(2))
+            account.disabled = try CSVFields.bool(texts[26], field: Self.columnName(26))
+            account.createdAt = try CSVFields.epochMilliseconds(texts[23], field: Self.columnName(23))
+            account.lastSignedInAt = try CSVFields.epochMilliseconds(texts[24], field: Self.columnName(24))
+        } catch {
+            return .failure(error)
+        }
+        for (id, first) in Self.providerColumns {
+            let rawId = texts[first], email = texts[first + 1], name = texts[first + 2], photo = texts[first + 3]
+            if rawId == nil && email == nil && name == nil && photo == nil { continue }
+            guard let rawId else {
+                return .failure(RecordIssue(field: Self.columnName(first), reason: "is empty but other \(id) columns are set"))
+            }
+            account.providers.append(ProviderLink(providerId: id, rawId: rawId, email: email, displayName: name, photoUrl: photo))
+        }
+        return .success(account)
+    }
+}
+
+enum CSVFields {
+    static func bool(_ text: String?, field: String) throws(RecordIssue) -> Bool {
+        switch text?.lowercased() {
+        case nil, "false", "0": return false
+        case "true", "1": return true
+        case let other?: throw RecordIssue(field: field, reason: "'\(other)' is not true or false")
+        }
+    }
+
+    static func epochMilliseconds(_ text: String?, field: String) throws(RecordIssue) -> Int64? {
+        guard let text else { return nil }
+        guard let value = Int64(text) else { throw RecordIssue(field: field, reason: "'\(text)' is not a timestamp in epoch milliseconds") }
+        return value
+    }
+}

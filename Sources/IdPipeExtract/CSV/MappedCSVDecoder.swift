@@ -1,0 +1,74 @@
+import IdPipeCore
+import IdPipeCSV
+
+/// A CSV with a header row (a legacy user table), read through the pipeline's column mapping.
+struct MappedCSVDecoder: CSVRecordDecoder {
+    let width: Int
+    /// Account field → column index.
+    let columns: [String: Int]
+    /// Provider id → column index of its rawId.
+    let providers: [(String, Int)]
+    let headers: [String]
+    let timestamps: TimestampFormat
+
+    init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, path: String) throws {
+        let headers = (0..<header.count).map { header.field($0) ?? "" }
+        self.headers = headers
+        width = header.count
+        func index(_ name: String, for field: String) throws -> Int {
+            guard let found = headers.firstIndex(of: name) else {
+                throw InputError(path: path, position: SourcePosition(file: path, line: header.firstLine),
+                                 message: "the mapping names column '\(name)' for \(field), but the header has: \(headers.joined(separator: ", "))")
+            }
+            return found
+        }
+        var columns: [String: Int] = [:]
+        for (field, name) in mapping.columns { columns[field] = try index(name, for: field) }
+        self.columns = columns
+        providers = try mapping.providers.sorted { $0.key < $1.key }.map { ($0.key, try index($0.value, for: $0.key)) }
+        self.timestamps = timestamps
+    }
+
+    func decode(_ record: CSVRecord) -> Result<Account, RecordIssue> {
+        guard record.count == width else {
+            return .failure(RecordIssue(field: "record", reason: "has \(record.count) fields; the header has \(width)"))
+        }
+        func text(_ field: String) throws(RecordIssue) -> String? {
+            guard let index = columns[field] else { return nil }
+            if record.fieldBytes(index).isEmpty { return nil }
+            guard let value = record.field(index) else { throw RecordIssue(field: headers[index], reason: "is not valid UTF-8") }
+            return value
+        }
+        func time(_ field: String) throws(RecordIssue) -> Int64? {
+            guard let value = try text(field) else { return nil }
+            let parsed: Int64?
+            switch timestamps {
+            case .rfc3339: parsed = Timestamp.parseRFC3339(value)
+            case .epochMilliseconds: parsed = Int64(value)
+            case .epochSeconds: parsed = Int64(value).map { $0 * 1000 }
+            }
+            guard let parsed else { throw RecordIssue(field: headers[columns[field]!], reason: "'\(value)' is not a \(timestamps.rawValue) timestamp") }
+            return parsed
+        }
+        do {
+            var account = Account(localId: try text("localId") ?? "")
+            account.email = try text("email")
+            account.displayName = try text("displayName")
+            account.photoUrl = try text("photoUrl")
+            account.phoneNumber = try text("phoneNumber")
+            account.emailVerified = try CSVFields.bool(try text("emailVerified"), field: "emailVerified")
+            account.disabled = try CSVFields.bool(try text("disabled"), field: "disabled")
+            account.createdAt = try time("createdAt")
+            account.lastSignedInAt = try time("lastSignedInAt")
+            for (id, index) in providers where !record.fieldBytes(index).isEmpty {
+                guard let rawId = record.field(index) else { throw RecordIssue(field: headers[index], reason: "is not valid UTF-8") }
+                account.providers.append(ProviderLink(providerId: id, rawId: rawId, email: id == ProviderID.apple ? account.email : nil))
+            }
+            return .success(account)
+        } catch let error as RecordIssue {
+            return .failure(error)
+        } catch {
+            return .failure(RecordIssue(field: "record", reason: "\(error)"))
+        }
+    }
+}

@@ -1,0 +1,143 @@
+import IdPipeCore
+
+/// A chunk of an export JSON file cut at object boundaries; each part is decoded by one worker.
+struct ExportJSONBatch: RawBatch {
+    let path: String
+    let bytes: [UInt8]
+    /// Part `i` is `bytes[boundaries[i]..<boundaries[i + 1]]`.
+    let boundaries: [Int]
+    /// The line each part starts on.
+    let partLines: [Int]
+    let baseOffset: Int64
+    /// The batch ends the file: the last part must close the array with `]}`.
+    let isLast: Bool
+    /// Whether the file follows the export's layout, so a broken object can be skipped to its closing `}` line.
+    let exportLayout: Bool
+    /// The batch starts right after `{"users": [`.
+    let atArrayStart: Bool
+    let checkpoint: InputCheckpoint
+
+    var partCount: Int { boundaries.count - 1 }
+
+    func decode(part: Int) -> [DecodedRecord] {
+        bytes.withUnsafeBufferPointer { buffer in
+            decode(buffer, part: part)
+        }
+    }
+
+    private func decode(_ buffer: UnsafeBufferPointer<UInt8>, part: Int) -> [DecodedRecord] {
+        var results: [DecodedRecord] = []
+        results.reserveCapacity((boundaries[part + 1] - boundaries[part]) / 256)
+        var cursor = JSONCursor(bytes: buffer, start: boundaries[part], end: boundaries[part + 1])
+        let baseLine = partLines[part]
+        let lastPart = isLast && part == partCount - 1
+        var closed = false
+        // Between objects a comma is expected, except before the first object of the array.
+        var expectComma = !(atArrayStart && part == 0)
+
+        func position(_ offset: Int, line: Int) -> SourcePosition {
+            SourcePosition(file: path, line: line, byteOffset: baseOffset + Int64(offset))
+        }
+
+        while true {
+            cursor.skipWhitespace()
+            if cursor.atEnd { break }
+            let byte = buffer[cursor.position]
+            if closed {
+                results.append(fatal(position(cursor.position, line: baseLine + cursor.newlines), "unexpected \(cursor.describe(byte)) after the closing ]}"))
+                return results
+            }
+            if byte == UInt8(ascii: ",") && expectComma {
+                cursor.position += 1
+                expectComma = false
+                continue
+            }
+            if byte == UInt8(ascii: "]") {
+                cursor.position += 1
+                do throws(JSONCursor.SyntaxError) {
+                    try cursor.expect(UInt8(ascii: "}"))
+                } catch {
+                    results.append(fatal(position(cursor.position, line: baseLine + cursor.newlines), "expected } after the users array: \(error.message)"))
+                    return results
+                }
+                closed = true
+                continue
+            }
+            let startOffset = cursor.position
+            let startLine = baseLine + cursor.newlines
+            do throws(JSONCursor.SyntaxError) {
+                if byte != UInt8(ascii: "{") { throw cursor.fail("expected a user object, found \(cursor.describe(byte))") }
+                if expectComma { throw cursor.fail("expected ',' between user objects") }
+                let decoded = try AccountJSONDecoder.decode(&cursor)
+                let where_ = position(startOffset, line: startLine)
+                switch decoded {
+                case .success(let account): results.append(.account(account, where_))
+                case .failure(let issue):
+                    var uid: String?
+                    if case .failure = decoded { uid = Self.peekLocalId(buffer, from: startOffset, to: cursor.position) }
+                    results.append(.malformed(QuarantineEntry(position: where_, localId: uid, field: issue.field, reason: issue.reason)))
+                }
+                expectComma = true
+            } catch {
+                let errorLine = baseLine + cursor.newlines
+                let where_ = position(startOffset, line: startLine)
+                let uid = Self.peekLocalId(buffer, from: startOffset, to: min(cursor.position + 1, boundaries[part + 1]))
+                if error.atEnd && lastPart {
+                    results.append(.malformed(QuarantineEntry(position: where_, localId: uid, field: error.field, reason: "the file ends inside this account (truncated)")))
+                    return results
+                }
+                guard exportLayout, let resume = Self.nextClosingLine(buffer, from: error.position, end: boundaries[part + 1]) else {
+                    results.append(fatal(position(error.position, line: errorLine), "\(error.field): \(error.message); cannot find where the next account starts"))
+                    return results
+                }
+                results.append(.malformed(QuarantineEntry(
+                    position: where_, localId: uid, field: error.field, reason: "\(error.message) (line \(errorLine))")))
+                cursor.newlines += ExportJSONSource.countNewlinesIn(buffer, error.position..<resume)
+                cursor.position = resume
+                expectComma = true
+            }
+        }
+        if lastPart && !closed {
+            let entry = QuarantineEntry(position: position(cursor.position, line: baseLine + cursor.newlines), localId: nil, field: "file", reason: "the file ends before the closing ]} (truncated?)")
+            results.append(.malformed(entry))
+        }
+        return results
+    }
+
+    private func fatal(_ position: SourcePosition, _ message: String) -> DecodedRecord {
+        .fatal(InputError(path: path, position: position, message: message))
+    }
+
+    /// Just past the next `}` that starts a line: the end of a broken object in the export's layout.
+    static func nextClosingLine(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int, end: Int) -> Int? {
+        var index = max(start - 1, 0)
+        while index + 1 < end {
+            if buffer[index] == 0x0A && buffer[index + 1] == UInt8(ascii: "}") { return index + 2 }
+            index += 1
+        }
+        return nil
+    }
+
+    /// The `localId` of a broken object, when it can be seen, so the quarantine names the account.
+    static func peekLocalId(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int, to end: Int) -> String? {
+        let needle = Array("\"localId\"".utf8)
+        var index = start
+        while index + needle.count < end {
+            if buffer[index] == needle[0] && Array(buffer[index..<index + needle.count]) == needle {
+                var cursor = JSONCursor(bytes: buffer, start: index + needle.count, end: end)
+                guard (try? cursor.expect(UInt8(ascii: ":"))) != nil, let value = try? cursor.string() else { return nil }
+                return value.isEmpty ? nil : value
+            }
+            index += 1
+        }
+        return nil
+    }
+}
+
+extension ExportJSONSource {
+    static func countNewlinesIn(_ buffer: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int {
+        var count = 0
+        for index in range where buffer[index] == 0x0A { count += 1 }
+        return count
+    }
+}

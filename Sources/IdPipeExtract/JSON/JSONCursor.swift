@@ -1,0 +1,256 @@
+/// A byte-level JSON reader over a buffer: strict syntax, escapes, `\uXXXX` with surrogates, UTF-8 validation.
+/// Raw newlines are only legal between tokens, so counting them in whitespace gives line numbers for free.
+struct JSONCursor {
+    let bytes: UnsafeBufferPointer<UInt8>
+    var position: Int
+    let end: Int
+    /// Newlines passed so far.
+    var newlines = 0
+    /// The field being read, for error messages.
+    var field = "record"
+
+    init(bytes: UnsafeBufferPointer<UInt8>, start: Int, end: Int) {
+        self.bytes = bytes
+        self.position = start
+        self.end = end
+    }
+
+    struct SyntaxError: Error {
+        var position: Int
+        var field: String
+        var message: String
+        var atEnd: Bool
+    }
+
+    func fail(_ message: String) -> SyntaxError {
+        SyntaxError(position: position, field: field, message: message, atEnd: position >= end)
+    }
+
+    var atEnd: Bool { position >= end }
+
+    @inline(__always)
+    mutating func skipWhitespace() {
+        while position < end {
+            let byte = bytes[position]
+            if byte == 0x20 || byte == 0x09 || byte == 0x0D {
+                position += 1
+            } else if byte == 0x0A {
+                newlines += 1
+                position += 1
+            } else {
+                return
+            }
+        }
+    }
+
+    @inline(__always)
+    mutating func peek() throws(SyntaxError) -> UInt8 {
+        skipWhitespace()
+        guard position < end else { throw fail("unexpected end of input") }
+        return bytes[position]
+    }
+
+    mutating func expect(_ byte: UInt8) throws(SyntaxError) {
+        let found = try peek()
+        guard found == byte else {
+            throw fail("expected '\(Character(Unicode.Scalar(byte)))', found \(describe(found))")
+        }
+        position += 1
+    }
+
+    func describe(_ byte: UInt8) -> String {
+        byte >= 0x20 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x" + String(byte, radix: 16, uppercase: true)
+    }
+
+    /// Reads an object key's bytes (no escapes expected in keys; they are decoded if present).
+    mutating func key() throws(SyntaxError) -> UnsafeBufferPointer<UInt8> {
+        guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a key in double quotes, found \(describe(bytes[position]))") }
+        position += 1
+        let start = position
+        while position < end {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
+                position += 1
+                return slice
+            }
+            if byte == UInt8(ascii: "\\") || byte < 0x20 { throw fail("unsupported character in a key") }
+            position += 1
+        }
+        throw fail("unexpected end of input in a key")
+    }
+
+    /// Reads a string value; nil for `null`.
+    mutating func stringOrNull() throws(SyntaxError) -> String? {
+        let byte = try peek()
+        if byte == UInt8(ascii: "n") {
+            try literal("null")
+            return nil
+        }
+        guard byte == UInt8(ascii: "\"") else { throw fail("expected a string, found \(describe(byte))") }
+        return try string()
+    }
+
+    mutating func string() throws(SyntaxError) -> String {
+        guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string, found \(describe(bytes[position]))") }
+        position += 1
+        let start = position
+        // Fast path: no escapes.
+        while position < end {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
+                position += 1
+                if let text = String(validating: slice, as: UTF8.self) { return text }
+                throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
+            }
+            if byte == UInt8(ascii: "\\") { break }
+            if byte < 0x20 {
+                throw fail(byte == 0x0A ? "a string is not closed before the end of the line (unbalanced quote)" : "a control character inside a string")
+            }
+            position += 1
+        }
+        var buffer = Array(UnsafeBufferPointer(rebasing: bytes[start..<position]))
+        while position < end {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                position += 1
+                if let text = String(validating: buffer, as: UTF8.self) { return text }
+                throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
+            }
+            if byte < 0x20 {
+                throw fail(byte == 0x0A ? "a string is not closed before the end of the line (unbalanced quote)" : "a control character inside a string")
+            }
+            if byte != UInt8(ascii: "\\") {
+                buffer.append(byte)
+                position += 1
+                continue
+            }
+            position += 1
+            guard position < end else { break }
+            let escape = bytes[position]
+            position += 1
+            switch escape {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): buffer.append(escape)
+            case UInt8(ascii: "b"): buffer.append(0x08)
+            case UInt8(ascii: "f"): buffer.append(0x0C)
+            case UInt8(ascii: "n"): buffer.append(0x0A)
+            case UInt8(ascii: "r"): buffer.append(0x0D)
+            case UInt8(ascii: "t"): buffer.append(0x09)
+            case UInt8(ascii: "u"):
+                var scalar = try hex4()
+                if scalar >= 0xD800 && scalar < 0xDC00 {
+                    guard position + 1 < end, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
+                        throw fail("a lone high surrogate in \\u escape")
+                    }
+                    position += 2
+                    let low = try hex4()
+                    guard low >= 0xDC00 && low < 0xE000 else { throw fail("a high surrogate without its low surrogate") }
+                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+                } else if scalar >= 0xDC00 && scalar < 0xE000 {
+                    throw fail("a lone low surrogate in \\u escape")
+                }
+                guard let value = Unicode.Scalar(scalar) else { throw fail("an invalid \\u escape") }
+                buffer.append(contentsOf: String(Character(value)).utf8)
+            default:
+                throw fail("an invalid escape '\\\(Character(Unicode.Scalar(escape)))'")
+            }
+        }
+        throw fail("unexpected end of input inside a string")
+    }
+
+    private mutating func hex4() throws(SyntaxError) -> UInt32 {
+        guard position + 4 <= end else { throw fail("a short \\u escape") }
+        var value: UInt32 = 0
+        for _ in 0..<4 {
+            let byte = bytes[position]
+            let digit: UInt32
+            switch byte {
+            case 48...57: digit = UInt32(byte - 48)
+            case 65...70: digit = UInt32(byte - 55)
+            case 97...102: digit = UInt32(byte - 87)
+            default: throw fail("a non-hex digit in a \\u escape")
+            }
+            value = value << 4 | digit
+            position += 1
+        }
+        return value
+    }
+
+    mutating func literal(_ word: StaticString) throws(SyntaxError) {
+        let count = word.utf8CodeUnitCount
+        guard position + count <= end, memcmp(bytes.baseAddress! + position, word.utf8Start, count) == 0 else {
+            throw fail("expected \(word)")
+        }
+        position += count
+    }
+
+    mutating func bool() throws(SyntaxError) -> Bool {
+        switch try peek() {
+        case UInt8(ascii: "t"): try literal("true"); return true
+        case UInt8(ascii: "f"): try literal("false"); return false
+        case UInt8(ascii: "n"): try literal("null"); return false
+        case let byte: throw fail("expected true or false, found \(describe(byte))")
+        }
+    }
+
+    /// A number's text, checked against JSON's grammar.
+    mutating func numberText() throws(SyntaxError) -> String {
+        skipWhitespace()
+        let start = position
+        if position < end && bytes[position] == UInt8(ascii: "-") { position += 1 }
+        var digits = 0
+        while position < end, bytes[position] >= 48, bytes[position] <= 57 { position += 1; digits += 1 }
+        guard digits > 0 else { throw fail("expected a number") }
+        if position < end && bytes[position] == UInt8(ascii: ".") {
+            position += 1
+            while position < end, bytes[position] >= 48, bytes[position] <= 57 { position += 1 }
+        }
+        if position < end && (bytes[position] == UInt8(ascii: "e") || bytes[position] == UInt8(ascii: "E")) {
+            position += 1
+            if position < end && (bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-")) { position += 1 }
+            while position < end, bytes[position] >= 48, bytes[position] <= 57 { position += 1 }
+        }
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+    }
+
+    /// Skips any value, checking its syntax; returns its raw text when `capture` is set.
+    @discardableResult
+    mutating func skipValue(capture: Bool = false, depth: Int = 0) throws(SyntaxError) -> String? {
+        guard depth < 64 else { throw fail("nested too deeply") }
+        _ = try peek()
+        let start = position
+        switch bytes[position] {
+        case UInt8(ascii: "\""): _ = try string()
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): _ = try bool()
+        case UInt8(ascii: "n"): try literal("null")
+        case UInt8(ascii: "{"):
+            position += 1
+            if try peek() == UInt8(ascii: "}") { position += 1; break }
+            while true {
+                _ = try key()
+                try expect(UInt8(ascii: ":"))
+                try skipValue(depth: depth + 1)
+                if try peek() == UInt8(ascii: ",") { position += 1; continue }
+                try expect(UInt8(ascii: "}"))
+                break
+            }
+        case UInt8(ascii: "["):
+            position += 1
+            if try peek() == UInt8(ascii: "]") { position += 1; break }
+            while true {
+                try skipValue(depth: depth + 1)
+                if try peek() == UInt8(ascii: ",") { position += 1; continue }
+                try expect(UInt8(ascii: "]"))
+                break
+            }
+        default: _ = try numberText()
+        }
+        guard capture else { return nil }
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+    }
+}
+
+#if canImport(Glibc)
+import Glibc
+#endif

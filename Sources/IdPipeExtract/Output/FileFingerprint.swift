@@ -1,0 +1,39 @@
+import IdPipeCore
+import IdPipeCrypto
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// SHA-256 of a file, advanced as the plan reads it (the bytes come from the page cache a second time).
+public final class FileFingerprint: InputFingerprint {
+    public let path: String
+    private let hasher = SHA256Hasher()
+    private var hashed: Int64 = 0
+    private var buffer = [UInt8](repeating: 0, count: 1 << 20)
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    public func advance(to offset: Int64) throws -> String {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw InputError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
+        defer { close(fd) }
+        while hashed < offset {
+            let want = Int(min(Int64(buffer.count), offset - hashed))
+            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, want, off_t(hashed)) }
+            guard count > 0 else { throw InputError(path: path, message: "the file is shorter than before (changed while reading?)") }
+            buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            hashed += Int64(count)
+        }
+        return hasher.hexDigestSoFar()
+    }
+
+    /// SHA-256 of a whole (small) file: the pipeline file and the side inputs.
+    public static func digest(of path: String) throws -> String {
+        let fingerprint = FileFingerprint(path: path)
+        var info = stat()
+        guard stat(path, &info) == 0 else { throw InputError(path: path, message: "cannot read: \(String(cString: strerror(errno)))") }
+        return try fingerprint.advance(to: Int64(info.st_size))
+    }
+}

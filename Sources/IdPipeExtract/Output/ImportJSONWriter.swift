@@ -1,0 +1,89 @@
+import IdPipeCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Writes cleaned accounts as an `auth:import`-ready JSON file, in the export's own layout.
+/// Only the keys and providers `auth:import` accepts are written. Resumable: cut back to a checkpoint's length.
+public final class ImportJSONWriter: CleanedAccountSink {
+    public let path: String
+    private let fd: Int32
+    public private(set) var length: Int64 = 0
+    private var wroteAccount = false
+
+    public init(path: String) throws {
+        self.path = path
+        fd = open(path, O_RDWR | O_CREAT, 0o644)
+        guard fd >= 0 else { throw InputError(path: path, message: "cannot write: \(String(cString: strerror(errno)))") }
+    }
+
+    deinit { close(fd) }
+
+    public func truncate(to length: Int64) throws {
+        guard ftruncate(fd, off_t(length)) == 0 else { throw InputError(path: path, message: "cannot truncate: \(String(cString: strerror(errno)))") }
+        self.length = length
+        wroteAccount = length > Int64("{\"users\": [".utf8.count)
+        if length == 0 { try append("{\"users\": [") }
+    }
+
+    public func write(_ accounts: [Account]) throws {
+        var text = ""
+        for account in accounts {
+            text += wroteAccount ? ",\n" : "\n"
+            wroteAccount = true
+            text += Self.render(account)
+        }
+        try append(text)
+    }
+
+    public func finish() throws {
+        try append("\n]}\n")
+        fsync(fd)
+    }
+
+    private func append(_ text: String) throws {
+        var bytes = Array(text.utf8)
+        var written = 0
+        while written < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { pwrite(fd, $0.baseAddress! + written, $0.count - written, off_t(length)) }
+            guard count > 0 else { throw InputError(path: path, message: "write failed: \(String(cString: strerror(errno)))") }
+            written += count
+            length += Int64(count)
+        }
+        bytes.removeAll()
+    }
+
+    /// One user object, two-space indented like `firebase auth:export`.
+    static func render(_ account: Account) -> String {
+        var lines: [String] = []
+        func add(_ key: String, _ value: String?) {
+            if let value { lines.append("    \"\(key)\": \(ImportJSONWriter.quote(value))") }
+        }
+        add("localId", account.localId)
+        add("email", account.email)
+        lines.append("    \"emailVerified\": \(account.emailVerified)")
+        add("passwordHash", account.passwordHash)
+        add("salt", account.salt)
+        add("displayName", account.displayName)
+        add("photoUrl", account.photoUrl)
+        add("lastSignedInAt", account.lastSignedInAt.map { "\($0)" })
+        add("createdAt", account.createdAt.map { "\($0)" })
+        add("phoneNumber", account.phoneNumber)
+        lines.append("    \"disabled\": \(account.disabled)")
+        add("customAttributes", account.customAttributes)
+        if let mfa = account.mfaInfoJSON { lines.append("    \"mfaInfo\": \(mfa)") }
+        let providers = account.providers.filter { ProviderID.exported.contains($0.providerId) }.map { link in
+            var fields = ["\"providerId\": \(quote(link.providerId))", "\"rawId\": \(quote(link.rawId))"]
+            if let email = link.email { fields.append("\"email\": \(quote(email))") }
+            if let name = link.displayName { fields.append("\"displayName\": \(quote(name))") }
+            if let photo = link.photoUrl { fields.append("\"photoUrl\": \(quote(photo))") }
+            return "      {\n        " + fields.joined(separator: ",\n        ") + "\n      }"
+        }
+        lines.append("    \"providerUserInfo\": [" + (providers.isEmpty ? "]" : "\n" + providers.joined(separator: ",\n") + "\n    ]"))
+        return "  {\n" + lines.joined(separator: ",\n") + "\n  }"
+    }
+
+    static func quote(_ value: String) -> String {
+        JSONText.string(value)
+    }
+}

@@ -1,0 +1,142 @@
+import IdPipeCore
+import IdPipeCSV
+import IdPipeCrypto
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Reads the side inputs: legacy names, deletion requests, stored tokens, protected accounts.
+/// They are small next to the export and are held in memory; a bad row stops the run with its file and line,
+/// because skipping a deletion request or a token would silently change what the run does.
+public enum SideInputReader {
+    public static func load(_ config: InputsConfig, relativeTo base: String) throws -> SideInputs {
+        var inputs = SideInputs()
+        if let path = config.legacyNames { inputs.legacyNames = try legacyNames(resolve(path, base)) }
+        if let path = config.deletionRequests { inputs.deletionRequests = try deletionRequests(resolve(path, base)) }
+        if let path = config.storedTokens { inputs.credentials = try storedTokens(resolve(path, base)) }
+        if let path = config.protectedAccounts { inputs.protectedIds = try protectedAccounts(resolve(path, base)) }
+        return inputs
+    }
+
+    public static func resolve(_ path: String, _ base: String) -> String {
+        path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path
+    }
+
+    /// `uid,given_name,family_name,consent`
+    public static func legacyNames(_ path: String) throws -> [String: LegacyName] {
+        var result: [String: LegacyName] = [:]
+        try readTable(path, columns: ["uid", "given_name", "family_name", "consent"]) { row in
+            let uid = try row.required("uid")
+            let consent = try row.bool("consent")
+            guard result[uid] == nil else { throw row.error("uid", "'\(uid)' appears twice") }
+            result[uid] = LegacyName(givenName: row["given_name"] ?? "", familyName: row["family_name"] ?? "", consent: consent)
+        }
+        return result
+    }
+
+    /// `uid,requested_at,source`; the earliest request for an account counts.
+    public static func deletionRequests(_ path: String) throws -> [String: DeletionRequest] {
+        var result: [String: DeletionRequest] = [:]
+        try readTable(path, columns: ["uid", "requested_at", "source"]) { row in
+            let uid = try row.required("uid")
+            let text = try row.required("requested_at")
+            guard let at = Timestamp.parseRFC3339(text) else { throw row.error("requested_at", "'\(text)' is not an RFC 3339 time") }
+            let request = DeletionRequest(requestedAt: at, source: row["source"] ?? "unspecified")
+            if let existing = result[uid], existing.requestedAt <= at { return }
+            result[uid] = request
+        }
+        return result
+    }
+
+    /// One uid a line; `#` starts a comment.
+    public static func protectedAccounts(_ path: String) throws -> Set<String> {
+        var result: Set<String> = []
+        try forEachLine(path) { line, _ in
+            let uid = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map { String($0).trimmingCharacters() } ?? ""
+            if !uid.isEmpty { result.insert(uid) }
+        }
+        return result
+    }
+
+    // MARK: - Tables
+
+    struct Row {
+        let path: String
+        let line: Int
+        let values: [String: String]
+
+        subscript(_ column: String) -> String? { values[column].flatMap { $0.isEmpty ? nil : $0 } }
+
+        func error(_ column: String, _ message: String) -> InputError {
+            InputError(path: path, position: SourcePosition(file: path, line: line), message: "\(column): \(message)")
+        }
+
+        func required(_ column: String) throws -> String {
+            guard let value = self[column] else { throw error(column, "is empty") }
+            return value
+        }
+
+        func bool(_ column: String) throws -> Bool {
+            switch self[column]?.lowercased() {
+            case "true", "1", "yes": return true
+            case "false", "0", "no", nil: return false
+            case let other?: throw error(column, "'\(other)' is not true or false")
+            }
+        }
+    }
+
+    static func readTable(_ path: String, columns: [String], _ body: (Row) throws -> Void) throws {
+        let reader: CSVRecordReader
+        do { reader = try CSVRecordReader(path: path) } catch let error as CSVReadError { throw InputError(path: path, message: error.message) }
+        guard case .record(let header)? = try reader.next() else { throw InputError(path: path, message: "expected a header row: \(columns.joined(separator: ","))") }
+        let names = (0..<header.count).map { header.field($0)?.trimmingCharacters() ?? "" }
+        for column in columns where !names.contains(column) {
+            throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has no column '\(column)' (expected \(columns.joined(separator: ",")))")
+        }
+        while let item = try reader.next() {
+            switch item {
+            case .malformed(let bad):
+                throw InputError(path: path, position: SourcePosition(file: path, line: bad.firstLine), message: bad.reason)
+            case .record(let record):
+                if record.count == 1 && record.fieldBytes(0).isEmpty { continue }
+                guard record.count == names.count else {
+                    throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "has \(record.count) fields; the header has \(names.count)")
+                }
+                var values: [String: String] = [:]
+                for index in 0..<record.count {
+                    guard let text = record.field(index) else {
+                        throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[index]): is not valid UTF-8")
+                    }
+                    values[names[index]] = text.trimmingCharacters()
+                }
+                try body(Row(path: path, line: record.firstLine, values: values))
+            }
+        }
+    }
+
+    static func forEachLine(_ path: String, _ body: (String, Int) throws -> Void) throws {
+        guard let file = fopen(path, "r") else { throw InputError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
+        defer { fclose(file) }
+        var buffer: UnsafeMutablePointer<CChar>?
+        var capacity = 0
+        var number = 0
+        defer { free(buffer) }
+        while getline(&buffer, &capacity, file) >= 0 {
+            number += 1
+            guard let buffer else { break }
+            var text = String(cString: buffer)
+            if text.hasSuffix("\n") { text.removeLast() }
+            if text.hasSuffix("\r") { text.removeLast() }
+            try body(text, number)
+        }
+    }
+}
+
+extension String {
+    func trimmingCharacters() -> String {
+        var scalars = Substring(self).unicodeScalars
+        while let first = scalars.first, first.properties.isWhitespace { scalars.removeFirst() }
+        while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
+        return String(scalars)
+    }
+}

@@ -1,0 +1,79 @@
+import IdPipeCore
+import IdPipeCrypto
+
+extension SideInputReader {
+    /// JSON Lines, one credential a line:
+    /// `{"uid","provider":"apple.com","type":"refresh_token|access_token|authorization_code","token","captured_at"}` or
+    /// `{"uid","provider":"facebook.com","facebook_id","login":"classic|limited","type"?:"access_token","token"?}`.
+    /// Token values are kept in memory only, as `Secret`s; errors never quote them.
+    public static func storedTokens(_ path: String) throws -> [String: StoredCredentials] {
+        var result: [String: StoredCredentials] = [:]
+        try forEachLine(path) { text, number in
+            if text.allSatisfy({ $0 == " " || $0 == "\t" }) { return }
+            func fail(_ message: String) -> InputError {
+                InputError(path: path, position: SourcePosition(file: path, line: number), message: message)
+            }
+            let fields = try parseFlatObject(text, fail: fail)
+            guard let uid = fields["uid"], !uid.isEmpty else { throw fail("uid: is missing") }
+            var stored = result[uid] ?? StoredCredentials()
+            switch fields["provider"] {
+            case ProviderID.apple?:
+                guard stored.apple == nil else { throw fail("uid '\(uid)' has a second apple.com token") }
+                guard let typeText = fields["type"], let kind = AppleTokenKind(rawValue: typeText) else {
+                    throw fail("type: expected refresh_token, access_token or authorization_code")
+                }
+                guard let token = fields["token"], !token.isEmpty else { throw fail("token: is missing") }
+                guard let capturedText = fields["captured_at"], let captured = Timestamp.parseRFC3339(capturedText) else {
+                    throw fail("captured_at: expected an RFC 3339 time")
+                }
+                stored.apple = StoredAppleToken(kind: kind, token: Secret(value: token, fingerprint: SecretFingerprint.of(token)), capturedAt: captured)
+            case ProviderID.facebook?:
+                guard stored.facebook == nil else { throw fail("uid '\(uid)' has a second facebook.com entry") }
+                guard let facebookId = fields["facebook_id"], !facebookId.isEmpty else { throw fail("facebook_id: is missing") }
+                guard let loginText = fields["login"], let login = FacebookLoginKind(rawValue: loginText) else {
+                    throw fail("login: expected classic or limited")
+                }
+                let token = fields["token"].flatMap { $0.isEmpty ? nil : Secret(value: $0, fingerprint: SecretFingerprint.of($0)) }
+                stored.facebook = StoredFacebookLogin(facebookId: facebookId, login: login, accessToken: token)
+            case let other:
+                throw fail("provider: expected apple.com or facebook.com, found \(other.map { "'\($0)'" } ?? "nothing")")
+            }
+            result[uid] = stored
+        }
+        return result
+    }
+
+    /// A one-level JSON object of strings (numbers and booleans become their text).
+    static func parseFlatObject(_ text: String, fail: (String) -> InputError) throws -> [String: String] {
+        var bytes = Array(text.utf8)
+        return try bytes.withUnsafeMutableBufferPointer { mutable in
+            let buffer = UnsafeBufferPointer(mutable)
+            var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
+            var fields: [String: String] = [:]
+            do throws(JSONCursor.SyntaxError) {
+                try cursor.expect(UInt8(ascii: "{"))
+                if try cursor.peek() == UInt8(ascii: "}") { return fields }
+                while true {
+                    let key = String(decoding: try cursor.key(), as: UTF8.self)
+                    cursor.field = key
+                    try cursor.expect(UInt8(ascii: ":"))
+                    switch try cursor.peek() {
+                    case UInt8(ascii: "\""): fields[key] = try cursor.string()
+                    case UInt8(ascii: "t"), UInt8(ascii: "f"): fields[key] = try cursor.bool() ? "true" : "false"
+                    case UInt8(ascii: "n"): try cursor.literal("null")
+                    default: fields[key] = try cursor.numberText()
+                    }
+                    if try cursor.peek() == UInt8(ascii: ",") { cursor.position += 1; continue }
+                    try cursor.expect(UInt8(ascii: "}"))
+                    break
+                }
+                cursor.skipWhitespace()
+                guard cursor.atEnd else { throw cursor.fail("text after the object") }
+            } catch {
+                // The message names the field and the problem, never the line's text (it may hold a token).
+                throw fail("not a JSON object: \(error.field): \(error.message)")
+            }
+            return fields
+        }
+    }
+}

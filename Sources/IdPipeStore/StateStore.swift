@@ -1,0 +1,112 @@
+import Foundation
+import GRDB
+import IdPipeCore
+import Logging
+
+/// The SQLite state store of one run (WAL). The only owner of the database; schema only through migrations.
+public final class StateStore: PlanStore, @unchecked Sendable {
+    public let path: String
+    let queue: DatabaseQueue
+
+    public init(path: String) throws {
+        self.path = path
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+        }
+        configuration.busyMode = .timeout(5)
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+            _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
+            try Self.migrator.migrate(queue)
+        } catch {
+            throw StoreError.cannotOpen(path: path, underlying: "\(error)")
+        }
+    }
+
+    /// An in-memory store, for tests.
+    public init(inMemory: Void = ()) throws {
+        path = ":memory:"
+        queue = try DatabaseQueue()
+        try Self.migrator.migrate(queue)
+    }
+
+    public func loadRun() throws -> RunRecord? {
+        try queue.read { db in
+            guard let json = try String.fetchOne(db, sql: "SELECT record FROM run WHERE id = 1") else { return nil }
+            return try JSONCoding.decode(RunRecord.self, json)
+        }
+    }
+
+    public func saveRun(_ run: RunRecord) throws {
+        try queue.write { db in
+            try db.execute(sql: "INSERT INTO run (id, record) VALUES (1, ?) ON CONFLICT(id) DO UPDATE SET record = excluded.record",
+                           arguments: [try JSONCoding.encode(run)])
+        }
+    }
+
+    public func loadCheckpoint() throws -> PlanCheckpoint? {
+        try queue.read { db in
+            guard let row = try Row.fetchOne(db, sql: "SELECT input, input_prefix_sha256, tally, next_sequence, import_length FROM checkpoint WHERE id = 1") else { return nil }
+            var hashes: [UInt64] = []
+            for blob in try Data.fetchAll(db, sql: "SELECT hashes FROM seen_ids ORDER BY batch") {
+                hashes.append(contentsOf: IdHashes.decode(blob))
+            }
+            return PlanCheckpoint(
+                input: try JSONCoding.decode(InputCheckpoint.self, row["input"]),
+                inputPrefixSHA256: row["input_prefix_sha256"],
+                tally: try JSONCoding.decode(Tally.self, row["tally"]),
+                nextSequence: row["next_sequence"], seenIdHashes: hashes, importFileLength: row["import_length"])
+        }
+    }
+
+    /// Writes one batch and its checkpoint in one transaction: after a crash the store holds all of it or none.
+    public func commit(_ batch: PlanBatch) throws {
+        try queue.write { db in
+            let accountInsert = try db.cachedStatement(sql: """
+                INSERT INTO account (seq, uid, file, line, relay, consent_review, selection, selection_detail, name_outcome, email, display_name, phone, providers, deletion_request)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                """)
+            let actionInsert = try db.cachedStatement(sql: """
+                INSERT INTO action (seq, uid, kind, step, state, detail, reason, value, attempts, updated_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)
+                """)
+            for outcome in batch.accounts {
+                let row = AccountRow(outcome)
+                try accountInsert.execute(arguments: row.arguments)
+                for action in outcome.actions {
+                    try actionInsert.execute(arguments: [
+                        outcome.sequence, outcome.account.localId, action.kind.rawValue, action.kind.order, action.state.rawValue,
+                        action.detail, action.reason, action.value, 0,
+                    ])
+                }
+            }
+            let quarantineInsert = try db.cachedStatement(sql: "INSERT INTO quarantine (seq, file, line, uid, field, reason) VALUES (?, ?, ?, ?, ?, ?)")
+            for (sequence, entry) in batch.quarantine {
+                try quarantineInsert.execute(arguments: [sequence, entry.position.file, entry.position.line, entry.localId, entry.field, entry.reason])
+            }
+            if !batch.newIdHashes.isEmpty {
+                try db.execute(sql: "INSERT INTO seen_ids (hashes) VALUES (?)", arguments: [IdHashes.encode(batch.newIdHashes)])
+            }
+            let checkpoint = batch.checkpoint
+            try db.execute(sql: """
+                INSERT INTO checkpoint (id, input, input_prefix_sha256, tally, next_sequence, import_length) VALUES (1, ?, ?, ?, ?, ?)
+                ON CONFLICT(id) DO UPDATE SET input = excluded.input, input_prefix_sha256 = excluded.input_prefix_sha256,
+                  tally = excluded.tally, next_sequence = excluded.next_sequence, import_length = excluded.import_length
+                """, arguments: [try JSONCoding.encode(checkpoint.input), checkpoint.inputPrefixSHA256, try JSONCoding.encode(checkpoint.tally),
+                                 checkpoint.nextSequence, checkpoint.importFileLength])
+        }
+    }
+}
+
+public enum StoreError: Error, CustomStringConvertible {
+    case cannotOpen(path: String, underlying: String)
+    case corrupt(String)
+
+    public var description: String {
+        switch self {
+        case .cannotOpen(let path, let underlying): "cannot open the state store \(path): \(underlying)"
+        case .corrupt(let what): "the state store is damaged: \(what)"
+        }
+    }
+}

@@ -1,0 +1,90 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Standard output and error, and the progress line (only on a terminal).
+enum Console {
+    static func out(_ text: String) {
+        writeAll(1, text + "\n")
+    }
+
+    static func error(_ text: String) {
+        writeAll(2, text + "\n")
+    }
+
+    /// Writes straight to a file descriptor (no shared C stream, so no shared mutable state).
+    static func writeAll(_ fd: Int32, _ text: String) {
+        var bytes = Array(text.utf8)
+        var done = 0
+        while done < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress! + done, $0.count - done) }
+            if count <= 0 { return }
+            done += count
+        }
+        bytes.removeAll()
+    }
+
+    static let stderrIsTerminal = isatty(2) == 1
+
+    /// Rewrites one line on stderr; does nothing when stderr is not a terminal.
+    static func progress(_ text: String) {
+        guard stderrIsTerminal else { return }
+        writeAll(2, "\r\u{1B}[K" + text)
+    }
+
+    static func endProgress() {
+        guard stderrIsTerminal else { return }
+        writeAll(2, "\r\u{1B}[K")
+    }
+}
+
+/// A buffered file for reports.
+final class FileOutput: TextOutputStream {
+    private let file: UnsafeMutablePointer<FILE>
+    let path: String
+
+    init(path: String) throws {
+        guard let file = fopen(path, "w") else { throw CommandError("cannot write \(path): \(String(cString: strerror(errno)))") }
+        self.file = file
+        self.path = path
+    }
+
+    func write(_ string: String) {
+        fputs(string, file)
+    }
+
+    func close() {
+        fclose(file)
+    }
+}
+
+struct CommandError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+func wallClockSeconds() -> Double {
+    var now = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &now)
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
+func epochMilliseconds() -> Int64 {
+    var now = timespec()
+    clock_gettime(CLOCK_REALTIME, &now)
+    return Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+}
+
+func makeDirectory(_ path: String) throws {
+    var built = path.hasPrefix("/") ? "" : "."
+    for part in path.split(separator: "/") {
+        built += "/" + part
+        if mkdir(built, 0o755) != 0 && errno != EEXIST {
+            throw CommandError("cannot create the folder \(built): \(String(cString: strerror(errno)))")
+        }
+    }
+}
+
+func fileExists(_ path: String) -> Bool {
+    access(path, F_OK) == 0
+}

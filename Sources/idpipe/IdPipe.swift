@@ -1,0 +1,16 @@
+import ArgumentParser
+
+@main
+struct IdPipe: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "idpipe",
+        abstract: "Migrate and clean up the accounts of Sign in with Apple / Facebook Login apps on Firebase Authentication.",
+        discussion: """
+            A pipeline file (YAML) says where accounts come from, which ones to act on, and which stages run:
+            extract → normalize → detect private relay → backfill names → revoke tokens → delete → report.
+
+            Exit codes: 0 all done; 1 done, with quarantined rows or per-account failures; 2 bad usage, pipeline \
+            file or input; 3 stopped by a guard; 130 interrupted (run the same command again to resume).
+            """,
+        subcommands: [Validate.self, Plan.self, Status.self, Report.self])
+}

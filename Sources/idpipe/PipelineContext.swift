@@ -1,0 +1,96 @@
+import IdPipeCore
+import IdPipeExtract
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A pipeline file read from disk, with its paths resolved against the file's folder.
+struct PipelineContext {
+    let path: String
+    let text: String
+    let definition: PipelineDefinition
+    let folder: String
+
+    init(path: String) throws {
+        guard let file = fopen(path, "r") else { throw CommandError("cannot read the pipeline file \(path): \(String(cString: strerror(errno)))") }
+        defer { fclose(file) }
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count == 0 { break }
+            bytes.append(contentsOf: chunk[0..<count])
+        }
+        guard let text = String(validating: bytes, as: UTF8.self) else { throw CommandError("\(path): the pipeline file is not valid UTF-8") }
+        self.path = path
+        self.text = text
+        self.definition = try PipelineDefinition.parse(yaml: text, file: path)
+        let slash = path.lastIndex(of: "/")
+        self.folder = slash.map { String(path[..<$0]) } ?? "."
+    }
+
+    func resolve(_ relative: String) -> String {
+        SideInputReader.resolve(relative, folder)
+    }
+
+    var sourcePath: String { resolve(definition.source.path) }
+
+    /// The side inputs by role and resolved path.
+    var sideInputPaths: [(String, String)] {
+        let inputs = definition.inputs
+        return [("legacy_names", inputs.legacyNames), ("deletion_requests", inputs.deletionRequests),
+                ("stored_tokens", inputs.storedTokens), ("protected_accounts", inputs.protectedAccounts)]
+            .compactMap { role, path in path.map { (role, resolve($0)) } }
+    }
+
+    func openSource(_ checkpoint: InputCheckpoint) throws -> any AccountSource {
+        let source = definition.source
+        switch source.format {
+        case .authExportJSON: return try ExportJSONSource(path: sourcePath, checkpoint: checkpoint)
+        case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint)
+        case .mappedCSV: return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, checkpoint: checkpoint)
+        }
+    }
+
+    /// What a stage would do, in words, for `validate`.
+    func describe() -> [String] {
+        let d = definition
+        var lines = ["pipeline \(d.name)" + (d.description.map { ": \($0)" } ?? "")]
+        lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + (fileExists(sourcePath) ? "" : "  (file not found)"))
+        for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + (fileExists(path) ? "" : "  (file not found)")) }
+        lines.append("normalize: " + (d.stages.normalize ? "on" : "off"))
+        lines.append("detect private relay: " + (d.stages.detectRelay ? "on" : "off"))
+        lines.append("backfill names: " + (d.stages.backfillNames.map { "from " + $0.map(\.description).joined(separator: ", then ") } ?? "off"))
+        var rules: [String] = []
+        if d.selection.deletionRequested { rules.append("deletion requested") }
+        if d.selection.disabled { rules.append("disabled") }
+        if let days = d.selection.inactiveForDays { rules.append("no sign-in for \(days) days") }
+        if !rules.isEmpty {
+            var line = "select: " + rules.joined(separator: " or ")
+            if !d.selection.providers.isEmpty { line += ", linked to " + d.selection.providers.joined(separator: " or ") }
+            let protected = d.selection.protectedIds.count + d.selection.protectedEmailDomains.count
+            if protected > 0 { line += "; \(protected) protection rules" }
+            lines.append(line)
+        }
+        if let revoke = d.stages.revoke {
+            let what = [revoke.apple ? "Apple tokens" : nil, revoke.facebook ? "Facebook permissions" : nil, revoke.firebaseSessions ? "Firebase sessions" : nil]
+            lines.append("revoke: " + what.compactMap { $0 }.joined(separator: ", "))
+        } else {
+            lines.append("revoke: off")
+        }
+        if let delete = d.stages.delete {
+            var what: [String] = []
+            if delete.dataWebhook != nil { what.append("data through the webhook") }
+            if delete.accounts { what.append("accounts (batch delete)") }
+            lines.append("delete: " + what.joined(separator: ", then ") + "; when a revocation is not possible: \(delete.whenNotRevocable.rawValue)")
+        } else {
+            lines.append("delete: off")
+        }
+        if d.guards.maxDeletions != nil || d.guards.maxDeletionShare != nil {
+            lines.append("guards: " + [d.guards.maxDeletions.map { "at most \($0) deletions" }, d.guards.maxDeletionShare.map { "at most \($0 * 100) % of accounts" }]
+                .compactMap { $0 }.joined(separator: ", "))
+        }
+        if let output = d.output.importJSON { lines.append("output: auth:import JSON at \(output) (in the output folder)") }
+        return lines
+    }
+}

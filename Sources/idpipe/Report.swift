@@ -1,0 +1,47 @@
+import ArgumentParser
+import IdPipeStore
+
+struct Report: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Write a run's report again, from its state store.")
+
+    @Option(name: .long, help: ArgumentHelp("The state store of the run.", valueName: "db"))
+    var state: String
+
+    @Option(name: .long, help: "md (for reviewers), json (for machines) or csv (the action ledger).")
+    var format: String = "md"
+
+    @Option(name: .long, help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
+    var output: String?
+
+    @Option(name: .long, help: "How many accounts each Markdown list shows.")
+    var listLimit: Int = 50
+
+    @OptionGroup var reportOptions: ReportOptions
+
+    func validate() throws {
+        guard ReportWriter.Format(rawValue: format) != nil else { throw ValidationError("--format must be md, json or csv") }
+    }
+
+    func run() throws {
+        guard fileExists(state) else { throw fail("the state store \(state) does not exist") }
+        do {
+            let store = try StateStore(path: state)
+            let writer = ReportWriter(store: store, out: ".", reveal: reportOptions.revealPersonalData, listLimit: listLimit)
+            let chosen = ReportWriter.Format(rawValue: format)!
+            if let output {
+                _ = try writer.write(chosen, to: output)
+            } else {
+                var stream = StandardOutput()
+                try writer.render(chosen, into: &stream)
+            }
+        } catch {
+            throw fail("\(error)")
+        }
+    }
+}
+
+struct StandardOutput: TextOutputStream {
+    mutating func write(_ string: String) {
+        Console.writeAll(1, string)
+    }
+}

@@ -1,0 +1,43 @@
+import IdPipeCore
+import IdPipeStore
+
+/// Writes the three reports of a run from its state store.
+struct ReportWriter {
+    let store: StateStore
+    let out: String
+    let reveal: Bool
+    let listLimit: Int
+
+    enum Format: String, CaseIterable {
+        case md, json, csv
+        var fileName: String {
+            switch self {
+            case .md: "plan.md"
+            case .json: "plan.json"
+            case .csv: "ledger.csv"
+            }
+        }
+    }
+
+    func writeAll() throws -> [String] {
+        try Format.allCases.map { try write($0) }
+    }
+
+    func write(_ format: Format, to path: String? = nil) throws -> String {
+        let target = path ?? "\(out)/\(format.fileName)"
+        let file = try FileOutput(path: target)
+        defer { file.close() }
+        var stream = file
+        try render(format, into: &stream)
+        return target
+    }
+
+    func render(_ format: Format, into stream: inout some TextOutputStream) throws {
+        let masking = Masking(reveal: reveal)
+        switch format {
+        case .md: try MarkdownReport(source: store, masking: masking, listLimit: listLimit).render(into: &stream)
+        case .json: try JSONReport(source: store, masking: masking).render(into: &stream)
+        case .csv: try CSVLedger(source: store, masking: masking).render(into: &stream)
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import ArgumentParser
+import IdPipeCore
+import IdPipeStore
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Say where a run stands.")
+
+    @Option(name: .long, help: ArgumentHelp("The state store of the run.", valueName: "db"))
+    var state: String
+
+    func run() throws {
+        guard fileExists(state) else { throw fail("the state store \(state) does not exist") }
+        do {
+            let store = try StateStore(path: state)
+            guard let run = try store.loadRun() else { throw fail("\(state) holds no run") }
+            let checkpoint = try store.loadCheckpoint()
+            let tally = checkpoint?.tally ?? Tally()
+            Console.out("pipeline: \(run.pipelineName) (\(run.pipelinePath))")
+            Console.out("input: \(run.sourcePath)")
+            Console.out("as of: \(Timestamp.formatRFC3339(run.asOf))")
+            Console.out("status: \(run.status.rawValue)")
+            if run.status == .planning {
+                let done = checkpoint?.input.offset ?? 0
+                let percent = run.sourceSize > 0 ? done * 100 / run.sourceSize : 0
+                Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input (interrupted or running; `idpipe plan` resumes it)")
+            }
+            Console.out("accounts: \(tally["accounts.read"]) read, \(tally["accounts.quarantined"]) quarantined")
+            for kind in ActionKind.allCases {
+                let counts = ActionState.allCases.map { ($0, tally["actions.\(kind.rawValue).\($0.rawValue)"]) }.filter { $0.1 > 0 }
+                if !counts.isEmpty { Console.out("\(kind.rawValue): " + counts.map { "\($0.1) \($0.0.rawValue)" }.joined(separator: ", ")) }
+            }
+            if let verdict = run.guardVerdict { Console.out("guard: \(verdict)") }
+        } catch let code as ExitCode {
+            throw code
+        } catch {
+            throw fail("\(error)")
+        }
+    }
+}
