@@ -42,6 +42,7 @@ public final class CSVRecordReader {
             close(fd)
             throw CSVReadError(path: path, message: "libcsv could not start")
         }
+        csv_set_space_func(&parser, keepSpaces)
         self.line = line - 1
         restart(at: offset, line: line)
         if offset == 0 { try skipByteOrderMark() }
@@ -131,6 +132,7 @@ public final class CSVRecordReader {
         pending.append(.malformed(CSVMalformedRecord(firstLine: startLine, lastLine: lastLine, reason: reason, endOffset: resumeOffset)))
         csv_free(&parser)
         _ = csv_init(&parser, UInt8(CSV_STRICT | CSV_STRICT_FINI))
+        csv_set_space_func(&parser, keepSpaces)
         sink.reset()
         restart(at: resumeOffset, line: startLine + 1)
     }
@@ -211,6 +213,9 @@ final class FieldSink {
         records.removeAll(keepingCapacity: true)
     }
 }
+
+/// libcsv trims spaces and tabs around unquoted fields unless told that nothing is a space: keep every byte.
+private func keepSpaces(_ byte: UInt8) -> Int32 { 0 }
 
 private func fieldCallback(_ data: UnsafeMutableRawPointer?, _ length: Int, _ context: UnsafeMutableRawPointer?) {
     let sink = Unmanaged<FieldSink>.fromOpaque(context!).takeUnretainedValue()

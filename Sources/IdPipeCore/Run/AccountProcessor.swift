@@ -23,7 +23,7 @@ public struct AccountProcessor: Sendable {
                 return .quarantined(QuarantineEntry(position: position, localId: raw.localId.isEmpty ? nil : raw.localId, field: issue.field, reason: issue.reason))
             }
         } else if raw.localId.isEmpty {
-            return .quarantined(QuarantineEntry(position: position, localId: nil, field: "localId", reason: "is empty"))
+            return .quarantined(QuarantineEntry(position: position, localId: nil, field: "localId", reason: "is missing or empty"))
         }
         let uid = account.localId
         let legacy = sideInputs.legacyNames[uid]

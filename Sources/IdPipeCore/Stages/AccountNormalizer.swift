@@ -7,7 +7,7 @@ public enum AccountNormalizer {
         var account = input
         var repairs = RepairSet()
         let uid = TextScan.trimmingWhitespace(Substring(account.localId))
-        guard !uid.isEmpty else { return .failure(RecordIssue(field: "localId", reason: "is empty")) }
+        guard !uid.isEmpty else { return .failure(RecordIssue(field: "localId", reason: "is missing or empty")) }
         guard uid.utf8.count <= 128 else { return .failure(RecordIssue(field: "localId", reason: "is longer than 128 bytes")) }
         if uid.count != account.localId.count { return .failure(RecordIssue(field: "localId", reason: "has surrounding whitespace")) }
 

@@ -5,7 +5,11 @@ public enum DisplayNameCleaner {
 
     /// Returns the cleaned name (nil when nothing is left), or a reason it cannot be used.
     public static func clean(_ raw: String, repairs: inout RepairSet) -> Result<String?, RecordIssueReason> {
-        if isAlreadyClean(raw) { return .success(raw.isEmpty ? nil : checkLength(raw)) }
+        if isAlreadyClean(raw) {
+            if raw.isEmpty { return .success(nil) }
+            guard let checked = checkLength(raw) else { return .failure("is longer than \(maxCharacters) characters") }
+            return .success(checked)
+        }
         var scalars = String.UnicodeScalarView()
         var pendingSpace = false
         var removedControl = false

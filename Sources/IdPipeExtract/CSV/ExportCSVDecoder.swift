@@ -52,10 +52,10 @@ struct ExportCSVDecoder: CSVRecordDecoder {
         account.phoneNumber = texts[25]
         account.customAttributes = texts[27]
         do {
-            account.emailVerified = try CSVFields.bool(texts[2], field: Self.columnName(2))
-            account.disabled = try CSVFields.bool(texts[26], field: Self.columnName(26))
-            account.createdAt = try CSVFields.epochMilliseconds(texts[23], field: Self.columnName(23))
-            account.lastSignedInAt = try CSVFields.epochMilliseconds(texts[24], field: Self.columnName(24))
+            account.emailVerified = try CSVFields.bool(texts[2], field: "emailVerified", column: 3)
+            account.disabled = try CSVFields.bool(texts[26], field: "disabled", column: 27)
+            account.createdAt = try CSVFields.epochMilliseconds(texts[23], field: "createdAt", column: 24)
+            account.lastSignedInAt = try CSVFields.epochMilliseconds(texts[24], field: "lastSignedInAt", column: 25)
         } catch {
             return .failure(error)
         }
@@ -63,7 +63,8 @@ struct ExportCSVDecoder: CSVRecordDecoder {
             let rawId = texts[first], email = texts[first + 1], name = texts[first + 2], photo = texts[first + 3]
             if rawId == nil && email == nil && name == nil && photo == nil { continue }
             guard let rawId else {
-                return .failure(RecordIssue(field: Self.columnName(first), reason: "is empty but other \(id) columns are set"))
+                return .failure(RecordIssue(field: "providerUserInfo[\(account.providers.count)].rawId",
+                                            reason: "is empty (column \(first + 1); other \(id) columns are set)"))
             }
             account.providers.append(ProviderLink(providerId: id, rawId: rawId, email: email, displayName: name, photoUrl: photo))
         }
@@ -72,17 +73,24 @@ struct ExportCSVDecoder: CSVRecordDecoder {
 }
 
 enum CSVFields {
-    static func bool(_ text: String?, field: String) throws(RecordIssue) -> Bool {
+    /// Field names are the account's (as in the JSON export); the column number goes in the reason.
+    static func bool(_ text: String?, field: String, column: Int? = nil) throws(RecordIssue) -> Bool {
         switch text?.lowercased() {
         case nil, "false", "0": return false
         case "true", "1": return true
-        case let other?: throw RecordIssue(field: field, reason: "'\(other)' is not true or false")
+        case let other?: throw RecordIssue(field: field, reason: "'\(other)' is not true or false" + where_(column))
         }
     }
 
-    static func epochMilliseconds(_ text: String?, field: String) throws(RecordIssue) -> Int64? {
+    static func epochMilliseconds(_ text: String?, field: String, column: Int? = nil) throws(RecordIssue) -> Int64? {
         guard let text else { return nil }
-        guard let value = Int64(text) else { throw RecordIssue(field: field, reason: "'\(text)' is not a timestamp in epoch milliseconds") }
+        guard let value = Int64(text) else {
+            throw RecordIssue(field: field, reason: "'\(text)' is not a timestamp in epoch milliseconds" + where_(column))
+        }
         return value
+    }
+
+    private static func where_(_ column: Int?) -> String {
+        column.map { " (column \($0))" } ?? ""
     }
 }

@@ -17,7 +17,7 @@ enum AccountJSONDecoder {
         try cursor.expect(UInt8(ascii: "{"))
         if try cursor.peek() == UInt8(ascii: "}") {
             cursor.position += 1
-            return .failure(RecordIssue(field: "localId", reason: "is missing (empty object)"))
+            return .failure(RecordIssue(field: "localId", reason: "is missing or empty"))
         }
         while true {
             let key = try cursor.key()
@@ -52,7 +52,7 @@ enum AccountJSONDecoder {
             break
         }
         if let issue { return .failure(issue) }
-        if !sawLocalId { return .failure(RecordIssue(field: "localId", reason: "is missing")) }
+        if !sawLocalId { return .failure(RecordIssue(field: "localId", reason: "is missing or empty")) }
         return .success(account)
     }
 

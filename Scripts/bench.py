@@ -1,0 +1,32 @@
+#!/usr/bin/env python3
+"""Plans a generated N-account export (JSON, then CSV) with the release idpipe; prints wall time, peak RSS, accounts/s."""
+import argparse, os, resource, subprocess, sys, time
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--accounts", type=int, default=1_000_000)
+parser.add_argument("--binary", required=True)
+parser.add_argument("--dir", default="bench-data")
+args = parser.parse_args()
+os.makedirs(args.dir, exist_ok=True)
+prefix = f"bench-{args.accounts}"
+if not os.path.exists(f"{args.dir}/{prefix}.csv"):
+    subprocess.run([sys.executable, "Scripts/gen_samples.py", "--accounts", str(args.accounts), "--seed", "42",
+                    "--out-dir", args.dir, "--prefix", prefix, "--format", "both", "--side-inputs"], check=True)
+for fmt in ("json", "csv"):
+    pipeline = f"{args.dir}/bench-{fmt}.yaml"
+    with open(pipeline, "w") as f:
+        f.write(f"version: 1\nname: bench-{fmt}\nsource: {{path: {prefix}.{fmt}}}\n"
+                "inputs: {legacy_names: legacy-names.csv, deletion_requests: deletion-requests.csv, stored_tokens: stored-tokens.jsonl}\n"
+                "select: {deletion_requested: true}\n"
+                "stages: {backfill_names: {sources: [legacy, provider:facebook.com]}, revoke: true, delete: {when_not_revocable: delete}}\n")
+    out = f"{args.dir}/out-{fmt}"
+    subprocess.run(["rm", "-rf", out])
+    start = time.monotonic()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    code = subprocess.run([args.binary, "plan", pipeline, "--out", out, "--as-of", "2026-11-21T00:00:00Z"],
+                          stdout=subprocess.DEVNULL).returncode
+    wall = time.monotonic() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    size = os.path.getsize(f"{args.dir}/{prefix}.{fmt}")
+    print(f"{fmt}: {args.accounts} accounts, {size / 1e6:.0f} MB, wall {wall:.2f} s, peak RSS {peak / 1024:.0f} MB"
+          f"{' (max of runs so far)' if before else ''}, {args.accounts / wall:,.0f} accounts/s, exit {code}")

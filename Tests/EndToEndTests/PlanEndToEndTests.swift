@@ -1,0 +1,146 @@
+import Foundation
+import Testing
+
+/// Runs the built `idpipe` against the shipped pipelines and samples.
+struct Binary {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    static var path: String {
+        var dir = Bundle.main.bundleURL
+        for _ in 0..<4 {
+            let candidate = dir.appendingPathComponent("idpipe").path
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+            dir = dir.deletingLastPathComponent()
+        }
+        return root.appendingPathComponent(".build/debug/idpipe").path
+    }
+
+    @discardableResult
+    static func run(_ arguments: [String], environment: [String: String] = [:], killAfter: Double? = nil) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: path)
+        process.arguments = arguments
+        process.currentDirectoryURL = root
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        if let killAfter {
+            usleep(UInt32(killAfter * 1_000_000))
+            kill(process.processIdentifier, SIGKILL)
+        }
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    static func temporaryDirectory() -> String {
+        let dir = NSTemporaryDirectory() + "idpipe-e2e-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
+        return dir
+    }
+
+    /// A copy of a shipped pipeline reading another source file, placed in Pipelines/ so relative paths hold.
+    static func pipelineVariant(_ name: String, replacing old: String, with new: String) throws -> String {
+        let text = try String(contentsOfFile: root.appendingPathComponent("Pipelines/\(name)").path, encoding: .utf8)
+        let relative = "Pipelines/.test-\(UUID().uuidString).yaml"
+        try text.replacingOccurrences(of: old, with: new).write(toFile: root.appendingPathComponent(relative).path, atomically: true, encoding: .utf8)
+        return relative
+    }
+}
+
+@Suite(.serialized) struct PlanEndToEndTests {
+    let asOf = "2026-11-21T00:00:00Z"
+
+    func normalized(_ report: String) -> String {
+        var text = report
+        // Source positions differ between the formats: file names, lines, columns, sizes and digests.
+        for pattern in [#"accounts\.(json|csv)(:\d+)?"#, #"\(auth-export-(json|csv)[^)]*\)"#, #"`[^`]*\.yaml` \(sha256 [0-9a-f]+\)"#] {
+            text = text.replacingOccurrences(of: pattern, with: "…", options: .regularExpression)
+        }
+        text = text.replacingOccurrences(of: #" ?\((line|column) \d+[^)]*\)"#, with: "", options: .regularExpression)
+        return text
+    }
+
+    @Test func jsonAndCSVSamplesGiveTheSameReport() throws {
+        let csvPipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "accounts.json", with: "accounts.csv")
+        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(csvPipeline).path) }
+        let jsonOut = Binary.temporaryDirectory(), csvOut = Binary.temporaryDirectory()
+        let (jsonCode, _) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", jsonOut, "--as-of", asOf])
+        let (csvCode, _) = try Binary.run(["plan", csvPipeline, "--out", csvOut, "--as-of", asOf])
+        #expect(jsonCode == 1 && csvCode == 1, "the samples hold quarantined rows: exit code 1")
+        let jsonReport = try String(contentsOfFile: jsonOut + "/plan.md", encoding: .utf8)
+        let csvReport = try String(contentsOfFile: csvOut + "/plan.md", encoding: .utf8)
+        #expect(jsonReport.contains("## Quarantine"))
+        #expect(normalized(jsonReport) == normalized(csvReport))
+        let jsonLedger = try String(contentsOfFile: jsonOut + "/ledger.csv", encoding: .utf8)
+        let csvLedger = try String(contentsOfFile: csvOut + "/ledger.csv", encoding: .utf8)
+        #expect(jsonLedger == csvLedger)
+        #expect(jsonLedger.contains("revoke-apple"))
+    }
+
+    @Test func reportsNeverHoldTokensAndMaskPersonalData() throws {
+        let out = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf])
+        let tokens = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path, encoding: .utf8)
+            .split(separator: "\n").compactMap { line -> String? in
+                guard let data = line.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+                return object["token"] as? String
+            }
+        #expect(!tokens.isEmpty)
+        for file in ["plan.md", "plan.json", "ledger.csv", "state.sqlite"] {
+            let data = try Data(contentsOf: URL(fileURLWithPath: "\(out)/\(file)"))
+            let text = String(decoding: data, as: UTF8.self)
+            for token in tokens { #expect(!text.contains(token), "\(file) must not hold a token") }
+        }
+        let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+        #expect(report.contains("•••@privaterelay.appleid.com"))
+    }
+
+    @Test func killedAndResumedGivesTheSameReport() throws {
+        let reference = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", reference, "--as-of", asOf], environment: ["IDPIPE_BATCH_RECORDS": "7"])
+        let interrupted = Binary.temporaryDirectory()
+        // Stop after a few batches (a clean cut), then kill -9 at a random moment, then finish.
+        let (stopCode, _) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", interrupted, "--as-of", asOf],
+                                           environment: ["IDPIPE_BATCH_RECORDS": "7", "IDPIPE_STOP_AFTER_BATCHES": "5"])
+        #expect(stopCode <= 1)
+        try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", interrupted, "--as-of", asOf],
+                       environment: ["IDPIPE_BATCH_RECORDS": "7"], killAfter: Double.random(in: 0.05...0.4))
+        let (code, output) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", interrupted, "--as-of", asOf],
+                                            environment: ["IDPIPE_BATCH_RECORDS": "7"])
+        #expect(code == 1, "\(output)")
+        for file in ["plan.md", "plan.json", "ledger.csv"] {
+            let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
+            let b = try String(contentsOfFile: "\(interrupted)/\(file)", encoding: .utf8)
+            #expect(a == b, "\(file) differs after kill and resume")
+        }
+    }
+
+    @Test func exitCodesSayWhatHappened() throws {
+        let out = Binary.temporaryDirectory()
+        let (bad, message) = try Binary.run(["validate", "Pipelines/does-not-exist.yaml"])
+        #expect(bad == 2)
+        #expect(message.contains("does-not-exist.yaml"))
+        let strict = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "max_deletions: 100", with: "max_deletions: 1")
+        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(strict).path) }
+        let (guardCode, guardOutput) = try Binary.run(["plan", strict, "--out", out, "--as-of", asOf])
+        #expect(guardCode == 3, "\(guardOutput)")
+        #expect(guardOutput.contains("guards.max_deletions allows 1"))
+        let (status, statusOutput) = try Binary.run(["status", "--state", out + "/state.sqlite"])
+        #expect(status == 0)
+        #expect(statusOutput.contains("status: stopped-by-guard"))
+    }
+
+    @Test func migrationWritesAnImportFileThatIsValidJSON() throws {
+        let out = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf])
+        let data = try Data(contentsOf: URL(fileURLWithPath: out + "/cleaned-accounts.json"))
+        let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
+        let users = try #require(object?["users"] as? [[String: Any]])
+        #expect(users.count == 290)
+        let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+        #expect(report.contains("fill from legacy"))
+    }
+}

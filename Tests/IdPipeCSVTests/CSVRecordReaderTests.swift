@@ -1,0 +1,93 @@
+import Testing
+import IdPipeCSV
+#if canImport(Glibc)
+import Glibc
+#endif
+
+func temporaryFile(_ contents: String, name: String = "t.csv") -> String {
+    let dir = "/tmp/idpipe-tests-\(getpid())"
+    mkdir(dir, 0o755)
+    let path = "\(dir)/\(UInt64.random(in: 0...UInt64.max))-\(name)"
+    let file = fopen(path, "w")!
+    fputs(contents, file)
+    fclose(file)
+    return path
+}
+
+func readAll(_ contents: String) throws -> [CSVItem] {
+    let reader = try CSVRecordReader(path: temporaryFile(contents))
+    var items: [CSVItem] = []
+    while let item = try reader.next() { items.append(item) }
+    return items
+}
+
+@Suite struct CSVRecordReaderTests {
+    @Test func trailingCommaAndQuotedFieldsSpanningLines() throws {
+        let items = try readAll("u1,\"Smith, John\",x,\nu2,\"Line\nBreak\",\"say \"\"hi\"\"\",\nu3,plain,,\n")
+        let records = items.compactMap { if case .record(let r) = $0 { r } else { nil } }
+        #expect(records.count == 3)
+        #expect(records.map { $0.count } == [4, 4, 4])
+        #expect(records[0].field(1) == "Smith, John")
+        #expect(records[1].field(1) == "Line\nBreak")
+        #expect(records[1].field(2) == "say \"hi\"")
+        #expect(records[1].firstLine == 2 && records[1].lastLine == 3)
+        #expect(records[2].firstLine == 4)
+        #expect(records[2].field(3) == "")
+    }
+
+    @Test func anUnbalancedQuoteCostsOneRow() throws {
+        let lines = ["u1,ok,", "u2,\"broken,", "u3,ok,", "u4,ok,"]
+        let items = try readAll(lines.joined(separator: "\n") + "\n")
+        var good: [String] = []
+        var bad: [CSVMalformedRecord] = []
+        for item in items {
+            switch item {
+            case .record(let record): good.append(record.field(0)!)
+            case .malformed(let malformed): bad.append(malformed)
+            }
+        }
+        #expect(good == ["u1", "u3", "u4"])
+        #expect(bad.count == 1)
+        #expect(bad.first?.firstLine == 2)
+    }
+
+    @Test func aQuoteInsideAnUnquotedFieldIsMalformed() throws {
+        let items = try readAll("u1,ok,\nu2,bad\"field,\nu3,ok,\n")
+        let lines = items.map { item -> String in
+            switch item {
+            case .record(let record): "\(record.firstLine):\(record.field(0)!)"
+            case .malformed(let malformed): "\(malformed.firstLine):malformed"
+            }
+        }
+        #expect(lines == ["1:u1", "2:malformed", "3:u3"])
+    }
+
+    @Test func crlfAndMissingFinalNewline() throws {
+        let items = try readAll("a,b\r\nc,d")
+        let records = items.compactMap { if case .record(let r) = $0 { r } else { nil } }
+        #expect(records.map { $0.field(0)! } == ["a", "c"])
+        #expect(records.last?.field(1) == "d")
+    }
+
+    @Test func resumesFromARecordsEndOffset() throws {
+        let path = temporaryFile("u1,a,\nu2,\"two\nlines\",\nu3,c,\n")
+        let first = try CSVRecordReader(path: path)
+        _ = try first.next()
+        guard case .record(let second)? = try first.next() else { Issue.record("expected a record"); return }
+        let resumed = try CSVRecordReader(path: path, offset: second.endOffset, line: second.lastLine + 1)
+        guard case .record(let third)? = try resumed.next() else { Issue.record("expected a record"); return }
+        #expect(third.field(0) == "u3")
+        #expect(third.firstLine == 4)
+    }
+
+    @Test func invalidUTF8IsVisible() throws {
+        let path = temporaryFile("")
+        let file = fopen(path, "w")!
+        let bytes: [UInt8] = Array("u1,".utf8) + [0xC3, 0x28] + Array(",\n".utf8)
+        fwrite(bytes, 1, bytes.count, file)
+        fclose(file)
+        let reader = try CSVRecordReader(path: path)
+        guard case .record(let record)? = try reader.next() else { Issue.record("expected a record"); return }
+        #expect(record.field(1) == nil)
+    }
+}

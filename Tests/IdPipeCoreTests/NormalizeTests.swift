@@ -1,0 +1,122 @@
+import Testing
+@testable import IdPipeCore
+
+@Suite struct EmailNormalizerTests {
+    @Test(arguments: [
+        ("jane@example.com", "jane@example.com", [Repair]()),
+        ("  Jane@Example.COM ", "Jane@example.com", [.emailTrimmed, .emailDomainLowercased]),
+        ("anna@bücher.example", "anna@xn--bcher-kva.example", [.emailDomainIDNA]),
+        ("taro@例え.jp", "taro@xn--r8jz45g.jp", [.emailDomainIDNA]),
+        ("x@münchen.DE", "x@xn--mnchen-3ya.de", [.emailDomainIDNA]),
+        ("abc123@privaterelay.appleid.com", "abc123@privaterelay.appleid.com", []),
+        ("\u{3000}mei@example.org", "mei@example.org", [.emailTrimmed]),
+    ])
+    func repairs(input: String, expected: String, repairs expectedRepairs: [Repair]) {
+        var repairs = RepairSet()
+        let result = EmailNormalizer.normalize(input, repairs: &repairs)
+        #expect(result == .success(expected))
+        #expect(repairs.all == expectedRepairs)
+    }
+
+    @Test(arguments: [
+        ("not-an-email", "has no @"),
+        ("a@@b.com", "has more than one @"),
+        ("x@", "has no domain"),
+        ("@example.com", "has an empty local part"),
+        ("jane doe@example.com", "contains whitespace or a control character"),
+        ("jane@example", "domain 'example' has no dot"),
+        ("jane@exa_mple.com", "domain 'exa_mple.com' contains '_'"),
+        ("jane..doe@example.com", "local part has two dots in a row"),
+        ("jane@-example.com", "domain label starts or ends with '-'"),
+        ("jane@example.123", "domain 'example.123' ends in a numeric label"),
+    ])
+    func rejects(input: String, reason: String) {
+        var repairs = RepairSet()
+        #expect(EmailNormalizer.normalize(input, repairs: &repairs) == .failure(RecordIssueReason(reason)))
+    }
+}
+
+@Suite struct PhoneNormalizerTests {
+    @Test(arguments: [
+        ("+14155550100", "+14155550100", false),
+        ("+1 (415) 555-0100", "+14155550100", true),
+        ("0044 20 7946 0958", "+442079460958", true),
+        ("+81-3-1234-5678", "+81312345678", true),
+    ])
+    func repairs(input: String, expected: String, repaired: Bool) {
+        var repairs = RepairSet()
+        #expect(PhoneNormalizer.normalize(input, repairs: &repairs) == .success(expected))
+        #expect(repairs.contains(.phoneReformatted) == repaired)
+    }
+
+    @Test(arguments: ["555-0100", "+12", "+0123456789", "+1 415 555 0100 ext 2", "+1234567890123456", "1+2345678"])
+    func rejects(input: String) {
+        var repairs = RepairSet()
+        guard case .failure = PhoneNormalizer.normalize(input, repairs: &repairs) else {
+            Issue.record("\(input) should be rejected")
+            return
+        }
+    }
+}
+
+@Suite struct DisplayNameCleanerTests {
+    @Test(arguments: [
+        ("Jane Doe", "Jane Doe" as String?, [Repair]()),
+        ("  Jane   Doe ", "Jane Doe", [.nameWhitespace]),
+        ("Jane\tDoe", "Jane Doe", [.nameWhitespace]),
+        ("Line\nBreak", "Line Break", [.nameWhitespace]),
+        ("Evil\u{202E}Name", "EvilName", [.nameControlCharacters]),
+        ("Bell\u{07}", "Bell", [.nameControlCharacters]),
+        ("山田\u{3000}太郎", "山田 太郎", [.nameWhitespace]),
+        ("Zoë Ångström", "Zoë Ångström", []),
+        ("   ", nil, [.nameWhitespace]),
+        ("", nil, []),
+    ])
+    func cleans(input: String, expected: String?, repairs expectedRepairs: [Repair]) {
+        var repairs = RepairSet()
+        #expect(DisplayNameCleaner.clean(input, repairs: &repairs) == .success(expected))
+        #expect(repairs.all == expectedRepairs)
+    }
+
+    @Test func rejectsNamesLongerThanTheAPIAllows() {
+        var repairs = RepairSet()
+        let long = String(repeating: "a", count: 257)
+        guard case .failure = DisplayNameCleaner.clean(long, repairs: &repairs) else {
+            Issue.record("a 257-character name must be rejected")
+            return
+        }
+    }
+}
+
+@Suite struct AccountNormalizerTests {
+    @Test func rejectsTheFieldAtFault() {
+        let cases: [(Account, String)] = [
+            (Account(localId: ""), "localId"),
+            (Account(localId: "u1", email: "bad"), "email"),
+            (Account(localId: "u1", phoneNumber: "555"), "phoneNumber"),
+            (Account(localId: "u1", providers: [ProviderLink(providerId: "apple.com", rawId: "")]), "providerUserInfo[0].rawId"),
+            (Account(localId: "u1", providers: [ProviderLink(providerId: "myspace.com", rawId: "1")]), "providerUserInfo[0].providerId"),
+            (Account(localId: "u1", providers: [ProviderLink(providerId: "apple.com", rawId: "1"), ProviderLink(providerId: "apple.com", rawId: "2")]),
+             "providerUserInfo[1].providerId"),
+            (Account(localId: "u1", providers: [ProviderLink(providerId: "google.com", rawId: "1", email: "x@@y")]), "providerUserInfo[0].email"),
+        ]
+        for (account, field) in cases {
+            guard case .failure(let issue) = AccountNormalizer.normalize(account) else {
+                Issue.record("\(account) should be rejected")
+                continue
+            }
+            #expect(issue.field == field)
+        }
+    }
+
+    @Test func repairsTimestampsInSecondsAndProviderIdCase() throws {
+        let account = Account(localId: "u1", createdAt: 1_600_000_000, providers: [ProviderLink(providerId: " Apple.com", rawId: "s")])
+        guard case .success(let (normalized, repairs)) = AccountNormalizer.normalize(account) else {
+            Issue.record("should normalize")
+            return
+        }
+        #expect(normalized.createdAt == 1_600_000_000_000)
+        #expect(normalized.providers[0].providerId == "apple.com")
+        #expect(repairs.contains(.timestampInSeconds) && repairs.contains(.providerIdCase))
+    }
+}

@@ -1,0 +1,88 @@
+import Testing
+@testable import IdPipeCore
+
+@Suite struct RelayDetectionTests {
+    static let relay = "abc@privaterelay.appleid.com"
+    static func apple(_ email: String? = nil) -> ProviderLink { ProviderLink(providerId: "apple.com", rawId: "001.x.1", email: email) }
+
+    static let cases: [(Account, RelayClass, ConsentFlags)] = [
+        (Account(localId: "1", email: relay, providers: [apple(relay)]), RelayClass.relayAddress, ConsentFlags()),
+        (Account(localId: "2", email: "jane@example.com", providers: [apple(relay)]), .relayAddress, [.realEmail]),
+        (Account(localId: "3", email: relay, providers: [apple(relay), ProviderLink(providerId: "facebook.com", rawId: "9")]), .relayAddress, [.nonAnonymousLogin]),
+        (Account(localId: "4", email: relay, phoneNumber: "+14155550100", providers: [apple(relay)]), .relayAddress, [.phoneNumber]),
+        (Account(localId: "5", email: "ABC@PrivateRelay.AppleID.com", providers: []), .relayAddress, []),
+        (Account(localId: "6", email: "jane@example.com", providers: [apple("jane@example.com")]), .appleRealEmail, []),
+        (Account(localId: "7", providers: [apple()]), .appleNoEmail, []),
+        (Account(localId: "8", email: "jane@example.com", providers: [ProviderLink(providerId: "google.com", rawId: "1")]), .notApple, []),
+        (Account(localId: "9", email: "x@evil-privaterelay.appleid.com.example", providers: []), .notApple, []),
+    ]
+
+    @Test(arguments: cases)
+    func classifies(account: Account, expected: RelayClass, flags: ConsentFlags) {
+        let finding = RelayDetection.classify(account, consentRecorded: false)
+        #expect(finding.relayClass == expected)
+        #expect(finding.consentReview == flags)
+    }
+
+    @Test func recordedConsentClearsTheReview() {
+        let account = Account(localId: "1", email: "jane@example.com", providers: [Self.apple(Self.relay)])
+        #expect(RelayDetection.classify(account, consentRecorded: true).consentReview.isEmpty)
+    }
+}
+
+@Suite struct NameFormattingTests {
+    @Test(arguments: [
+        ("太郎", "山田", "山田太郎"),
+        ("민준", "김", "김민준"),
+        ("伟", "王", "王伟"),
+        ("さくら", "佐藤", "佐藤さくら"),
+        ("Jane", "Doe", "Jane Doe"),
+        ("José", "Müller", "José Müller"),
+        ("Taro", "山田", "Taro 山田"),
+        ("", "Doe", "Doe"),
+        (" Jane ", "", "Jane"),
+    ])
+    func fullName(given: String, family: String, expected: String) {
+        #expect(NameFormatting.fullName(given: given, family: family) == expected)
+    }
+
+    @Test(arguments: [
+        ("jane.doe@example.com", "Jane Doe" as String?),
+        ("JANE_DOE@example.com", "Jane Doe"),
+        ("jdoe42@example.com", nil),
+        ("jane@example.com", nil),
+    ])
+    func fromEmail(email: String, expected: String?) {
+        #expect(NameFormatting.nameFromEmailLocalPart(email) == expected)
+    }
+}
+
+@Suite struct NameBackfillTests {
+    let relay = "abc@privaterelay.appleid.com"
+    let sources: [NameSource] = [.legacy, .provider("facebook.com"), .emailLocalPart]
+
+    @Test func neverOverwritesAName() {
+        let account = Account(localId: "1", displayName: "Kept")
+        #expect(NameBackfill.plan(account, isRelay: false, legacy: LegacyName(givenName: "A", familyName: "B", consent: true), sources: sources) == .present)
+    }
+
+    @Test func takesTheFirstSourceWithAName() {
+        let account = Account(localId: "1", email: "jane.doe@example.com", providers: [ProviderLink(providerId: "facebook.com", rawId: "9", displayName: "Jane F")])
+        #expect(NameBackfill.plan(account, isRelay: false, legacy: nil, sources: sources) == .fill(NameUpdate(name: "Jane F", source: .provider("facebook.com"))))
+        #expect(NameBackfill.plan(account, isRelay: false, legacy: LegacyName(givenName: "太郎", familyName: "山田", consent: false), sources: sources)
+            == .fill(NameUpdate(name: "山田太郎", source: .legacy)))
+    }
+
+    @Test func relayAccountsTakeOnlyConsentedNames() {
+        let account = Account(localId: "1", email: relay, providers: [ProviderLink(providerId: "facebook.com", rawId: "9", displayName: "Jane F")])
+        #expect(NameBackfill.plan(account, isRelay: true, legacy: LegacyName(givenName: "Jane", familyName: "Doe", consent: false), sources: sources)
+            == .noSource("relay account: no source with consent"))
+        #expect(NameBackfill.plan(account, isRelay: true, legacy: LegacyName(givenName: "Jane", familyName: "Doe", consent: true), sources: sources)
+            == .fill(NameUpdate(name: "Jane Doe", source: .legacy)))
+    }
+
+    @Test func neverFromARelayAddress() {
+        let account = Account(localId: "1", email: "jane.doe@privaterelay.appleid.com")
+        #expect(NameBackfill.plan(account, isRelay: true, legacy: nil, sources: [.emailLocalPart]) == .noSource("no configured source has a name"))
+    }
+}

@@ -1,0 +1,192 @@
+import Testing
+@testable import IdPipeCore
+
+@Suite struct SelectionTests {
+    let asOf = Timestamp.parseRFC3339("2026-11-21T00:00:00Z")!
+    let day: Int64 = 86_400_000
+
+    @Test func selectsByEachRuleAndProtects() {
+        var config = SelectionConfig()
+        config.deletionRequested = true
+        config.disabled = true
+        config.inactiveForDays = 730
+        config.protectedIds = ["vip"]
+        config.protectedEmailDomains = ["corp.example"]
+        let selector = Selector(config: config, asOf: asOf)
+        let request = DeletionRequest(requestedAt: asOf - day, source: "app")
+        let recent = asOf - 10 * day, old = asOf - 800 * day
+        let cases: [(Account, DeletionRequest?, SelectionOutcome)] = [
+            (Account(localId: "a", lastSignedInAt: recent), nil, .notSelected),
+            (Account(localId: "b", lastSignedInAt: recent), request, .selected(.deletionRequested)),
+            (Account(localId: "c", lastSignedInAt: recent, disabled: true), nil, .selected(.disabled)),
+            (Account(localId: "d", lastSignedInAt: old), nil, .selected(.inactive)),
+            (Account(localId: "e", createdAt: old), nil, .selected(.inactive)),
+            (Account(localId: "vip", lastSignedInAt: old), nil, .protected(.inactive, why: "protected account id")),
+            (Account(localId: "f", email: "boss@corp.example", lastSignedInAt: recent), request, .protected(.deletionRequested, why: "protected email domain")),
+        ]
+        for (account, request, expected) in cases {
+            #expect(selector.select(account, deletionRequest: request) == expected, "\(account.localId)")
+        }
+    }
+
+    @Test func providerFilterExcludes() {
+        var config = SelectionConfig()
+        config.disabled = true
+        config.providers = ["apple.com"]
+        let selector = Selector(config: config, asOf: asOf)
+        #expect(selector.select(Account(localId: "a", disabled: true), deletionRequest: nil) == .filteredByProvider(.disabled))
+        let apple = Account(localId: "b", disabled: true, providers: [ProviderLink(providerId: "apple.com", rawId: "1")])
+        #expect(selector.select(apple, deletionRequest: nil) == .selected(.disabled))
+    }
+}
+
+@Suite struct PlannerTests {
+    let asOf = Timestamp.parseRFC3339("2026-11-21T00:00:00Z")!
+    func secret(_ value: String) -> Secret { Secret(value: value, fingerprint: "f00") }
+
+    func planner(_ policy: NotRevocablePolicy) -> Planner {
+        var stages = StagesConfig()
+        stages.revoke = RevokeConfig()
+        stages.delete = DeleteConfig(dataWebhook: "https://example.com/hook", accounts: true, whenNotRevocable: policy)
+        return Planner(stages: stages, asOf: asOf)
+    }
+
+    let appleAndFacebook = Account(localId: "u", providers: [
+        ProviderLink(providerId: "apple.com", rawId: "001.a.1"), ProviderLink(providerId: "facebook.com", rawId: "123"),
+    ])
+
+    @Test(arguments: [
+        (nil as AppleTokenKind?, 0 as Int64, ActionState.notPossible, "no stored Apple token" as String?),
+        (.refreshToken, 400 * 86_400_000, .planned, nil),
+        (.accessToken, 0, .planned, nil),
+        (.authorizationCode, 60_000, .planned, nil),
+        (.authorizationCode, 6 * 60_000, .notPossible, "authorization code older than 5 minutes"),
+    ])
+    func appleRevocation(kind: AppleTokenKind?, age: Int64, state: ActionState, reason: String?) {
+        let credentials = kind.map { StoredCredentials(apple: StoredAppleToken(kind: $0, token: secret("t"), capturedAt: asOf - age)) }
+        let apple = planner(.keep).revocations(for: appleAndFacebook, credentials: credentials).first { $0.kind == .revokeApple }
+        #expect(apple?.state == state)
+        #expect(apple?.reason == reason)
+        #expect(apple?.detail.contains("t ") != true, "the token value never appears in a plan")
+    }
+
+    @Test func facebookLimitedLoginIsNotRevocable() {
+        let limited = StoredCredentials(facebook: StoredFacebookLogin(facebookId: "123", login: .limited, accessToken: nil))
+        let action = planner(.keep).revocations(for: appleAndFacebook, credentials: limited).first { $0.kind == .revokeFacebook }
+        #expect(action?.state == .notPossible)
+        #expect(action?.reason == "Facebook Limited Login cannot be revoked from a server")
+    }
+
+    @Test func policyDecidesWhetherANotRevocableAccountIsDeleted() {
+        for (policy, expected) in [(NotRevocablePolicy.keep, ActionState.blocked), (.delete, .planned)] {
+            let plan = planner(policy)
+            let revocations = plan.revocations(for: appleAndFacebook, credentials: nil)
+            let deletions = plan.deletions(after: revocations)
+            #expect(deletions.map(\.kind) == [.deleteData, .deleteAccount])
+            #expect(deletions.allSatisfy { $0.state == expected }, "\(policy)")
+            #expect(deletions.allSatisfy { $0.detail.contains("when_not_revocable: \(policy.rawValue)") })
+        }
+    }
+
+    @Test func guardsStopTooManyDeletions() {
+        var tally = Tally()
+        tally.add("accounts.processed", 100)
+        tally.add("actions.delete-account.planned", 11)
+        #expect(Guards.verdict(GuardsConfig(maxDeletions: 10, maxDeletionShare: nil), tally: tally) != nil)
+        #expect(Guards.verdict(GuardsConfig(maxDeletions: 11, maxDeletionShare: 0.1), tally: tally) != nil)
+        #expect(Guards.verdict(GuardsConfig(maxDeletions: 11, maxDeletionShare: 0.2), tally: tally) == nil)
+    }
+}
+
+@Suite struct PipelineFileTests {
+    @Test func reportsLineAndPathOfAnUnknownKey() {
+        let yaml = """
+            version: 1
+            name: x
+            source:
+              path: a.json
+            stages:
+              revoke: true
+              delte: true
+            select:
+              deletion_requested: true
+            """
+        #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: yaml, file: "p.yaml") }
+        do {
+            _ = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
+        } catch {
+            #expect(error.line == 7)
+            #expect(error.path == "stages.delte")
+            #expect(error.description.hasPrefix("p.yaml:7: stages.delte: unknown key"))
+        }
+    }
+
+    @Test(arguments: [
+        ("version: 2\nname: x\nsource: {path: a.json}", "version 2 is not supported"),
+        ("version: 1\nname: x y\nsource: {path: a.json}", "a name is letters"),
+        ("version: 1\nname: x\nsource: {path: a.txt}", "cannot tell the format"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nstages: {delete: true}", "need a 'select' rule"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nstages: {backfill_names: {sources: [nope]}}", "'nope' is not a name source"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nguards: {max_deletion_share: 5}", "a share is between 0 and 1"),
+        ("version: 1\nname: x\nsource: {path: a.csv, format: mapped-csv}", "needs a 'mapping'"),
+    ])
+    func rejects(yaml: String, message: String) {
+        do {
+            _ = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
+            Issue.record("should be rejected: \(yaml)")
+        } catch {
+            #expect(error.description.contains(message), "\(error)")
+        }
+    }
+
+    @Test func readsTheShippedPipelineShape() throws {
+        let yaml = """
+            version: 1
+            name: cleanup
+            source: {path: a.csv}
+            select: {deletion_requested: true, inactive_for_days: 30, protect: {uids: [a], email_domains: [Corp.Example]}}
+            stages:
+              backfill_names: {sources: [legacy, provider:google.com, email-local-part]}
+              revoke: {facebook: false}
+              delete: {when_not_revocable: delete}
+            guards: {max_deletions: 5}
+            """
+        let pipeline = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
+        #expect(pipeline.source.format == .authExportCSV)
+        #expect(pipeline.selection.inactiveForDays == 30)
+        #expect(pipeline.selection.protectedEmailDomains == ["corp.example"])
+        #expect(pipeline.stages.backfillNames == [.legacy, .provider("google.com"), .emailLocalPart])
+        #expect(pipeline.stages.revoke == RevokeConfig(apple: true, facebook: false, firebaseSessions: true))
+        #expect(pipeline.stages.delete?.whenNotRevocable == .delete)
+        #expect(pipeline.guards.maxDeletions == 5)
+    }
+}
+
+@Suite struct TimestampTests {
+    @Test(arguments: [
+        ("1970-01-01T00:00:00Z", 0 as Int64?),
+        ("2026-10-03T12:00:00Z", 1_791_028_800_000),
+        ("2026-10-03T14:00:00.250+02:00", 1_791_028_800_250),
+        ("2026-10-03", 1_790_985_600_000),
+        ("2026-13-03T12:00:00Z", nil),
+        ("yesterday", nil),
+    ])
+    func parses(text: String, expected: Int64?) {
+        #expect(Timestamp.parseRFC3339(text) == expected)
+    }
+
+    @Test func roundTrips() {
+        #expect(Timestamp.formatRFC3339(1_791_028_800_000) == "2026-10-03T12:00:00Z")
+    }
+}
+
+@Suite struct MaskingTests {
+    @Test func masksPersonalDataUnlessRevealed() {
+        let masked = Masking(reveal: false), shown = Masking(reveal: true)
+        #expect(masked.email("jane.doe@example.com") == "j•••@example.com")
+        #expect(masked.name("Jane Doe") == "J••• D•••")
+        #expect(masked.phone("+14155550100") == "+1••••••••00")
+        #expect(shown.email("jane.doe@example.com") == "jane.doe@example.com")
+        #expect(masked.quotedValues(in: "'jane@@x.com' has more than one @", field: "email") == "'j•••@x.com' has more than one @")
+    }
+}

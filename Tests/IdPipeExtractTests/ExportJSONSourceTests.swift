@@ -1,0 +1,140 @@
+import Testing
+import IdPipeCore
+@testable import IdPipeExtract
+#if canImport(Glibc)
+import Glibc
+#endif
+
+func writeTemporary(_ bytes: [UInt8], name: String) -> String {
+    let dir = "/tmp/idpipe-extract-\(getpid())"
+    mkdir(dir, 0o755)
+    let path = "\(dir)/\(UInt64.random(in: 0...UInt64.max))-\(name)"
+    let file = fopen(path, "w")!
+    fwrite(bytes, 1, bytes.count, file)
+    fclose(file)
+    return path
+}
+
+/// A user object exactly as `firebase auth:export` writes it (JSON.stringify(user, null, 2)).
+func exportUser(_ uid: String, email: String = "a@example.com", extra: String = "") -> String {
+    "{\n  \"localId\": \"\(uid)\",\n  \"email\": \"\(email)\",\n  \"emailVerified\": true,\(extra)\n  \"providerUserInfo\": [\n    {\n      \"providerId\": \"apple.com\",\n      \"rawId\": \"001.\(uid)\"\n    }\n  ]\n}"
+}
+
+func readRecords(_ text: String, batchBytes: Int = 4 << 20, parts: Int = 2) throws -> [DecodedRecord] {
+    let path = writeTemporary(Array(text.utf8), name: "export.json")
+    let source = try ExportJSONSource(path: path, batchBytes: batchBytes)
+    var records: [DecodedRecord] = []
+    while let batch = try source.nextBatch(records: 100, parts: parts) {
+        for part in 0..<batch.partCount { records += batch.decode(part: part) }
+    }
+    return records
+}
+
+func summary(_ records: [DecodedRecord]) -> [String] {
+    records.map { record in
+        switch record {
+        case .account(let account, let position): "\(position.line):\(account.localId)"
+        case .malformed(let entry): "\(entry.position.line):quarantine:\(entry.field)"
+        case .fatal(let error): "fatal:\(error)"
+        }
+    }
+}
+
+@Suite struct ExportJSONSourceTests {
+    let users = (1...5).map { exportUser("u\($0)") }
+
+    @Test(arguments: [64, 200, 4 << 20])
+    func readsEveryUserWithItsLineWhateverTheChunkSize(batchBytes: Int) throws {
+        let text = "{\"users\": [\n" + users.joined(separator: ",\n") + "]}"
+        let records = try readRecords(text, batchBytes: batchBytes)
+        // Each fixture user spans 11 lines; the first starts on line 2.
+        #expect(summary(records) == ["2:u1", "13:u2", "24:u3", "35:u4", "46:u5"])
+    }
+
+    @Test func decodesEscapesAndProviders() throws {
+        let text = "{\"users\": [\n" + exportUser("u1", extra: "\n  \"displayName\": \"\\u5c71\\u7530 \\\"T\\\" \\ud83d\\ude00\",\n  \"createdAt\": \"1608693364100\",\n  \"disabled\": true,") + "]}"
+        guard case .account(let account, _)? = try readRecords(text).first else { Issue.record("expected an account"); return }
+        #expect(account.displayName == "山田 \"T\" 😀")
+        #expect(account.createdAt == 1_608_693_364_100)
+        #expect(account.disabled)
+        #expect(account.providers == [ProviderLink(providerId: "apple.com", rawId: "001.u1")])
+    }
+
+    @Test func truncatedFileQuarantinesTheLastAccountOnly() throws {
+        let text = "{\"users\": [\n" + users.prefix(3).joined(separator: ",\n") + ",\n" + String(exportUser("u4").prefix(40))
+        let records = summary(try readRecords(text))
+        #expect(records == ["2:u1", "13:u2", "24:u3", "35:quarantine:email"], "\(records)")
+    }
+
+    @Test func fileWithoutClosingBracketIsReported() throws {
+        let text = "{\"users\": [\n" + users.prefix(2).joined(separator: ",\n")
+        let records = summary(try readRecords(text))
+        #expect(records == ["2:u1", "13:u2", "23:quarantine:file"], "\(records)")
+    }
+
+    @Test func unbalancedQuoteCostsOneAccount() throws {
+        let broken = exportUser("u2", email: "bad@example.com,\n  \"oops\": \"x")
+        let text = "{\"users\": [\n" + [users[0], broken, users[2]].joined(separator: ",\n") + "]}"
+        let records = summary(try readRecords(text))
+        #expect(records == ["2:u1", "13:quarantine:email", "25:u3"], "\(records)")
+    }
+
+    @Test func invalidUTF8AndBadTimestampAreQuarantinedWithTheirField() throws {
+        let head = "{\"users\": [\n{\n  \"localId\": \"u1\",\n  \"displayName\": \"X"
+        let tail = "\"\n},\n" + exportUser("u2", extra: "\n  \"createdAt\": \"yesterday\",") + ",\n" + exportUser("u3") + "]}"
+        let bytes = Array(head.utf8) + [0xFF] + Array(tail.utf8)
+        let records = summary(try readRecordsBytes(bytes))
+        #expect(records == ["2:quarantine:displayName", "6:quarantine:createdAt", "18:u3"], "\(records)")
+    }
+
+    func readRecordsBytes(_ bytes: [UInt8]) throws -> [DecodedRecord] {
+        let path = writeTemporary(bytes, name: "export.json")
+        let source = try ExportJSONSource(path: path)
+        var records: [DecodedRecord] = []
+        while let batch = try source.nextBatch(records: 100, parts: 1) {
+            records += batch.decode(part: 0)
+        }
+        return records
+    }
+
+    @Test func minifiedLayoutIsReadOnOneCore() throws {
+        let text = "{\"users\":[{\"localId\":\"a\"},{\"localId\":\"b\",\"email\":\"b@example.com\"}]}"
+        #expect(summary(try readRecords(text, batchBytes: 16)) == ["1:a", "1:b"])
+    }
+
+    @Test func notAnExportFileIsAClearError() throws {
+        let path = writeTemporary(Array("[1,2,3]".utf8), name: "export.json")
+        #expect(throws: InputError.self) { try ExportJSONSource(path: path) }
+    }
+}
+
+@Suite struct ExportCSVDecoderTests {
+    func row(_ fields: [Int: String]) -> String {
+        (0..<52).map { fields[$0] ?? "" }.joined(separator: ",") + ",\n"
+    }
+
+    @Test func readsColumnsAndProviders() throws {
+        let text = row([0: "u1", 1: "a@example.com", 2: "true", 5: "\"Doe, Jane\"", 11: "123", 13: "Jane FB", 23: "1608693364100", 26: "true", 28: "001.x.1", 29: "r@privaterelay.appleid.com"])
+        let path = writeTemporary(Array(text.utf8), name: "export.csv")
+        let source = try CSVSource.authExport(path: path)
+        let batch = try #require(try source.nextBatch(records: 10, parts: 1))
+        guard case .account(let account, let position) = batch.decode(part: 0).first else { Issue.record("expected an account"); return }
+        #expect(position.line == 1)
+        #expect(account.displayName == "Doe, Jane")
+        #expect(account.emailVerified && account.disabled)
+        #expect(account.createdAt == 1_608_693_364_100)
+        #expect(account.providers == [
+            ProviderLink(providerId: "facebook.com", rawId: "123", displayName: "Jane FB"),
+            ProviderLink(providerId: "apple.com", rawId: "001.x.1", email: "r@privaterelay.appleid.com"),
+        ])
+    }
+
+    @Test func wrongColumnCountAndBadBooleanAreQuarantined() throws {
+        let text = "u1,a@example.com,\n" + row([0: "u2", 2: "maybe"]) + row([0: "u3"])
+        let path = writeTemporary(Array(text.utf8), name: "export.csv")
+        let source = try CSVSource.authExport(path: path)
+        let batch = try #require(try source.nextBatch(records: 10, parts: 2))
+        let records = (0..<batch.partCount).flatMap { batch.decode(part: $0) }
+        #expect(summary(records) == ["1:quarantine:record", "2:quarantine:emailVerified", "3:u3"])
+    }
+}
