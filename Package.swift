@@ -46,8 +46,7 @@ let package = Package(
         .testTarget(name: "IdPipeCoreTests", dependencies: ["IdPipeCore"]),
         .testTarget(name: "IdPipeCryptoTests", dependencies: ["IdPipeCrypto"]),
         .testTarget(name: "IdPipeCSVTests", dependencies: ["IdPipeCSV"]),
-        .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore"],
-                    resources: [.copy("Fixtures")]),
+        .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore"]),
         .testTarget(name: "IdPipeStoreTests", dependencies: ["IdPipeStore", "IdPipeCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["IdPipeCore"]),
     ]

@@ -25,7 +25,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     }
 
     /// An in-memory store, for tests.
-    public init(inMemory: Void = ()) throws {
+    public init() throws {
         path = ":memory:"
         queue = try DatabaseQueue()
         try Self.migrator.migrate(queue)

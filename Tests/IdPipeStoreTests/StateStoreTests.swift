@@ -1,0 +1,145 @@
+import Logging
+import Testing
+import IdPipeCore
+@testable import IdPipeStore
+
+/// An in-memory account source: batches of `size` accounts, each a part of its own.
+final class ListSource: AccountSource {
+    let path = "list"
+    let accounts: [Account]
+    let size: Int
+    var next: Int
+
+    init(_ accounts: [Account], size: Int, from checkpoint: InputCheckpoint) {
+        self.accounts = accounts
+        self.size = size
+        self.next = Int(checkpoint.offset)
+    }
+
+    var totalBytes: Int64 { Int64(accounts.count) }
+
+    func nextBatch(records: Int, parts: Int) throws -> (any RawBatch)? {
+        guard next < accounts.count else { return nil }
+        let end = min(accounts.count, next + size)
+        let slice = Array(accounts[next..<end]).enumerated().map { offset, account in
+            DecodedRecord.account(account, SourcePosition(file: "list", line: next + offset + 1))
+        }
+        next = end
+        return ListBatch(records: slice, checkpoint: InputCheckpoint(offset: Int64(end), line: end + 1))
+    }
+}
+
+struct ListBatch: RawBatch {
+    let records: [DecodedRecord]
+    let checkpoint: InputCheckpoint
+    var partCount: Int { 2 }
+    func decode(part: Int) -> [DecodedRecord] {
+        let half = records.count / 2
+        return part == 0 ? Array(records[..<half]) : Array(records[half...])
+    }
+}
+
+final class CountingFingerprint: InputFingerprint {
+    func advance(to offset: Int64) throws -> String { "prefix-\(offset)" }
+}
+
+@Suite struct StateStoreTests {
+    let asOf = Timestamp.parseRFC3339("2026-11-21T00:00:00Z")!
+
+    var pipeline: PipelineDefinition {
+        get throws {
+            try PipelineDefinition.parse(yaml: """
+                version: 1
+                name: t
+                source: {path: x.json}
+                select: {disabled: true}
+                stages: {revoke: true, delete: {when_not_revocable: delete}, backfill_names: {sources: [provider:google.com]}}
+                """, file: "t.yaml")
+        }
+    }
+
+    var accounts: [Account] {
+        (0..<50).map { index in
+            Account(localId: index == 17 ? "u3" : "u\(index)", email: "user\(index)@example.com", disabled: index % 5 == 0,
+                    providers: [ProviderLink(providerId: "google.com", rawId: "g\(index)", displayName: "User \(index)")])
+        }
+    }
+
+    func run(_ store: StateStore, stopAfter: Int? = nil) throws -> PlanResult {
+        let pipeline = try self.pipeline
+        let processor = AccountProcessor(pipeline: pipeline, sideInputs: SideInputs(), asOf: asOf)
+        let runner = PlanRunner(pipeline: pipeline, processor: processor, store: store, pool: WorkerPool(width: 2), logger: Logger(label: "test"))
+        runner.stopAfterBatches = stopAfter
+        let record = RunRecord(pipelineName: "t", pipelinePath: "t.yaml", pipelineSHA256: "p", asOf: asOf, createdAt: 0, status: .planning,
+                               sourcePath: "list", sourceFormat: "list", sourceSize: 50, sideInputSHA256: [:])
+        let all = accounts
+        return try runner.plan(run: record, openSource: { ListSource(all, size: 8, from: $0) }, fingerprint: CountingFingerprint(),
+                               sink: nil, clock: { 0 })
+    }
+
+    func snapshot(_ store: StateStore) throws -> String {
+        var text = ""
+        try store.accounts(nil, limit: nil) { text += "\($0.sequence) \($0.uid) \($0.selection) \($0.nameOutcome ?? "-")\n" }
+        try store.actions(limit: nil) { text += "\($0.sequence) \($0.kind) \($0.state)\n" }
+        try store.quarantine(limit: nil) { text += "\($0) \($1.localId ?? "") \($1.reason)\n" }
+        return text + "\(try store.tally().counts.sorted { $0.key < $1.key })"
+    }
+
+    @Test func aPlanStoppedAndResumedEqualsAnUninterruptedOne() throws {
+        let whole = try StateStore()
+        let result = try run(whole)
+        #expect(result.run.status == .planned)
+        #expect(result.tally["accounts.read"] == 50)
+        #expect(result.tally["accounts.quarantined"] == 1, "u3 appears twice")
+
+        let interrupted = try StateStore()
+        _ = try run(interrupted, stopAfter: 2)
+        #expect(try interrupted.loadRun()?.status == .planning)
+        #expect(try interrupted.loadCheckpoint()?.input.records == 16)
+        let resumed = try run(interrupted)
+        #expect(resumed.resumed)
+        #expect(try snapshot(interrupted) == snapshot(whole))
+    }
+
+    @Test func aFinishedPlanIsNotReadAgain() throws {
+        let store = try StateStore()
+        _ = try run(store)
+        let again = try run(store)
+        #expect(again.alreadyPlanned)
+        #expect(again.tally["accounts.read"] == 50)
+    }
+
+    @Test func duplicateIdsAreRememberedAcrossAResume() throws {
+        let store = try StateStore()
+        _ = try run(store, stopAfter: 1)  // u3 (index 3) is in the first batch, its duplicate (index 17) in the third
+        let result = try run(store)
+        var reasons: [String] = []
+        try store.quarantine(limit: nil) { _, entry in reasons.append("\(entry.localId ?? ""): \(entry.reason)") }
+        #expect(reasons == ["u3: duplicate: an earlier row has the same id"])
+        #expect(result.tally["accounts.quarantined"] == 1)
+    }
+
+    @Test func aChangedPipelineIsRefused() throws {
+        let store = try StateStore()
+        _ = try run(store, stopAfter: 1)
+        var changed = try #require(try store.loadRun())
+        changed.pipelineSHA256 = "other"
+        #expect(throws: PlanError.self) { try PlanRunner.checkSameRun(try #require(try store.loadRun()), changed) }
+    }
+
+    @Test func checkpointRoundTripsOnRealSQLite() throws {
+        let store = try StateStore()
+        var tally = Tally()
+        tally.add("accounts.read", 3)
+        let checkpoint = PlanCheckpoint(input: InputCheckpoint(offset: 42, line: 7, records: 3, state: "export"), inputPrefixSHA256: "abc",
+                                        tally: tally, nextSequence: 3, seenIdHashes: [], importFileLength: 9)
+        var batch = PlanBatch(checkpoint: checkpoint)
+        batch.newIdHashes = [1, 2, UInt64.max]
+        try store.commit(batch)
+        let loaded = try #require(try store.loadCheckpoint())
+        #expect(loaded.input == checkpoint.input)
+        #expect(loaded.tally == tally)
+        #expect(loaded.seenIdHashes == [1, 2, UInt64.max])
+        #expect(loaded.importFileLength == 9)
+    }
+}
