@@ -96,6 +96,9 @@ public struct CSVLedger {
 public enum JSONText {
     public static func string(_ value: String?) -> String {
         guard let value else { return "null" }
+        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
+            return "\"" + value + "\""
+        }
         var out = "\""
         for scalar in value.unicodeScalars {
             switch scalar {

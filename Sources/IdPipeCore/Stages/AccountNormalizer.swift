@@ -9,27 +9,15 @@ public enum AccountNormalizer {
         let uid = TextScan.trimmingWhitespace(Substring(account.localId))
         guard !uid.isEmpty else { return .failure(RecordIssue(field: "localId", reason: "is missing or empty")) }
         guard uid.utf8.count <= 128 else { return .failure(RecordIssue(field: "localId", reason: "is longer than 128 bytes")) }
-        if uid.count != account.localId.count { return .failure(RecordIssue(field: "localId", reason: "has surrounding whitespace")) }
+        if uid.utf8.count != account.localId.utf8.count { return .failure(RecordIssue(field: "localId", reason: "has surrounding whitespace")) }
 
-        if let email = account.email {
-            if TextScan.trimmingWhitespace(Substring(email)).isEmpty {
-                account.email = nil
-            } else {
-                switch EmailNormalizer.normalize(email, repairs: &repairs) {
-                case .success(let value): account.email = value
-                case .failure(let reason): return .failure(RecordIssue(field: "email", reason: "'\(email)' \(reason)"))
-                }
-            }
+        switch optional(account.email, field: "email", repairs: &repairs, EmailNormalizer.normalize) {
+        case .success(let value): account.email = value
+        case .failure(let issue): return .failure(issue)
         }
-        if let phone = account.phoneNumber {
-            if TextScan.trimmingWhitespace(Substring(phone)).isEmpty {
-                account.phoneNumber = nil
-            } else {
-                switch PhoneNormalizer.normalize(phone, repairs: &repairs) {
-                case .success(let value): account.phoneNumber = value
-                case .failure(let reason): return .failure(RecordIssue(field: "phoneNumber", reason: "'\(phone)' \(reason)"))
-                }
-            }
+        switch optional(account.phoneNumber, field: "phoneNumber", repairs: &repairs, PhoneNormalizer.normalize) {
+        case .success(let value): account.phoneNumber = value
+        case .failure(let issue): return .failure(issue)
         }
         if let name = account.displayName {
             switch DisplayNameCleaner.clean(name, repairs: &repairs) {
@@ -53,6 +41,18 @@ public enum AccountNormalizer {
         return .success((account, repairs))
     }
 
+    /// An optional text field: blank becomes nil; the rest is normalized, or rejected naming `field` and the value.
+    private static func optional(
+        _ value: String?, field: String, repairs: inout RepairSet,
+        _ normalize: (String, inout RepairSet) -> Result<String, RecordIssueReason>
+    ) -> Result<String?, RecordIssue> {
+        guard let value, !TextScan.trimmingWhitespace(Substring(value)).isEmpty else { return .success(nil) }
+        switch normalize(value, &repairs) {
+        case .success(let normalized): return .success(normalized)
+        case .failure(let reason): return .failure(RecordIssue(field: field, reason: "'\(value)' \(reason)"))
+        }
+    }
+
     private static func normalizeTimestamp(_ value: Int64?, repairs: inout RepairSet) -> Int64? {
         guard let value, value > 0, value < secondsThreshold else { return value }
         repairs.insert(.timestampInSeconds)
@@ -61,9 +61,10 @@ public enum AccountNormalizer {
 
     private static func normalizeProvider(_ link: inout ProviderLink, at index: Int, repairs: inout RepairSet) -> RecordIssue? {
         let field = "providerUserInfo[\(index)]"
-        let id = String(TextScan.trimmingWhitespace(Substring(link.providerId)))
+        let trimmed = TextScan.trimmingWhitespace(Substring(link.providerId))
+        let id = trimmed.utf8.count == link.providerId.utf8.count ? link.providerId : String(trimmed)
         let lowered = id.utf8.contains(where: { $0 >= 65 && $0 <= 90 }) ? id.lowercased() : id
-        if lowered != link.providerId {
+        if lowered.utf8.count != link.providerId.utf8.count || lowered != link.providerId {
             repairs.insert(.providerIdCase)
             link.providerId = lowered
         }
@@ -74,15 +75,9 @@ public enum AccountNormalizer {
         guard !TextScan.trimmingWhitespace(Substring(link.rawId)).isEmpty else {
             return RecordIssue(field: "\(field).rawId", reason: "is empty")
         }
-        if let email = link.email {
-            if TextScan.trimmingWhitespace(Substring(email)).isEmpty {
-                link.email = nil
-            } else {
-                switch EmailNormalizer.normalize(email, repairs: &repairs) {
-                case .success(let value): link.email = value
-                case .failure(let reason): return RecordIssue(field: "\(field).email", reason: "'\(email)' \(reason)")
-                }
-            }
+        switch optional(link.email, field: "\(field).email", repairs: &repairs, EmailNormalizer.normalize) {
+        case .success(let value): link.email = value
+        case .failure(let issue): return issue
         }
         if let name = link.displayName {
             switch DisplayNameCleaner.clean(name, repairs: &repairs) {

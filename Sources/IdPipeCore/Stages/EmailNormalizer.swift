@@ -7,7 +7,7 @@ public enum EmailNormalizer {
     public static func normalize(_ raw: String, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
         var text = Substring(raw)
         let trimmed = TextScan.trimmingWhitespace(text)
-        if trimmed.count != text.count {
+        if trimmed.utf8.count != text.utf8.count {
             repairs.insert(.emailTrimmed)
             text = trimmed
         }

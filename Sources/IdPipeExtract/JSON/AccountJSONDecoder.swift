@@ -13,7 +13,7 @@ enum AccountJSONDecoder {
         func note(_ field: String, _ reason: String) {
             if issue == nil { issue = RecordIssue(field: field, reason: reason) }
         }
-        cursor.field = "record"
+        cursor.enterRecord()
         try cursor.expect(UInt8(ascii: "{"))
         if try cursor.peek() == UInt8(ascii: "}") {
             cursor.position += 1
@@ -22,7 +22,7 @@ enum AccountJSONDecoder {
         while true {
             let key = try cursor.key()
             try cursor.expect(UInt8(ascii: ":"))
-            cursor.field = String(decoding: key, as: UTF8.self)
+            cursor.currentKey = key
             switch key.count {
             case 4 where matches(key, "salt"): account.salt = try cursor.stringOrNull()
             case 5 where matches(key, "email"): account.email = try cursor.stringOrNull()
@@ -47,7 +47,7 @@ enum AccountJSONDecoder {
                 cursor.position += 1
                 continue
             }
-            cursor.field = "record"
+            cursor.currentKey = nil
             try cursor.expect(UInt8(ascii: "}"))
             break
         }
@@ -66,14 +66,15 @@ enum AccountJSONDecoder {
         while true {
             let index = links.count
             var link = ProviderLink(providerId: "", rawId: "")
-            cursor.field = "providerUserInfo[\(index)]"
+            cursor.providerIndex = index
+            cursor.currentKey = nil
             try cursor.expect(UInt8(ascii: "{"))
             var sawRawId = false
             if try cursor.peek() != UInt8(ascii: "}") {
                 while true {
                     let key = try cursor.key()
                     try cursor.expect(UInt8(ascii: ":"))
-                    cursor.field = "providerUserInfo[\(index)].\(String(decoding: key, as: UTF8.self))"
+                    cursor.currentKey = key
                     switch key.count {
                     case 5 where matches(key, "rawId"):
                         link.rawId = try cursor.stringOrNull() ?? ""
@@ -91,10 +92,11 @@ enum AccountJSONDecoder {
                     break
                 }
             }
-            cursor.field = "providerUserInfo[\(index)]"
+            cursor.currentKey = nil
             try cursor.expect(UInt8(ascii: "}"))
             if !sawRawId { note("providerUserInfo[\(index)].rawId", "is missing") }
             links.append(link)
+            cursor.providerIndex = nil
             if try cursor.peek() == UInt8(ascii: ",") {
                 cursor.position += 1
                 continue
@@ -106,7 +108,6 @@ enum AccountJSONDecoder {
 
     /// Epoch milliseconds, as a decimal string (the export's form) or a number.
     private static func timestamp(_ cursor: inout JSONCursor, note: (String, String) -> Void) throws(JSONCursor.SyntaxError) -> Int64? {
-        let field = cursor.field
         let byte = try cursor.peek()
         let text: String?
         if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "n") {
@@ -116,7 +117,7 @@ enum AccountJSONDecoder {
         }
         guard let text, !text.isEmpty else { return nil }
         guard let value = Int64(text) else {
-            note(field, "'\(text)' is not a timestamp in epoch milliseconds")
+            note(cursor.field, "'\(text)' is not a timestamp in epoch milliseconds")
             return nil
         }
         return value

@@ -6,8 +6,24 @@ struct JSONCursor {
     let end: Int
     /// Newlines passed so far.
     var newlines = 0
+    /// The key being read and, inside `providerUserInfo`, the entry's index: named only when an error needs it,
+    /// because building a `String` for every key costs more than parsing the account.
+    var currentKey: UnsafeBufferPointer<UInt8>?
+    var providerIndex: Int?
+    /// A field name set by the caller, used when there is no key (side-input lines).
+    var fixedField: String?
+
     /// The field being read, for error messages.
-    var field = "record"
+    var field: String {
+        let name = currentKey.map { String(decoding: $0, as: UTF8.self) }
+        if let providerIndex { return "providerUserInfo[\(providerIndex)]" + (name.map { ".\($0)" } ?? "") }
+        return name ?? fixedField ?? "record"
+    }
+
+    mutating func enterRecord() {
+        currentKey = nil
+        providerIndex = nil
+    }
 
     init(bytes: UnsafeBufferPointer<UInt8>, start: Int, end: Int) {
         self.bytes = bytes

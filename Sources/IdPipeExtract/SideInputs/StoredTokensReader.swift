@@ -55,7 +55,7 @@ extension SideInputReader {
                 if try cursor.peek() == UInt8(ascii: "}") { return fields }
                 while true {
                     let key = String(decoding: try cursor.key(), as: UTF8.self)
-                    cursor.field = key
+                    cursor.fixedField = key
                     try cursor.expect(UInt8(ascii: ":"))
                     switch try cursor.peek() {
                     case UInt8(ascii: "\""): fields[key] = try cursor.string()
