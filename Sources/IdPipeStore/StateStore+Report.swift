@@ -16,7 +16,6 @@ extension StateStore: ReportSource {
         case nil: "1"
         case .consentReview?: "a.consent_review IS NOT NULL"
         case .nameFill?: "a.name_outcome LIKE 'fill from %'"
-        case .nameNoSource?: "a.name_outcome LIKE 'no source%'"
         case .selected?: "a.selection = 'selected'"
         case .protected?: "a.selection = 'protected'"
         }

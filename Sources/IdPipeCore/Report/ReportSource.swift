@@ -64,7 +64,6 @@ public struct ReportAction: Sendable {
 public enum AccountList: Sendable {
     case consentReview
     case nameFill
-    case nameNoSource
     case selected
     case protected
 }

@@ -13,11 +13,11 @@ public struct AccountOutcome: Sendable, Equatable {
     public var actions: [PlannedAction]
 
     /// Whether the store keeps a row for this account: it has actions, needs review, or was selected or protected.
+    /// (Nameless accounts with no name source are only counted, by reason.)
     /// Other accounts only count in the totals, which keeps a 10-million-account plan small.
     public var isNoteworthy: Bool {
         if !actions.isEmpty { return true }
         if let relay, !relay.consentReview.isEmpty { return true }
-        if case .noSource = name { return true }
         if case .notSelected = selection { return false }
         return true
     }

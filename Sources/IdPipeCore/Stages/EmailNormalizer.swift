@@ -40,13 +40,21 @@ public enum EmailNormalizer {
         for byte in local {
             if byte == UInt8(ascii: ".") && previous == byte { return "local part has two dots in a row" }
             if byte <= 0x20 || byte == 0x7F { return "contains whitespace or a control character" }
-            if forbiddenInLocalPart.contains(byte) { return "local part contains '\(Character(Unicode.Scalar(byte)))'" }
+            if isForbiddenInLocalPart(byte) { return "local part contains '\(Character(Unicode.Scalar(byte)))'" }
             previous = byte
         }
         return nil
     }
 
-    private static let forbiddenInLocalPart: Set<UInt8> = Set("()<>[]\\,;:\"".utf8)
+    private static func isForbiddenInLocalPart(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "("), UInt8(ascii: ")"), UInt8(ascii: "<"), UInt8(ascii: ">"), UInt8(ascii: "["), UInt8(ascii: "]"),
+             UInt8(ascii: "\\"), UInt8(ascii: ","), UInt8(ascii: ";"), UInt8(ascii: ":"), UInt8(ascii: "\""):
+            true
+        default:
+            false
+        }
+    }
 
     /// Lower-cases a domain and converts Unicode labels to their `xn--` form; checks label syntax.
     public static func normalizeDomain(_ domain: Substring, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {

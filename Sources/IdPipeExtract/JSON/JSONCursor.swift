@@ -117,7 +117,7 @@ struct JSONCursor {
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
-                if let text = String(validating: slice, as: UTF8.self) { return text }
+                if let text = Self.text(slice) { return text }
                 throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
             }
             if byte == UInt8(ascii: "\\") { break }
@@ -173,6 +173,16 @@ struct JSONCursor {
             }
         }
         throw fail("unexpected end of input inside a string")
+    }
+
+    /// Validated UTF-8 text. ASCII (most values) skips the generic validating initializer, which is slow per call.
+    static func text(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        var ascii = true
+        for byte in bytes where byte >= 0x80 {
+            ascii = false
+            break
+        }
+        return ascii ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
     }
 
     private mutating func hex4() throws(SyntaxError) -> UInt32 {

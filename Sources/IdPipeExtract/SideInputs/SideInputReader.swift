@@ -134,6 +134,7 @@ public enum SideInputReader {
 
 extension String {
     func trimmingCharacters() -> String {
+        if let first = utf8.first, let last = utf8.last, first > 0x20, first < 0x80, last > 0x20, last < 0x80 { return self }
         var scalars = Substring(self).unicodeScalars
         while let first = scalars.first, first.properties.isWhitespace { scalars.removeFirst() }
         while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
