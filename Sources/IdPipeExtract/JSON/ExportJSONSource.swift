@@ -83,7 +83,10 @@ public final class ExportJSONSource: AccountSource {
                 let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress! + start, want, off_t(readFrom)) }
                 guard count >= 0 else { throw InputError(path: path, message: "read failed: \(String(cString: strerror(errno)))") }
                 buffer.removeLast(want - count)
-                if count == 0 { break }
+                if count == 0 {
+                    throw InputError(path: path, position: SourcePosition(file: path, line: line, byteOffset: readFrom),
+                                     message: "the file ends at byte \(readFrom), before its size when the run started (\(totalBytes)); it changed while being read")
+                }
             }
             if offset + Int64(buffer.count) >= totalBytes {
                 cut = buffer.count
