@@ -43,10 +43,12 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
 
+        // Helpers shared by the test targets.
+        .target(name: "IdPipeTestSupport", path: "Tests/IdPipeTestSupport"),
         .testTarget(name: "IdPipeCoreTests", dependencies: ["IdPipeCore"]),
         .testTarget(name: "IdPipeCryptoTests", dependencies: ["IdPipeCrypto"]),
-        .testTarget(name: "IdPipeCSVTests", dependencies: ["IdPipeCSV"]),
-        .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore"]),
+        .testTarget(name: "IdPipeCSVTests", dependencies: ["IdPipeCSV", "IdPipeTestSupport"]),
+        .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeStoreTests", dependencies: ["IdPipeStore", "IdPipeCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["IdPipeCore"]),
     ]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plans a generated N-account export (JSON, then CSV) with the release idpipe; prints wall time, peak RSS, accounts/s."""
-import argparse, os, resource, subprocess, sys, time
+import argparse, os, subprocess, sys, time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--accounts", type=int, default=1_000_000)
@@ -22,11 +22,12 @@ for fmt in ("json", "csv"):
     out = f"{args.dir}/out-{fmt}"
     subprocess.run(["rm", "-rf", out])
     start = time.monotonic()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    code = subprocess.run([args.binary, "plan", pipeline, "--out", out, "--as-of", "2026-11-21T00:00:00Z"],
-                          stdout=subprocess.DEVNULL).returncode
+    # wait4 gives this child's own rusage; RUSAGE_CHILDREN would be the maximum over every child so far.
+    child = subprocess.Popen([args.binary, "plan", pipeline, "--out", out, "--as-of", "2026-11-21T00:00:00Z"],
+                             stdout=subprocess.DEVNULL)
+    _, status, usage = os.wait4(child.pid, 0)
     wall = time.monotonic() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    code = os.waitstatus_to_exitcode(status)
     size = os.path.getsize(f"{args.dir}/{prefix}.{fmt}")
-    print(f"{fmt}: {args.accounts} accounts, {size / 1e6:.0f} MB, wall {wall:.2f} s, peak RSS {peak / 1024:.0f} MB"
-          f"{' (max of runs so far)' if before else ''}, {args.accounts / wall:,.0f} accounts/s, exit {code}")
+    print(f"{fmt}: {args.accounts} accounts, {size / 1e6:.0f} MB, wall {wall:.2f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MB, "
+          f"{args.accounts / wall:,.0f} accounts/s, exit {code}")

@@ -1,21 +1,9 @@
 import Testing
 import IdPipeCSV
-#if canImport(Glibc)
-import Glibc
-#endif
-
-func temporaryFile(_ contents: String, name: String = "t.csv") -> String {
-    let dir = "/tmp/idpipe-tests-\(getpid())"
-    mkdir(dir, 0o755)
-    let path = "\(dir)/\(UInt64.random(in: 0...UInt64.max))-\(name)"
-    let file = fopen(path, "w")!
-    fputs(contents, file)
-    fclose(file)
-    return path
-}
+import IdPipeTestSupport
 
 func readAll(_ contents: String) throws -> [CSVItem] {
-    let reader = try CSVRecordReader(path: temporaryFile(contents))
+    let reader = try CSVRecordReader(path: TemporaryFile.write(contents, name: "t.csv"))
     var items: [CSVItem] = []
     while let item = try reader.next() { items.append(item) }
     return items
@@ -70,7 +58,7 @@ func readAll(_ contents: String) throws -> [CSVItem] {
     }
 
     @Test func resumesFromARecordsEndOffset() throws {
-        let path = temporaryFile("u1,a,\nu2,\"two\nlines\",\nu3,c,\n")
+        let path = TemporaryFile.write("u1,a,\nu2,\"two\nlines\",\nu3,c,\n", name: "t.csv")
         let first = try CSVRecordReader(path: path)
         _ = try first.next()
         guard case .record(let second)? = try first.next() else { Issue.record("expected a record"); return }
@@ -81,11 +69,8 @@ func readAll(_ contents: String) throws -> [CSVItem] {
     }
 
     @Test func invalidUTF8IsVisible() throws {
-        let path = temporaryFile("")
-        let file = fopen(path, "w")!
         let bytes: [UInt8] = Array("u1,".utf8) + [0xC3, 0x28] + Array(",\n".utf8)
-        fwrite(bytes, 1, bytes.count, file)
-        fclose(file)
+        let path = TemporaryFile.write(bytes, name: "t.csv")
         let reader = try CSVRecordReader(path: path)
         guard case .record(let record)? = try reader.next() else { Issue.record("expected a record"); return }
         #expect(record.field(1) == nil)

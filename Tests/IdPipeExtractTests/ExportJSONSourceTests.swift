@@ -1,19 +1,7 @@
 import Testing
 import IdPipeCore
 @testable import IdPipeExtract
-#if canImport(Glibc)
-import Glibc
-#endif
-
-func writeTemporary(_ bytes: [UInt8], name: String) -> String {
-    let dir = "/tmp/idpipe-extract-\(getpid())"
-    mkdir(dir, 0o755)
-    let path = "\(dir)/\(UInt64.random(in: 0...UInt64.max))-\(name)"
-    let file = fopen(path, "w")!
-    fwrite(bytes, 1, bytes.count, file)
-    fclose(file)
-    return path
-}
+import IdPipeTestSupport
 
 /// A user object exactly as `firebase auth:export` writes it (JSON.stringify(user, null, 2)).
 func exportUser(_ uid: String, email: String = "a@example.com", extra: String = "") -> String {
@@ -21,7 +9,11 @@ func exportUser(_ uid: String, email: String = "a@example.com", extra: String = 
 }
 
 func readRecords(_ text: String, batchBytes: Int = 4 << 20, parts: Int = 2) throws -> [DecodedRecord] {
-    let path = writeTemporary(Array(text.utf8), name: "export.json")
+    try readRecords(Array(text.utf8), batchBytes: batchBytes, parts: parts)
+}
+
+func readRecords(_ bytes: [UInt8], batchBytes: Int = 4 << 20, parts: Int = 2) throws -> [DecodedRecord] {
+    let path = TemporaryFile.write(bytes, name: "export.json")
     let source = try ExportJSONSource(path: path, batchBytes: batchBytes)
     var records: [DecodedRecord] = []
     while let batch = try source.nextBatch(records: 100, parts: parts) {
@@ -83,18 +75,8 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         let head = "{\"users\": [\n{\n  \"localId\": \"u1\",\n  \"displayName\": \"X"
         let tail = "\"\n},\n" + exportUser("u2", extra: "\n  \"createdAt\": \"yesterday\",") + ",\n" + exportUser("u3") + "]}"
         let bytes = Array(head.utf8) + [0xFF] + Array(tail.utf8)
-        let records = summary(try readRecordsBytes(bytes))
+        let records = summary(try readRecords(bytes, parts: 1))
         #expect(records == ["2:quarantine:displayName", "6:quarantine:createdAt", "18:u3"], "\(records)")
-    }
-
-    func readRecordsBytes(_ bytes: [UInt8]) throws -> [DecodedRecord] {
-        let path = writeTemporary(bytes, name: "export.json")
-        let source = try ExportJSONSource(path: path)
-        var records: [DecodedRecord] = []
-        while let batch = try source.nextBatch(records: 100, parts: 1) {
-            records += batch.decode(part: 0)
-        }
-        return records
     }
 
     @Test func minifiedLayoutIsReadOnOneCore() throws {
@@ -103,7 +85,7 @@ func summary(_ records: [DecodedRecord]) -> [String] {
     }
 
     @Test func notAnExportFileIsAClearError() throws {
-        let path = writeTemporary(Array("[1,2,3]".utf8), name: "export.json")
+        let path = TemporaryFile.write("[1,2,3]", name: "export.json")
         #expect(throws: InputError.self) { try ExportJSONSource(path: path) }
     }
 }
@@ -115,7 +97,7 @@ func summary(_ records: [DecodedRecord]) -> [String] {
 
     @Test func readsColumnsAndProviders() throws {
         let text = row([0: "u1", 1: "a@example.com", 2: "true", 5: "\"Doe, Jane\"", 11: "123", 13: "Jane FB", 23: "1608693364100", 26: "true", 28: "001.x.1", 29: "r@privaterelay.appleid.com"])
-        let path = writeTemporary(Array(text.utf8), name: "export.csv")
+        let path = TemporaryFile.write(text, name: "export.csv")
         let source = try CSVSource.authExport(path: path)
         let batch = try #require(try source.nextBatch(records: 10, parts: 1))
         guard case .account(let account, let position) = batch.decode(part: 0).first else { Issue.record("expected an account"); return }
@@ -131,7 +113,7 @@ func summary(_ records: [DecodedRecord]) -> [String] {
 
     @Test func wrongColumnCountAndBadBooleanAreQuarantined() throws {
         let text = "u1,a@example.com,\n" + row([0: "u2", 2: "maybe"]) + row([0: "u3"])
-        let path = writeTemporary(Array(text.utf8), name: "export.csv")
+        let path = TemporaryFile.write(text, name: "export.csv")
         let source = try CSVSource.authExport(path: path)
         let batch = try #require(try source.nextBatch(records: 10, parts: 2))
         let records = (0..<batch.partCount).flatMap { batch.decode(part: $0) }

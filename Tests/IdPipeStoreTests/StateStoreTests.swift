@@ -1,6 +1,6 @@
 import Logging
 import Testing
-import IdPipeCore
+@testable import IdPipeCore
 @testable import IdPipeStore
 
 /// An in-memory account source: batches of `size` accounts, each a part of its own.

@@ -163,7 +163,7 @@ public final class PlanRunner {
         return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed)
     }
 
-    public static func checkSameRun(_ existing: RunRecord, _ new: RunRecord) throws {
+    static func checkSameRun(_ existing: RunRecord, _ new: RunRecord) throws {
         if existing.pipelineSHA256 != new.pipelineSHA256 {
             throw PlanError.changedSinceInterruptedRun("the pipeline file \(new.pipelinePath)")
         }

@@ -64,7 +64,7 @@ public enum AccountNormalizer {
         let trimmed = TextScan.trimmingWhitespace(Substring(link.providerId))
         let id = trimmed.utf8.count == link.providerId.utf8.count ? link.providerId : String(trimmed)
         let lowered = id.utf8.contains(where: { $0 >= 65 && $0 <= 90 }) ? id.lowercased() : id
-        if lowered.utf8.count != link.providerId.utf8.count || lowered != link.providerId {
+        if lowered != link.providerId {
             repairs.insert(.providerIdCase)
             link.providerId = lowered
         }

@@ -5,11 +5,7 @@ public enum DisplayNameCleaner {
 
     /// Returns the cleaned name (nil when nothing is left), or a reason it cannot be used.
     public static func clean(_ raw: String, repairs: inout RepairSet) -> Result<String?, RecordIssueReason> {
-        if isAlreadyClean(raw) {
-            if raw.isEmpty { return .success(nil) }
-            guard let checked = checkLength(raw) else { return .failure("is longer than \(maxCharacters) characters") }
-            return .success(checked)
-        }
+        if isAlreadyClean(raw) { return checked(raw) }
         var scalars = String.UnicodeScalarView()
         var pendingSpace = false
         var removedControl = false
@@ -31,16 +27,16 @@ public enum DisplayNameCleaner {
         if pendingSpace { changedSpace = true }
         if removedControl { repairs.insert(.nameControlCharacters) }
         if changedSpace { repairs.insert(.nameWhitespace) }
-        let cleaned = String(scalars)
-        if cleaned.isEmpty { return .success(nil) }
-        guard let checked = checkLength(cleaned) else {
-            return .failure("is longer than \(maxCharacters) characters")
-        }
-        return .success(checked)
+        return checked(String(scalars))
     }
 
-    private static func checkLength(_ name: String) -> String? {
-        name.utf8.count <= maxCharacters || name.count <= maxCharacters ? name : nil
+    /// The last step of both paths: nothing left is no name; a name longer than the API allows is rejected.
+    private static func checked(_ name: String) -> Result<String?, RecordIssueReason> {
+        if name.isEmpty { return .success(nil) }
+        guard name.utf8.count <= maxCharacters || name.count <= maxCharacters else {
+            return .failure("is longer than \(maxCharacters) characters")
+        }
+        return .success(name)
     }
 
     /// Printable ASCII with single inner spaces: the common case, checked on bytes.

@@ -10,14 +10,12 @@ struct JSONCursor {
     /// because building a `String` for every key costs more than parsing the account.
     var currentKey: UnsafeBufferPointer<UInt8>?
     var providerIndex: Int?
-    /// A field name set by the caller, used when there is no key (side-input lines).
-    var fixedField: String?
 
     /// The field being read, for error messages.
     var field: String {
         let name = currentKey.map { String(decoding: $0, as: UTF8.self) }
         if let providerIndex { return "providerUserInfo[\(providerIndex)]" + (name.map { ".\($0)" } ?? "") }
-        return name ?? fixedField ?? "record"
+        return name ?? "record"
     }
 
     mutating func enterRecord() {
@@ -131,7 +129,7 @@ struct JSONCursor {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 position += 1
-                if let text = String(validating: buffer, as: UTF8.self) { return text }
+                if let text = buffer.withUnsafeBufferPointer(Self.text) { return text }
                 throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
             }
             if byte < 0x20 {

@@ -54,8 +54,8 @@ extension SideInputReader {
                 try cursor.expect(UInt8(ascii: "{"))
                 if try cursor.peek() == UInt8(ascii: "}") { return fields }
                 while true {
-                    let key = String(decoding: try cursor.key(), as: UTF8.self)
-                    cursor.fixedField = key
+                    cursor.currentKey = try cursor.key()
+                    let key = cursor.field
                     try cursor.expect(UInt8(ascii: ":"))
                     switch try cursor.peek() {
                     case UInt8(ascii: "\""): fields[key] = try cursor.string()
