@@ -6,6 +6,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "idpipe", targets: ["idpipe"]),
+        .executable(name: "idpipe-sandbox", targets: ["idpipe-sandbox"]),
         .library(name: "IdPipeCore", targets: ["IdPipeCore"]),
     ],
     dependencies: [
@@ -13,6 +14,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // C libraries, each wrapped once.
@@ -25,7 +28,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         // The only module that touches OpenSSL.
-        .target(name: "IdPipeCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "IdPipeCrypto", dependencies: ["IdPipeCore", "COpenSSL"]),
         // The only module that touches libcsv.
         .target(name: "IdPipeCSV", dependencies: ["CLibCSV"]),
         // Streaming readers of the input files (export JSON/CSV, mapped CSV, side inputs).
@@ -36,9 +39,35 @@ let package = Package(
             .product(name: "GRDB", package: "GRDB.swift"),
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // The remote services: HTTP transport interface, rate limits, retries, Google/Apple/Facebook clients.
+        // Pure Swift above a replaceable transport, so every request can be checked against a stub.
+        .target(name: "IdPipeConnect", dependencies: [
+            "IdPipeCore", "IdPipeCrypto",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        // The live transport on async-http-client.
+        .target(name: "IdPipeHTTP", dependencies: [
+            "IdPipeConnect",
+            .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
+        // The local stand-in for Identity Toolkit, Google OAuth, Apple and Facebook. It verifies with its own
+        // code (OpenSSL verify, its own base64url and JSON handling), never with the client's.
+        .target(name: "IdPipeSandbox", dependencies: [
+            "COpenSSL",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "NIOHTTP1", package: "swift-nio"),
+        ]),
+        .executableTarget(name: "idpipe-sandbox", dependencies: [
+            "IdPipeSandbox",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
         // The command line: parse, build the live services, call the core, map to exit codes.
         .executableTarget(name: "idpipe", dependencies: [
-            "IdPipeCore", "IdPipeExtract", "IdPipeStore", "IdPipeCrypto",
+            "IdPipeCore", "IdPipeExtract", "IdPipeStore", "IdPipeCrypto", "IdPipeConnect", "IdPipeHTTP",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -50,6 +79,10 @@ let package = Package(
         .testTarget(name: "IdPipeCSVTests", dependencies: ["IdPipeCSV", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeStoreTests", dependencies: ["IdPipeStore", "IdPipeCore"]),
+        .testTarget(name: "IdPipeConnectTests", dependencies: ["IdPipeConnect", "IdPipeCrypto", "IdPipeTestSupport"]),
+        .testTarget(name: "SandboxTests", dependencies: [
+            "IdPipeSandbox", "IdPipeConnect", "IdPipeHTTP", "IdPipeCrypto", "IdPipeTestSupport",
+        ]),
         .testTarget(name: "EndToEndTests", dependencies: ["IdPipeCore"]),
     ]
 )

@@ -10,4 +10,6 @@
 #include <openssl/bn.h>
 #include <openssl/rsa.h>
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
 #endif

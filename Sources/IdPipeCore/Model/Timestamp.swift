@@ -52,7 +52,7 @@ public enum Timestamp {
     }
 
     // Howard Hinnant's days-from-civil algorithms.
-    static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+    public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
         let y = month <= 2 ? year - 1 : year
         let era = y.floorDiv(400)
         let yoe = y - era * 400

@@ -1,0 +1,132 @@
+import IdPipeCrypto
+import Synchronization
+
+/// The Sign in with Apple settings of one app. The key is the `.p8` file's P-256 key.
+public struct AppleCredentials: Sendable, CustomStringConvertible {
+    public var teamId: String
+    public var keyId: String
+    /// The App ID (bundle id) for tokens from the native app, the Services ID for web flows.
+    public var clientId: String
+    public var key: SigningKey
+    /// How long each client secret is valid; Apple refuses more than 15,777,000 s (about 6 months).
+    public var secretLifetime: Int64
+
+    public static let maxSecretLifetime: Int64 = 15_777_000
+
+    public init(teamId: String, keyId: String, clientId: String, key: SigningKey, secretLifetime: Int64 = 86_400) throws(ConnectorError) {
+        guard teamId.count == 10, teamId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw .configuration(service: "apple", message: "team_id must be the 10-character Team ID (got '\(teamId)')")
+        }
+        guard keyId.count == 10, keyId.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) else {
+            throw .configuration(service: "apple", message: "key_id must be the 10-character Key ID of the .p8 key (got '\(keyId)')")
+        }
+        guard !clientId.isEmpty else { throw .configuration(service: "apple", message: "client_id is empty") }
+        guard secretLifetime > 60, secretLifetime < Self.maxSecretLifetime else {
+            throw .configuration(service: "apple", message: "the client secret lifetime must be between 60 s and \(Self.maxSecretLifetime) s")
+        }
+        self.teamId = teamId
+        self.keyId = keyId
+        self.clientId = clientId
+        self.key = key
+        self.secretLifetime = secretLifetime
+    }
+
+    public var description: String { "Apple client \(clientId) (team \(teamId), key \(keyId))" }
+}
+
+/// What Apple's `/auth/token` returned. Tokens stay inside this value; its description hides them.
+public struct AppleTokenResponse: Sendable, CustomStringConvertible {
+    public var accessToken: String
+    public var refreshToken: String?
+    public var expiresIn: Int64
+    public var idToken: String?
+    public var description: String { "AppleTokenResponse(expires_in: \(expiresIn), refresh_token: \(refreshToken == nil ? "no" : "yes"))" }
+}
+
+public enum AppleTokenTypeHint: String, Sendable {
+    case refreshToken = "refresh_token"
+    case accessToken = "access_token"
+}
+
+/// Sign in with Apple's REST API: client secret, `/auth/token`, `/auth/revoke`.
+public final class AppleClient: Sendable {
+    public static let productionBase = "https://appleid.apple.com"
+    public static let audience = "https://appleid.apple.com"
+
+    let credentials: AppleCredentials
+    let endpoint: Endpoint
+    let channel: ServiceChannel
+    let limiter: RateLimiter
+    private let cachedSecret = Mutex<(secret: String, expires: Int64)?>(nil)
+
+    public init(credentials: AppleCredentials, endpoint: Endpoint, channel: ServiceChannel, rate: Double = 20) {
+        self.credentials = credentials
+        self.endpoint = endpoint
+        self.channel = channel
+        limiter = RateLimiter(name: "apple", rate: rate, burst: max(1, rate), clock: channel.clock)
+    }
+
+    /// The ES256 client secret: header `{alg, kid}`, claims `{iss, iat, exp, aud, sub}`. Reused until an hour
+    /// before it expires.
+    public func clientSecret() throws -> String {
+        let now = channel.clock.unixTime()
+        if let cached = cachedSecret.withLock({ $0 }), now < cached.expires - 3600 { return cached.secret }
+        let expires = now + credentials.secretLifetime
+        let secret = try JWT.sign(
+            header: [("kid", .string(credentials.keyId))],
+            claims: [
+                ("iss", .string(credentials.teamId)), ("iat", .int(now)), ("exp", .int(expires)),
+                ("aud", .string(Self.audience)), ("sub", .string(credentials.clientId)),
+            ],
+            key: credentials.key)
+        cachedSecret.withLock { $0 = (secret, expires) }
+        return secret
+    }
+
+    /// Exchanges a (fresh: five minutes, single use) authorization code for tokens.
+    public func exchange(code: String, redirectURI: String? = nil) async throws -> AppleTokenResponse {
+        var fields = [("grant_type", "authorization_code"), ("code", code)]
+        if let redirectURI { fields.append(("redirect_uri", redirectURI)) }
+        return try await token(fields)
+    }
+
+    /// Validates a refresh token and gets an access token (Apple suggests at most once a day per token).
+    public func refresh(refreshToken: String) async throws -> AppleTokenResponse {
+        try await token([("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
+    }
+
+    /// `POST /auth/revoke`. A 200 means "revoked, or already invalid" (RFC 7009 §2.2): Apple cannot tell which.
+    public func revoke(token: String, hint: AppleTokenTypeHint) async throws {
+        _ = try await post("/auth/revoke", [("token", token), ("token_type_hint", hint.rawValue)])
+    }
+
+    private func token(_ fields: [(String, String)]) async throws -> AppleTokenResponse {
+        let response = try await post("/auth/token", fields)
+        guard let body = JSONValue.decode(response.body), let access = body["access_token"]?.string, !access.isEmpty else {
+            throw ConnectorError.badResponse(service: channel.service, message: "/auth/token answered without an access_token")
+        }
+        return AppleTokenResponse(accessToken: access, refreshToken: body["refresh_token"]?.string,
+                                  expiresIn: body["expires_in"]?.int ?? 0, idToken: body["id_token"]?.string)
+    }
+
+    private func post(_ path: String, _ fields: [(String, String)]) async throws -> HTTPResponse {
+        let service = channel.service
+        let url = endpoint.url(path)
+        return try await channel.send(limiter: limiter, make: {
+            let body = FormBody.encode([("client_id", self.credentials.clientId), ("client_secret", try self.clientSecret())] + fields)
+            return HTTPRequest(method: "POST", url: url,
+                               headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", IdPipeProduct.userAgent)],
+                               body: Array(body.utf8))
+        }, judge: { response in
+            if response.status == 200 { return .success }
+            let error = JSONValue.decode(response.body)?["error"]?.string ?? "HTTP \(response.status)"
+            switch error {
+            case "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope":
+                // Wrong team, key, client id or secret: every account would fail the same way.
+                return .fail(.configuration(service: service, message: "\(path): \(error) (check team_id, key_id, client_id and the .p8 key)"))
+            default:
+                return .fail(.rejected(service: service, code: error, message: ""))
+            }
+        })
+    }
+}

@@ -1,0 +1,90 @@
+import IdPipeCrypto
+
+/// Where Identity Toolkit requests get their bearer token.
+public protocol AccessTokenSource: Sendable {
+    func accessToken() async throws -> String
+    /// The service said the token is no longer good (401): forget it so the next call fetches another.
+    func invalidate(_ token: String) async
+}
+
+/// The Firebase Auth Emulator's convention, as the Admin SDKs use it: the literal token `owner`.
+public struct EmulatorAccessToken: AccessTokenSource {
+    public init() {}
+    public func accessToken() async throws -> String { "owner" }
+    public func invalidate(_ token: String) async {}
+}
+
+/// OAuth 2.0 access tokens for a service account through the JWT bearer grant (RFC 7523), cached and
+/// refreshed `refreshMargin` seconds before they expire, so a run of many hours never meets an expired token.
+/// Concurrent callers share one refresh.
+public actor ServiceAccountAccessTokens: AccessTokenSource {
+    public static let scopes = ["https://www.googleapis.com/auth/cloud-platform", "https://www.googleapis.com/auth/identitytoolkit"]
+    /// Google accepts assertions valid for at most an hour.
+    static let assertionLifetime: Int64 = 3600
+
+    private let account: ServiceAccountKey
+    private let tokenEndpoint: String
+    private let channel: ServiceChannel
+    private let refreshMargin: Double
+    private var current: (token: String, expiresAt: Double)?
+    private var pending: Task<(token: String, expiresAt: Double), any Error>?
+    public private(set) var fetches = 0
+
+    public init(account: ServiceAccountKey, channel: ServiceChannel, refreshMargin: Double = 300) throws(ConnectorError) {
+        self.account = account
+        self.tokenEndpoint = try Endpoint(account.tokenURI, service: "google-oauth").base
+        self.channel = channel
+        self.refreshMargin = refreshMargin
+    }
+
+    public func accessToken() async throws -> String {
+        if let current, channel.clock.now() < current.expiresAt - refreshMargin { return current.token }
+        if let pending { return try await pending.value.token }
+        let task = Task { try await self.fetch() }
+        pending = task
+        defer { pending = nil }
+        let fresh = try await task.value
+        current = fresh
+        return fresh.token
+    }
+
+    public func invalidate(_ token: String) async {
+        if current?.token == token { current = nil }
+    }
+
+    /// The signed assertion: header `{alg, typ, kid}`, claims `{iss, scope, aud, iat, exp}`.
+    func assertion(issuedAt: Int64) throws -> String {
+        try JWT.sign(
+            header: [("typ", .string("JWT")), ("kid", .string(account.privateKeyId))],
+            claims: [
+                ("iss", .string(account.clientEmail)), ("scope", .string(Self.scopes.joined(separator: " "))),
+                ("aud", .string(tokenEndpoint)), ("iat", .int(issuedAt)), ("exp", .int(issuedAt + Self.assertionLifetime)),
+            ],
+            key: account.key)
+    }
+
+    private func fetch() async throws -> (token: String, expiresAt: Double) {
+        fetches += 1
+        let service = channel.service
+        let response = try await channel.send(limiter: nil, make: {
+            let body = FormBody.encode([
+                ("grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer"),
+                ("assertion", try self.assertion(issuedAt: self.channel.clock.unixTime())),
+            ])
+            return HTTPRequest(method: "POST", url: self.tokenEndpoint,
+                               headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", IdPipeProduct.userAgent)],
+                               body: Array(body.utf8))
+        }, judge: { response in
+            if (200..<300).contains(response.status) { return .success }
+            let error = JSONValue.decode(response.body)?["error"]?.string ?? "HTTP \(response.status)"
+            let detail = JSONValue.decode(response.body)?["error_description"]?.string ?? ""
+            // A bad key, a deleted key or a wrong clock fails every request alike: stop the run.
+            return .fail(.configuration(service: service, message: "the token endpoint refused the service account: \(error) \(detail)"))
+        })
+        guard let body = JSONValue.decode(response.body), let token = body["access_token"]?.string, !token.isEmpty,
+              let expiresIn = body["expires_in"]?.int, expiresIn > 0 else {
+            throw ConnectorError.badResponse(service: service, message: "the token response has no access_token/expires_in")
+        }
+        return (token, channel.clock.now() + Double(expiresIn))
+    }
+}

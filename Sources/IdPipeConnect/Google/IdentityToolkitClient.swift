@@ -1,0 +1,216 @@
+/// Requests per second for each Identity Toolkit quota class (the published limits are the defaults).
+public struct IdentityToolkitRates: Sendable, Equatable {
+    /// `accounts:update`: "account configuration updates 10 requests/s" (names, validSince, disabling).
+    public var updates: Double = 10
+    /// `accounts:batchDelete`: 1 request/s of up to 1000 ids.
+    public var batchDeletes: Double = 1
+    /// `accounts:batchGet` and `accounts:lookup` (no published limit; kept polite).
+    public var reads: Double = 20
+    /// `accounts:batchCreate`.
+    public var batchCreates: Double = 1
+
+    public init() {}
+}
+
+/// One page of `accounts:batchGet`.
+public struct UserPage: Sendable {
+    public var users: [JSONValue]
+    /// nil on the last page (the API may send it blank instead of leaving it out).
+    public var nextPageToken: String?
+}
+
+/// A per-id failure of `accounts:batchDelete`, mapped back to the id sent at `index`.
+public struct BatchDeleteFailure: Sendable, Equatable {
+    public var index: Int
+    public var localId: String
+    public var message: String
+
+    public init(index: Int, localId: String, message: String) {
+        self.index = index
+        self.localId = localId
+        self.message = message
+    }
+}
+
+/// A per-user failure of `accounts:batchCreate` (the response's singular `error` list).
+public struct BatchCreateFailure: Sendable, Equatable {
+    public var index: Int
+    public var message: String
+
+    public init(index: Int, message: String) {
+        self.index = index
+        self.message = message
+    }
+}
+
+/// Identity Toolkit v1, spoken as the Admin SDKs speak it (`../shared/specs/firebase-admin-requests.md`).
+public final class IdentityToolkitClient: Sendable {
+    public static let productionBase = "https://identitytoolkit.googleapis.com/v1"
+    public static let maxPage = 1000
+    public static let maxLookup = 100
+    public static let maxBatch = 1000
+
+    /// `…/v1/projects/{projectId}[/tenants/{tenantId}]`
+    public let accountsBase: String
+    public let usesEmulator: Bool
+    let tokens: any AccessTokenSource
+    let channel: ServiceChannel
+    let updates: RateLimiter
+    let batchDeletes: RateLimiter
+    let reads: RateLimiter
+    let batchCreates: RateLimiter
+
+    public init(projectId: String, tenantId: String? = nil, base: Endpoint, usesEmulator: Bool = false,
+                tokens: any AccessTokenSource, channel: ServiceChannel, rates: IdentityToolkitRates = IdentityToolkitRates()) {
+        var path = base.url("/projects/\(FormBody.escape(projectId))")
+        if let tenantId { path += "/tenants/\(FormBody.escape(tenantId))" }
+        accountsBase = path
+        self.usesEmulator = usesEmulator
+        self.tokens = tokens
+        self.channel = channel
+        updates = RateLimiter(name: "identitytoolkit.update", rate: rates.updates, clock: channel.clock)
+        batchDeletes = RateLimiter(name: "identitytoolkit.batchDelete", rate: rates.batchDeletes, clock: channel.clock)
+        reads = RateLimiter(name: "identitytoolkit.read", rate: rates.reads, burst: max(1, rates.reads), clock: channel.clock)
+        batchCreates = RateLimiter(name: "identitytoolkit.batchCreate", rate: rates.batchCreates, clock: channel.clock)
+    }
+
+    /// The base URL the Admin SDKs use: the emulator's when `FIREBASE_AUTH_EMULATOR_HOST` is set
+    /// (`http://HOST/identitytoolkit.googleapis.com/v1`), else `override`, else production.
+    public static func base(environment: [String: String], override: String?) throws(ConnectorError) -> (Endpoint, emulator: Bool) {
+        if let host = environment["FIREBASE_AUTH_EMULATOR_HOST"], !host.isEmpty {
+            guard !host.contains("/") else {
+                throw .configuration(service: "identitytoolkit", message: "FIREBASE_AUTH_EMULATOR_HOST is host:port, without a scheme or path (got '\(host)')")
+            }
+            // The emulator is reached over plain http, wherever it runs, exactly as the SDKs do.
+            return (try Endpoint("http://\(host)/identitytoolkit.googleapis.com/v1", service: "identitytoolkit", allowPlainHTTP: true), true)
+        }
+        return (try Endpoint(override ?? productionBase, service: "identitytoolkit"), false)
+    }
+
+    // MARK: - Calls
+
+    /// `GET accounts:batchGet?maxResults=N[&nextPageToken=T]`.
+    public func listUsers(pageToken: String?, maxResults: Int = maxPage) async throws -> UserPage {
+        precondition((1...Self.maxPage).contains(maxResults))
+        var query = "maxResults=\(maxResults)"
+        if let pageToken, !pageToken.isEmpty { query += "&nextPageToken=\(FormBody.escape(pageToken))" }
+        let body = try await call("GET", "accounts:batchGet?" + query, body: nil, limiter: reads)
+        let token = body["nextPageToken"]?.string
+        return UserPage(users: try users(in: body, call: "batchGet"), nextPageToken: token?.isEmpty == false ? token : nil)
+    }
+
+    /// `POST accounts:lookup {localId: [...]}`; up to 100 ids. Missing accounts are simply absent.
+    public func lookup(localIds: [String]) async throws -> [JSONValue] {
+        precondition((1...Self.maxLookup).contains(localIds.count))
+        let body = try await call("POST", "accounts:lookup", body: ["localId": .array(localIds.map { .string($0) })], limiter: reads)
+        return try users(in: body, call: "lookup")
+    }
+
+    /// `POST accounts:update` with only the fields given. `validSince` (Unix seconds) ends every session
+    /// issued before it: this is all `revokeRefreshTokens` does.
+    public func update(localId: String, displayName: String? = nil, validSince: Int64? = nil, disableUser: Bool? = nil) async throws {
+        var fields: [String: JSONValue] = ["localId": .string(localId)]
+        if let displayName { fields["displayName"] = .string(displayName) }
+        if let validSince { fields["validSince"] = .int(validSince) }
+        if let disableUser { fields["disableUser"] = .bool(disableUser) }
+        let body = try await call("POST", "accounts:update", body: .object(fields), limiter: updates)
+        guard body["localId"]?.string == localId else {
+            throw ConnectorError.badResponse(service: channel.service, message: "accounts:update did not echo the localId")
+        }
+    }
+
+    /// `POST accounts:batchDelete {localIds, force: true}`; up to 1000 ids. Unknown ids count as deleted.
+    public func batchDelete(localIds: [String]) async throws -> [BatchDeleteFailure] {
+        precondition((1...Self.maxBatch).contains(localIds.count))
+        let body = try await call("POST", "accounts:batchDelete",
+                                  body: ["localIds": .array(localIds.map { .string($0) }), "force": true], limiter: batchDeletes)
+        return try (body["errors"]?.array ?? []).map { entry in
+            guard let index = entry["index"]?.int, index >= 0, index < localIds.count, let message = entry["message"]?.string else {
+                throw ConnectorError.badResponse(service: channel.service, message: "a batchDelete error without a valid index and message")
+            }
+            return BatchDeleteFailure(index: Int(index), localId: localIds[Int(index)], message: message)
+        }
+    }
+
+    /// `POST accounts:batchCreate {users}`; up to 1000 users (no password hashes: no hash config is sent).
+    public func batchCreate(users: [JSONValue]) async throws -> [BatchCreateFailure] {
+        precondition((1...Self.maxBatch).contains(users.count))
+        let body = try await call("POST", "accounts:batchCreate", body: ["users": .array(users)], limiter: batchCreates)
+        return try (body["error"]?.array ?? []).map { entry in
+            guard let index = entry["index"]?.int, index >= 0, index < users.count, let message = entry["message"]?.string else {
+                throw ConnectorError.badResponse(service: channel.service, message: "a batchCreate error without a valid index and message")
+            }
+            return BatchCreateFailure(index: Int(index), message: message)
+        }
+    }
+
+    // MARK: - Plumbing
+
+    private func users(in body: JSONValue, call: String) throws -> [JSONValue] {
+        guard let users = body["users"] else { return [] }
+        guard let list = users.array, list.allSatisfy({ $0["localId"]?.string != nil }) else {
+            throw ConnectorError.badResponse(service: channel.service, message: "\(call): 'users' is not a list of accounts with a localId")
+        }
+        return list
+    }
+
+    private func call(_ method: String, _ operation: String, body: JSONValue?, limiter: RateLimiter) async throws -> JSONValue {
+        let url = accountsBase + "/" + operation
+        let encoded = body?.encoded()
+        let service = channel.service
+        let tokens = self.tokens
+        var sentToken = ""
+        var refreshedOnce = false
+        let response = try await channel.send(limiter: limiter, make: {
+            sentToken = try await tokens.accessToken()
+            var headers = [
+                ("Authorization", "Bearer \(sentToken)"), ("X-Client-Version", "idpipe/\(IdPipeProduct.version)"),
+                ("User-Agent", IdPipeProduct.userAgent), ("Accept", "application/json"),
+            ]
+            if encoded != nil { headers.append(("Content-Type", "application/json")) }
+            return HTTPRequest(method: method, url: url, headers: headers, body: encoded)
+        }, judge: { response in
+            if (200..<300).contains(response.status) { return .success }
+            let error = GoogleError(response)
+            if error.isBackOff { return .retry(reason: error.code) }
+            if response.status == 401, !refreshedOnce {
+                refreshedOnce = true
+                return .retry(reason: "401 \(error.code): fetching a new access token")
+            }
+            if response.status == 401 || response.status == 403 || error.isConfiguration {
+                return .fail(.configuration(service: service, message: "\(operation): HTTP \(response.status) \(error.code) \(error.detail)"))
+            }
+            return .fail(.rejected(service: service, code: error.code, message: error.detail))
+        }, beforeRetry: { verdictReason in
+            if verdictReason.hasPrefix("401") { await tokens.invalidate(sentToken) }
+        })
+        guard let parsed = JSONValue.decode(response.body), parsed.object != nil else {
+            throw ConnectorError.badResponse(service: service, message: "\(operation): the body is not a JSON object")
+        }
+        return parsed
+    }
+}
+
+/// Google's error body: `{"error": {"code": 400, "message": "CODE : detail"}}`, split at the first ':' as the SDKs do.
+struct GoogleError {
+    let code: String
+    let detail: String
+
+    init(_ response: HTTPResponse) {
+        let message = JSONValue.decode(response.body)?["error"]?["message"]?.string ?? "HTTP \(response.status)"
+        if let colon = message.firstIndex(of: ":") {
+            code = String(message[..<colon]).trimmingSpaces
+            detail = String(message[message.index(after: colon)...]).trimmingSpaces
+        } else {
+            code = message.trimmingSpaces
+            detail = ""
+        }
+    }
+
+    var isBackOff: Bool { code == "QUOTA_EXCEEDED" || code == "TOO_MANY_ATTEMPTS_TRY_LATER" || code == "RESOURCE_EXHAUSTED" }
+
+    var isConfiguration: Bool {
+        ["INSUFFICIENT_PERMISSION", "PERMISSION_DENIED", "CONFIGURATION_NOT_FOUND", "TENANT_NOT_FOUND", "PROJECT_NOT_FOUND",
+         "INVALID_CREDENTIAL", "UNAUTHENTICATED"].contains(code)
+    }
+}

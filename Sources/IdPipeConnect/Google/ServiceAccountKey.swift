@@ -1,0 +1,48 @@
+import Foundation
+import IdPipeCrypto
+
+/// A Google service-account key file (the JSON that `GOOGLE_APPLICATION_CREDENTIALS` names).
+/// Its description names the account and key id, never the key.
+public struct ServiceAccountKey: Sendable, CustomStringConvertible {
+    public let projectId: String
+    public let clientEmail: String
+    public let privateKeyId: String
+    public let tokenURI: String
+    public let key: SigningKey
+
+    public static let defaultTokenURI = "https://oauth2.googleapis.com/token"
+
+    public var description: String { "service account \(clientEmail) (key \(privateKeyId))" }
+
+    /// Parses a key file's bytes; `file` names it in errors.
+    public init(json bytes: [UInt8], file: String) throws(ConnectorError) {
+        func fail(_ message: String) -> ConnectorError {
+            .configuration(service: "google-oauth", message: "\(file): \(message)")
+        }
+        guard let document = JSONValue.decode(bytes)?.object else { throw fail("not a JSON object") }
+        func field(_ name: String) throws(ConnectorError) -> String {
+            guard let value = document[name]?.string, !value.isEmpty else { throw fail("missing string field '\(name)'") }
+            return value
+        }
+        guard try field("type") == "service_account" else {
+            throw fail("field 'type' is '\(document["type"]?.string ?? "")', expected 'service_account'")
+        }
+        projectId = try field("project_id")
+        clientEmail = try field("client_email")
+        privateKeyId = try field("private_key_id")
+        tokenURI = document["token_uri"]?.string ?? ServiceAccountKey.defaultTokenURI
+        let pem = try field("private_key")
+        do throws(CryptoError) {
+            key = try SigningKey(pem: pem, algorithm: .rs256)
+        } catch {
+            throw fail("field 'private_key': \(error.message)")
+        }
+    }
+
+    public static func load(path: String) throws(ConnectorError) -> ServiceAccountKey {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .configuration(service: "google-oauth", message: "cannot read the service-account key file '\(path)'")
+        }
+        return try ServiceAccountKey(json: Array(data), file: path)
+    }
+}

@@ -1,0 +1,34 @@
+/// How a remote call ended when it did not succeed. The split decides what the run does next:
+/// a configuration error stops the whole run (every account would fail the same way), a rejection fails
+/// one account, and `exhausted` means retries ran out on a transient condition.
+public enum ConnectorError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// Credentials, keys or endpoints are wrong (`invalid_client`, 401/403, a bad key file).
+    case configuration(service: String, message: String)
+    /// The service refused this one request (`USER_NOT_FOUND`, `invalid_grant`, ...). Not retried.
+    case rejected(service: String, code: String, message: String)
+    /// Transient failures (429, 5xx, dropped connections, timeouts) went on past the retry budget.
+    case exhausted(service: String, attempts: Int, last: String)
+    /// The response could not be understood.
+    case badResponse(service: String, message: String)
+
+    public var service: String {
+        switch self {
+        case .configuration(let service, _), .rejected(let service, _, _), .exhausted(let service, _, _), .badResponse(let service, _):
+            service
+        }
+    }
+
+    public var stopsRun: Bool {
+        if case .configuration = self { return true }
+        return false
+    }
+
+    public var description: String {
+        switch self {
+        case .configuration(let service, let message): "\(service): configuration error: \(message)"
+        case .rejected(let service, let code, let message): message.isEmpty ? "\(service): \(code)" : "\(service): \(code): \(message)"
+        case .exhausted(let service, let attempts, let last): "\(service): gave up after \(attempts) attempts; last: \(last)"
+        case .badResponse(let service, let message): "\(service): unexpected response: \(message)"
+        }
+    }
+}

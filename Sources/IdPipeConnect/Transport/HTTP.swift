@@ -1,0 +1,114 @@
+/// One HTTP exchange, independent of the library that carries it.
+public struct HTTPRequest: Sendable, Equatable {
+    public var method: String
+    public var url: String
+    public var headers: [(String, String)]
+    public var body: [UInt8]?
+    /// The whole exchange must finish within this, or it fails as a timeout (and may be retried).
+    public var timeout: Duration
+
+    public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8]? = nil, timeout: Duration = .seconds(30)) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+        self.timeout = timeout
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    public var bodyText: String { body.map { String(decoding: $0, as: UTF8.self) } ?? "" }
+
+    public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
+        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.timeout == rhs.timeout
+            && lhs.headers.map { "\($0.0.lowercased()): \($0.1)" } == rhs.headers.map { "\($0.0.lowercased()): \($0.1)" }
+    }
+}
+
+public struct HTTPResponse: Sendable {
+    public var status: Int
+    public var headers: [(String, String)]
+    public var body: [UInt8]
+
+    public init(status: Int, headers: [(String, String)] = [], body: [UInt8] = []) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+    }
+
+    public init(status: Int, json: String) {
+        self.init(status: status, headers: [("Content-Type", "application/json")], body: Array(json.utf8))
+    }
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.0.lowercased() == name.lowercased() }?.1
+    }
+
+    public var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// Why an exchange produced no response. All of these may be retried.
+public enum TransportError: Error, Sendable, Equatable, CustomStringConvertible {
+    case connectionFailed(String)
+    case connectionClosed
+    case timedOut
+
+    public var description: String {
+        switch self {
+        case .connectionFailed(let reason): "connection failed: \(reason)"
+        case .connectionClosed: "the connection closed before a response"
+        case .timedOut: "timed out"
+        }
+    }
+}
+
+/// The replaceable HTTP layer: async-http-client in production, a stub in unit tests.
+public protocol HTTPTransport: Sendable {
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse
+}
+
+/// Where a service is reached. Anything but loopback must be HTTPS: tokens and keys travel in these requests.
+public struct Endpoint: Sendable, Equatable, CustomStringConvertible {
+    public let base: String
+
+    public init(_ text: String, service: String, allowPlainHTTP: Bool = false) throws(ConnectorError) {
+        var base = text
+        while base.hasSuffix("/") { base.removeLast() }
+        guard let host = Endpoint.host(of: base) else {
+            throw ConnectorError.configuration(service: service, message: "'\(text)' is not an http(s) URL")
+        }
+        if base.hasPrefix("http://"), !allowPlainHTTP, !Endpoint.isLoopback(host) {
+            throw ConnectorError.configuration(service: service, message: "'\(text)' must be https:// (plain http is allowed only on loopback)")
+        }
+        self.base = base
+    }
+
+    public var description: String { base }
+
+    public func url(_ path: String) -> String { base + path }
+
+    static func host(of url: String) -> String? {
+        let rest: Substring
+        if url.hasPrefix("https://") {
+            rest = url.dropFirst(8)
+        } else if url.hasPrefix("http://") {
+            rest = url.dropFirst(7)
+        } else {
+            return nil
+        }
+        let authority = rest.prefix { $0 != "/" && $0 != "?" }
+        guard !authority.isEmpty, !authority.contains("@") else { return nil }
+        if authority.hasPrefix("[") {
+            return authority.firstIndex(of: "]").map { String(authority[authority.startIndex...$0]) }
+        }
+        return String(authority.prefix { $0 != ":" })
+    }
+
+    public static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "[::1]" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets.allSatisfy { UInt8($0) != nil } && octets[0] == "127"
+    }
+}

@@ -1,0 +1,123 @@
+import Foundation
+import Logging
+import Synchronization
+
+/// What a client makes of one response.
+public enum ResponseVerdict: Sendable {
+    case success
+    /// Transient: try again after the backoff (or the response's `Retry-After`).
+    case retry(reason: String)
+    case fail(ConnectorError)
+}
+
+/// Counters of one service's traffic, for the report (rates, retries).
+public struct ChannelStats: Sendable, Equatable {
+    public var requests = 0
+    public var retries = 0
+    public var throttled = 0
+    public var failures = 0
+    /// Seconds from the first request sent to the last response received.
+    public var firstSent: Double?
+    public var lastReceived: Double?
+}
+
+/// One remote service as the clients see it: a transport, a bound on requests in flight, a retry policy,
+/// and a log that never sees headers, bodies or query strings (they carry tokens).
+public final class ServiceChannel: Sendable {
+    public let service: String
+    let transport: any HTTPTransport
+    let clock: any ServiceClock
+    let retry: RetryPolicy
+    let inFlight: ConcurrencyLimit
+    let logger: Logger
+    private let counters = Mutex(ChannelStats())
+
+    public init(service: String, transport: any HTTPTransport, clock: any ServiceClock = SystemServiceClock(),
+                retry: RetryPolicy = RetryPolicy(), maxInFlight: Int = 8, logger: Logger? = nil) {
+        self.service = service
+        self.transport = transport
+        self.clock = clock
+        self.retry = retry
+        self.inFlight = ConcurrencyLimit(maxInFlight)
+        self.logger = logger ?? Logger(label: "idpipe.\(service)")
+    }
+
+    public var stats: ChannelStats { counters.withLock { $0 } }
+
+    /// Sends `request` (rebuilt by `make` for every attempt, so a refreshed access token is used), pacing each
+    /// attempt through `limiter`, until `judge` calls the response a success or a failure, or retries run out.
+    nonisolated(nonsending) public func send(limiter: RateLimiter?, make: () async throws -> HTTPRequest,
+                     judge: (HTTPResponse) -> ResponseVerdict,
+                     beforeRetry: (String) async -> Void = { _ in }) async throws -> HTTPResponse {
+        var attempt = 0
+        while true {
+            attempt += 1
+            try await limiter?.acquire()
+            let request = try await make()
+            let outcome: Result<HTTPResponse, TransportError> = await inFlight.withSlot {
+                let sent = clock.now()
+                counters.withLock { stats in
+                    stats.requests += 1
+                    if stats.firstSent == nil { stats.firstSent = sent }
+                }
+                do throws(TransportError) {
+                    let response = try await transport.send(request)
+                    return .success(response)
+                } catch {
+                    return .failure(error)
+                }
+            }
+            let received = clock.now()
+            counters.withLock { $0.lastReceived = received }
+            let reason: String
+            var retryAfter: Double?
+            switch outcome {
+            case .failure(let error):
+                reason = error.description
+            case .success(let response):
+                switch ServiceChannel.transient(response) ?? judge(response) {
+                case .success:
+                    return response
+                case .fail(let error):
+                    counters.withLock { $0.failures += 1 }
+                    throw error
+                case .retry(let why):
+                    reason = why
+                    if let header = response.header("Retry-After") {
+                        retryAfter = RetryPolicy.parseRetryAfter(header, unixNow: clock.unixTime())
+                    }
+                    if response.status == 429 || why.contains("QUOTA_EXCEEDED") || why.contains("TOO_MANY_ATTEMPTS") {
+                        counters.withLock { $0.throttled += 1 }
+                    }
+                }
+            }
+            guard let wait = retry.delay(afterAttempt: attempt, retryAfter: retryAfter) else {
+                counters.withLock { $0.failures += 1 }
+                logger.warning("\(service) \(request.method) \(ServiceChannel.pathOnly(request.url)): giving up after \(attempt) attempts: \(reason)")
+                throw ConnectorError.exhausted(service: service, attempts: attempt, last: reason)
+            }
+            if let retryAfter {
+                // The service asked everyone to wait: hold back the whole quota class, not only this worker.
+                limiter?.pause(seconds: min(retryAfter, retry.maxRetryAfter))
+            }
+            counters.withLock { $0.retries += 1 }
+            await beforeRetry(reason)
+            logger.info("\(service) \(request.method) \(ServiceChannel.pathOnly(request.url)): \(reason); retry \(attempt + 1) in \(String(format: "%.2f", wait)) s")
+            try await clock.sleep(seconds: wait)
+        }
+    }
+
+    /// 429 and 5xx are transient for every service here; everything else is the client's to judge.
+    static func transient(_ response: HTTPResponse) -> ResponseVerdict? {
+        switch response.status {
+        case 429: .retry(reason: "HTTP 429")
+        case 500, 502, 503, 504: .retry(reason: "HTTP \(response.status)")
+        default: nil
+        }
+    }
+
+    /// The URL without its query string, for logs.
+    static func pathOnly(_ url: String) -> String {
+        String(url.prefix { $0 != "?" })
+    }
+}

@@ -1,0 +1,53 @@
+import AsyncHTTPClient
+import IdPipeConnect
+import NIOCore
+import NIOHTTP1
+
+/// The production transport: async-http-client with a pool sized to the workers. Call `shutdown()` before exit.
+public final class AsyncHTTPTransport: HTTPTransport {
+    private let client: HTTPClient
+    /// Responses larger than this are refused (no endpoint used here answers with more than a page of users).
+    let maxBodyBytes: Int
+
+    public init(connectionsPerHost: Int = 16, maxBodyBytes: Int = 64 << 20) {
+        var configuration = HTTPClient.Configuration()
+        configuration.connectionPool = .init(idleTimeout: .seconds(60), concurrentHTTP1ConnectionsPerHostSoftLimit: connectionsPerHost)
+        configuration.decompression = .enabled(limit: .ratio(50))
+        configuration.redirectConfiguration = .disallow
+        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        self.maxBodyBytes = maxBodyBytes
+    }
+
+    public func shutdown() async {
+        try? await client.shutdown()
+    }
+
+    public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        var outgoing = HTTPClientRequest(url: request.url)
+        outgoing.method = HTTPMethod(rawValue: request.method)
+        for (name, value) in request.headers { outgoing.headers.add(name: name, value: value) }
+        if let body = request.body {
+            outgoing.body = .bytes(ByteBuffer(bytes: body))
+        }
+        let seconds = request.timeout.components.seconds
+        let timeout = TimeAmount.milliseconds(seconds * 1000 + request.timeout.components.attoseconds / 1_000_000_000_000_000)
+        do {
+            let response = try await client.execute(outgoing, timeout: timeout)
+            let body = try await response.body.collect(upTo: maxBodyBytes)
+            return HTTPResponse(status: Int(response.status.code),
+                                headers: response.headers.map { ($0.name, $0.value) },
+                                body: Array(buffer: body))
+        } catch let error as HTTPClientError {
+            switch error {
+            case .deadlineExceeded, .readTimeout, .connectTimeout, .writeTimeout:
+                throw .timedOut
+            case .remoteConnectionClosed:
+                throw .connectionClosed
+            default:
+                throw .connectionFailed(String(describing: error))
+            }
+        } catch {
+            throw .connectionFailed(String(describing: error))
+        }
+    }
+}

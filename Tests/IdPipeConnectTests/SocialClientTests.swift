@@ -1,0 +1,128 @@
+import IdPipeConnect
+import IdPipeCrypto
+import IdPipeTestSupport
+import Testing
+
+@Suite struct AppleClientTests {
+    func client(_ stub: StubTransport, clock: ManualClock = ManualClock()) throws -> AppleClient {
+        let key = try SigningKey(pem: try TestKeys.ecP256().privatePEM, algorithm: .es256)
+        let credentials = try AppleCredentials(teamId: "TEAM123456", keyId: "KEY1234567", clientId: "com.example.app", key: key)
+        return AppleClient(credentials: credentials, endpoint: try Endpoint(AppleClient.productionBase, service: "apple"),
+                           channel: channel(stub, clock: clock, service: "apple"))
+    }
+
+    @Test func clientSecretHasAppleClaimsAndARawSignature() throws {
+        let clock = ManualClock(unixTime: 1_795_219_200)
+        let apple = try client(StubTransport(), clock: clock)
+        let secret = try apple.clientSecret()
+        let parts = secret.split(separator: ".")
+        #expect(parts.count == 3)
+        #expect(JSONValue.decode(Base64URL.decode(parts[0]) ?? []) == ["alg": "ES256", "kid": "KEY1234567"])
+        #expect(JSONValue.decode(Base64URL.decode(parts[1]) ?? []) == [
+            "iss": "TEAM123456", "iat": 1_795_219_200, "exp": 1_795_305_600, "aud": "https://appleid.apple.com", "sub": "com.example.app",
+        ])
+        // JOSE form: r‖s, 64 bytes; DER would be 70–72.
+        #expect(Base64URL.decode(parts[2])?.count == 64)
+        // Reused while valid.
+        clock.advance(by: 600)
+        #expect(try apple.clientSecret() == secret)
+    }
+
+    @Test func revokeSendsTheFormApplesDocumentsAsk() async throws {
+        let stub = StubTransport([.response(HTTPResponse(status: 200))])
+        let apple = try client(stub)
+        try await apple.revoke(token: "r.token/with+chars", hint: .refreshToken)
+        let request = try #require(stub.requests.first)
+        #expect(request.method == "POST" && request.url == "https://appleid.apple.com/auth/revoke")
+        #expect(request.header("Content-Type") == "application/x-www-form-urlencoded")
+        let form = FormBody.decode(request.bodyText)
+        #expect(form.map(\.0) == ["client_id", "client_secret", "token", "token_type_hint"])
+        #expect(form[0].1 == "com.example.app" && form[2].1 == "r.token/with+chars" && form[3].1 == "refresh_token")
+    }
+
+    @Test func codeAndRefreshGrants() async throws {
+        let stub = StubTransport(json:
+            (200, #"{"access_token":"a1","token_type":"Bearer","expires_in":3600,"refresh_token":"r1","id_token":"x.y.z"}"#),
+            (200, #"{"access_token":"a2","token_type":"Bearer","expires_in":3600,"id_token":"x.y.z"}"#))
+        let apple = try client(stub)
+        let exchanged = try await apple.exchange(code: "c123", redirectURI: "https://example.com/cb")
+        #expect(exchanged.refreshToken == "r1" && !exchanged.description.contains("r1"))
+        let refreshed = try await apple.refresh(refreshToken: "r1")
+        #expect(refreshed.accessToken == "a2" && refreshed.refreshToken == nil)
+        let first = FormBody.decode(stub.requests[0].bodyText)
+        #expect(first.map(\.0) == ["client_id", "client_secret", "grant_type", "code", "redirect_uri"])
+        #expect(first[2].1 == "authorization_code")
+        #expect(FormBody.decode(stub.requests[1].bodyText).map(\.0) == ["client_id", "client_secret", "grant_type", "refresh_token"])
+    }
+
+    @Test func invalidClientStopsTheRunAndInvalidGrantFailsOneAccount() async throws {
+        let stub = StubTransport(json: (400, #"{"error":"invalid_grant"}"#), (400, #"{"error":"invalid_client"}"#))
+        let apple = try client(stub)
+        await #expect(throws: ConnectorError.rejected(service: "apple", code: "invalid_grant", message: "")) {
+            _ = try await apple.exchange(code: "old")
+        }
+        do {
+            try await apple.revoke(token: "t", hint: .accessToken)
+            Issue.record("expected invalid_client")
+        } catch let error as ConnectorError {
+            #expect(error.stopsRun)
+        }
+    }
+
+    @Test(arguments: [("SHORT", "KEY1234567", Int64(3600)), ("TEAM123456", "KEY", Int64(3600)), ("TEAM123456", "KEY1234567", Int64(15_777_000))])
+    func credentialsAreChecked(team: String, keyId: String, lifetime: Int64) throws {
+        let key = try SigningKey(pem: try TestKeys.ecP256().privatePEM, algorithm: .es256)
+        #expect(throws: ConnectorError.self) {
+            _ = try AppleCredentials(teamId: team, keyId: keyId, clientId: "c", key: key, secretLifetime: lifetime)
+        }
+    }
+
+    @Test func anRSAKeyIsNotAnAppleKey() throws {
+        #expect(throws: CryptoError.self) { _ = try SigningKey(pem: try TestKeys.rsa2048().privatePEM, algorithm: .es256) }
+        #expect(throws: CryptoError.self) { _ = try SigningKey(pem: "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n", algorithm: .es256) }
+    }
+}
+
+@Suite struct FacebookClientTests {
+    func client(_ stub: StubTransport) throws -> FacebookClient {
+        FacebookClient(credentials: try FacebookCredentials(appId: "1234567890", appSecret: "s3cret"),
+                       endpoint: try Endpoint(FacebookClient.productionBase, service: "facebook"), channel: channel(stub, service: "facebook"))
+    }
+
+    @Test func appTokenOnceThenDeletePermissions() async throws {
+        let stub = StubTransport(json:
+            (200, #"{"access_token":"1234567890|abc","token_type":"bearer"}"#), (200, #"{"success":true}"#), (200, "true"))
+        let facebook = try client(stub)
+        try await facebook.revokeLogin(appScopedId: "10150000000000001")
+        try await facebook.revokeLogin(appScopedId: "10150000000000002")
+        let requests = stub.requests
+        #expect(requests.count == 3)
+        #expect(requests[0].method == "GET")
+        #expect(requests[0].url == "https://graph.facebook.com/oauth/access_token?client_id=1234567890&client_secret=s3cret&grant_type=client_credentials")
+        #expect(requests[1].method == "DELETE")
+        #expect(requests[1].url == "https://graph.facebook.com/v21.0/10150000000000001/permissions?access_token=1234567890%7Cabc")
+    }
+
+    @Test func rateLimitCodesAreRetriedAndBadTokensStop() async throws {
+        let stub = StubTransport(json:
+            (200, #"{"access_token":"t"}"#),
+            (400, #"{"error":{"message":"(#4) Application request limit reached","type":"OAuthException","code":4}}"#),
+            (200, #"{"success":true}"#),
+            (400, #"{"error":{"message":"Invalid OAuth access token","type":"OAuthException","code":190}}"#))
+        let facebook = try client(stub)
+        try await facebook.revokeLogin(appScopedId: "1")
+        do {
+            try await facebook.revokeLogin(appScopedId: "2")
+            Issue.record("expected a configuration error")
+        } catch let error as ConnectorError {
+            #expect(error.stopsRun)
+        }
+        #expect(stub.requests.count == 4)
+    }
+
+    @Test func credentialsNeverPrint() throws {
+        let credentials = try FacebookCredentials(appId: "1", appSecret: "topsecret")
+        #expect(!"\(credentials)".contains("topsecret"))
+        #expect(throws: ConnectorError.self) { _ = try FacebookCredentials(appId: "abc", appSecret: "x") }
+    }
+}

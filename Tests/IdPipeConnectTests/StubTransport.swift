@@ -1,0 +1,44 @@
+import IdPipeConnect
+import Synchronization
+
+/// A transport that records every request and answers from a script, in order.
+final class StubTransport: HTTPTransport {
+    enum Answer: Sendable {
+        case response(HTTPResponse)
+        case failure(TransportError)
+    }
+
+    private let state: Mutex<(requests: [HTTPRequest], answers: [Answer])>
+
+    init(_ answers: [Answer] = []) {
+        state = Mutex(([], answers))
+    }
+
+    convenience init(json answers: (Int, String)...) {
+        self.init(answers.map { .response(HTTPResponse(status: $0.0, json: $0.1)) })
+    }
+
+    func enqueue(_ answer: Answer) { state.withLock { $0.answers.append(answer) } }
+
+    var requests: [HTTPRequest] { state.withLock { $0.requests } }
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let answer = state.withLock { state -> Answer? in
+            state.requests.append(request)
+            return state.answers.isEmpty ? nil : state.answers.removeFirst()
+        }
+        switch answer {
+        case .response(let response)?: return response
+        case .failure(let error)?: throw error
+        case nil: return HTTPResponse(status: 599, json: #"{"error":"the stub has no more answers"}"#)
+        }
+    }
+}
+
+func channel(_ transport: StubTransport, clock: ManualClock = ManualClock(), service: String = "identitytoolkit") -> ServiceChannel {
+    ServiceChannel(service: service, transport: transport, clock: clock, retry: RetryPolicy(maxAttempts: 4, jitter: { 1 }), maxInFlight: 4)
+}
+
+/// Parses a JSON body for comparisons that ignore key order and spacing.
+func json(_ bytes: [UInt8]?) -> JSONValue? { bytes.flatMap(JSONValue.decode) }
+func json(_ text: String) -> JSONValue? { JSONValue.decode(Array(text.utf8)) }

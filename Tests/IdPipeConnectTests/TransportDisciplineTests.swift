@@ -1,0 +1,134 @@
+import IdPipeConnect
+import Testing
+
+@Suite struct TokenBucketTests {
+    @Test func oneRequestPerSecondQueuesWaitersInOrder() {
+        var bucket = TokenBucket(rate: 1)
+        #expect(bucket.reserve(now: 0) == 0)
+        #expect(bucket.reserve(now: 0) == 1)
+        #expect(bucket.reserve(now: 0) == 2)
+        // At t=0.5 the fourth caller waits behind the two already queued.
+        #expect(abs(bucket.reserve(now: 0.5) - 2.5) < 1e-9)
+        // Long idle: the bucket refills to its burst only, not beyond.
+        #expect(bucket.reserve(now: 100) == 0)
+        #expect(bucket.reserve(now: 100) == 1)
+    }
+
+    @Test func tenPerSecondSpacesRequestsByATenth() {
+        var bucket = TokenBucket(rate: 10)
+        let waits = (0..<5).map { _ in bucket.reserve(now: 0) }
+        for (index, wait) in waits.enumerated() { #expect(abs(wait - Double(index) / 10) < 1e-9) }
+    }
+
+    @Test func burstAllowsThatManyAtOnce() {
+        var bucket = TokenBucket(rate: 2, burst: 3)
+        #expect((0..<3).map { _ in bucket.reserve(now: 0) } == [0, 0, 0])
+        #expect(bucket.reserve(now: 0) == 0.5)
+    }
+
+    @Test func pauseHoldsEveryoneUntilItEnds() {
+        var bucket = TokenBucket(rate: 1)
+        bucket.pause(until: 7)
+        #expect(bucket.reserve(now: 2) == 5)
+        #expect(bucket.reserve(now: 2) == 6)
+    }
+
+    @Test func limiterSleepsOnTheClockNotTheWall() async throws {
+        let clock = ManualClock()
+        let limiter = RateLimiter(name: "test", rate: 2, clock: clock)
+        for _ in 0..<5 { try await limiter.acquire() }
+        #expect(clock.sleeps == [0, 0.5, 0.5, 0.5, 0.5])
+        #expect(clock.now() == 2)
+    }
+}
+
+@Suite struct RetryPolicyTests {
+    @Test func backoffDoublesUpToTheCapThenGivesUp() {
+        let policy = RetryPolicy(maxAttempts: 8, baseDelay: 0.5, maxDelay: 10, jitter: { 1 })
+        let delays = (1...8).map { policy.delay(afterAttempt: $0, retryAfter: nil) }
+        #expect(delays == [0.5, 1, 2, 4, 8, 10, 10, nil])
+    }
+
+    @Test func jitterScalesEachDelay() {
+        let policy = RetryPolicy(baseDelay: 1, jitter: { 0.5 })
+        #expect(policy.delay(afterAttempt: 3, retryAfter: nil) == 2)
+    }
+
+    @Test func retryAfterWinsWhenLongerAndIsCapped() {
+        let policy = RetryPolicy(baseDelay: 0.5, maxRetryAfter: 60, jitter: { 1 })
+        #expect(policy.delay(afterAttempt: 1, retryAfter: 7) == 7)
+        #expect(policy.delay(afterAttempt: 5, retryAfter: 1) == 8)
+        #expect(policy.delay(afterAttempt: 1, retryAfter: 3600) == 60)
+    }
+
+    @Test(arguments: [
+        ("120", 120.0), (" 3 ", 3.0), ("Sat, 21 Nov 2026 00:00:10 GMT", 10.0), ("Sat, 21 Nov 2026 00:00:00 GMT", 0.0),
+        ("Fri, 20 Nov 2026 23:00:00 GMT", 0.0),
+    ])
+    func retryAfterParses(text: String, seconds: Double) {
+        // 2026-11-21T00:00:00Z
+        #expect(RetryPolicy.parseRetryAfter(text, unixNow: 1_795_219_200) == seconds)
+    }
+
+    @Test(arguments: ["-1", "soon", "Sat, 21 Nov 2026 00:00:10 UTC", ""])
+    func retryAfterRefusesNonsense(text: String) {
+        #expect(RetryPolicy.parseRetryAfter(text, unixNow: 0) == nil)
+    }
+}
+
+@Suite struct ServiceChannelTests {
+    let request = HTTPRequest(method: "POST", url: "https://example.test/x?access_token=SECRET")
+
+    @Test func transientFailuresAreRetriedWithBackoff() async throws {
+        let clock = ManualClock()
+        let stub = StubTransport([
+            .response(HTTPResponse(status: 503)), .failure(.connectionClosed), .response(HTTPResponse(status: 500)),
+            .response(HTTPResponse(status: 200, json: "{}")),
+        ])
+        let channel = channel(stub, clock: clock)
+        let response = try await channel.send(limiter: nil, make: { request }, judge: { _ in .success })
+        #expect(response.status == 200)
+        #expect(stub.requests.count == 4)
+        #expect(clock.sleeps == [0.5, 1, 2])
+        #expect(channel.stats.retries == 3)
+    }
+
+    @Test func retryAfterPausesTheWholeQuotaClass() async throws {
+        let clock = ManualClock()
+        let limiter = RateLimiter(name: "updates", rate: 10, clock: clock)
+        let stub = StubTransport([
+            .response(HTTPResponse(status: 429, headers: [("Retry-After", "7")])), .response(HTTPResponse(status: 200)),
+        ])
+        _ = try await channel(stub, clock: clock).send(limiter: limiter, make: { request }, judge: { _ in .success })
+        // First acquire 0, then the 7 s Retry-After, then the next acquire waits out the rest of the pause (0).
+        #expect(clock.sleeps.filter { $0 > 0 } == [7])
+        // Another worker arriving now is held by the pause too.
+        try await limiter.acquire()
+        #expect(stub.requests.count == 2)
+    }
+
+    @Test func givesUpAfterTheBudgetWithTheLastReason() async throws {
+        let stub = StubTransport(Array(repeating: .response(HTTPResponse(status: 503)), count: 10))
+        await #expect(throws: ConnectorError.exhausted(service: "identitytoolkit", attempts: 4, last: "HTTP 503")) {
+            _ = try await channel(stub).send(limiter: nil, make: { request }, judge: { _ in .success })
+        }
+        #expect(stub.requests.count == 4)
+    }
+
+    @Test func aRefusalIsNotRetried() async throws {
+        let stub = StubTransport(json: (400, "{}"), (200, "{}"))
+        await #expect(throws: ConnectorError.rejected(service: "identitytoolkit", code: "NOPE", message: "")) {
+            _ = try await channel(stub).send(limiter: nil, make: { request }, judge: { _ in .fail(.rejected(service: "identitytoolkit", code: "NOPE", message: "")) })
+        }
+        #expect(stub.requests.count == 1)
+    }
+
+    @Test(arguments: [
+        ("https://identitytoolkit.googleapis.com/v1", true), ("http://127.0.0.1:9099/x", true), ("http://localhost:1", true),
+        ("http://[::1]:80", true), ("http://identitytoolkit.googleapis.com/v1", false), ("ftp://x", false), ("https://", false),
+        ("http://127.0.0.1.evil.example/", false), ("https://user@host/", false),
+    ])
+    func endpointsMustBeHTTPSUnlessLoopback(url: String, accepted: Bool) {
+        #expect(((try? Endpoint(url, service: "t")) != nil) == accepted)
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+
+/// The repository's root, from this file's place in it.
+public let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+/// Runs a program to completion; returns its exit status and combined output.
+@discardableResult
+public func runProgram(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws -> (status: Int32, output: String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    process.currentDirectoryURL = repositoryRoot
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    let stdin = Pipe()
+    process.standardInput = stdin
+    try process.run()
+    if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
+    try? stdin.fileHandleForWriting.close()
+    let output = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+}
+
+/// Fresh key pairs made by the `openssl` command (not by idpipe's code), as PEM text.
+public enum TestKeys {
+    public struct Pair: Sendable {
+        public let privatePEM: String
+        public let publicPEM: String
+    }
+
+    public static func ecP256() throws -> Pair { try generate(["-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256"]) }
+    public static func rsa2048() throws -> Pair { try generate(["-algorithm", "RSA", "-pkeyopt", "rsa_keygen_bits:2048"]) }
+
+    private static func generate(_ options: [String]) throws -> Pair {
+        let (status, privatePEM) = try runProgram("/usr/bin/openssl", ["genpkey"] + options)
+        guard status == 0 else { throw ToolError("openssl genpkey failed: \(privatePEM)") }
+        let (publicStatus, publicPEM) = try runProgram("/usr/bin/openssl", ["pkey", "-pubout"], input: privatePEM)
+        guard publicStatus == 0 else { throw ToolError("openssl pkey -pubout failed") }
+        return Pair(privatePEM: privatePEM, publicPEM: publicPEM)
+    }
+}
+
+/// The Python of the test virtual environment (`make test` creates it with firebase-admin, PyJWT, cryptography).
+public enum TestPython {
+    public static var path: String { repositoryRoot.appendingPathComponent(".build-venv/bin/python").path }
+
+    public static func script(_ name: String) -> String { repositoryRoot.appendingPathComponent("Tests/Python/\(name)").path }
+
+    public static func run(_ script: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws -> (status: Int32, output: String) {
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw ToolError("\(path) is missing: `make test` creates the Python test environment (make venv)")
+        }
+        return try runProgram(path, [self.script(script)] + arguments, environment: environment, input: input)
+    }
+}
+
+public struct ToolError: Error, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
