@@ -5,7 +5,10 @@ N ?= 1000000
 SEED ?= 42
 AS_OF ?= 2026-11-21T00:00:00Z
 
-.PHONY: deps build demo test samples bench clean
+VENV = .build-venv
+PY_PACKAGES = firebase-admin==7.7.0 PyJWT==2.10.1 cryptography
+
+.PHONY: deps venv build demo test samples bench bench-delete sandbox clean
 
 # Installs the C libraries when one is missing (needs root, as on the build machines).
 deps:
@@ -14,6 +17,14 @@ deps:
 	  echo "installing:$$missing"; \
 	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
+
+# The Python the tests use as an independent implementation: the official firebase-admin SDK (run against
+# the sandbox) and PyJWT on cryptography (verifies idpipe's ES256/RS256 JWTs). Made once, from PyPI.
+venv: $(VENV)/.installed
+$(VENV)/.installed:
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PACKAGES)
+	touch $@
 
 build: deps
 	$(SWIFT) build
@@ -29,7 +40,7 @@ demo: build
 	  echo "Open out/cleanup-deleted-accounts/plan.md to read the report."; \
 	  [ $$code -le 1 ]; }
 
-test: deps
+test: deps venv
 	$(SWIFT) build
 	$(SWIFT) test
 
@@ -43,5 +54,17 @@ bench: deps
 	$(SWIFT) build -c release --product idpipe
 	python3 Scripts/bench.py --accounts $(N) --binary $$($(SWIFT) build -c release --show-bin-path)/idpipe
 
+# Starts the sandbox in the foreground on port 8790 with the sample accounts (keys in out/sandbox, made once).
+sandbox: build
+	@BIN=$$($(SWIFT) build --show-bin-path); \
+	[ -f out/sandbox/sandbox.json ] || $$BIN/idpipe-sandbox init --dir out/sandbox --port 8790; \
+	$$BIN/idpipe-sandbox serve --dir out/sandbox --accounts Samples/accounts.json --stored-tokens Samples/stored-tokens.jsonl
+
+# Deletes N accounts through idpipe's Identity Toolkit client against the sandbox at the real quota
+# (batch delete 1 request/s); prints accounts/s as a share of the quota-bound ideal.
+bench-delete: deps
+	$(SWIFT) build -c release --product idpipe-bench
+	$$($(SWIFT) build -c release --show-bin-path)/idpipe-bench delete --accounts $(or $(DELETE_N),20000)
+
 clean:
-	rm -rf .build out bench-data
+	rm -rf .build out bench-data $(VENV)

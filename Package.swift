@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .executable(name: "idpipe", targets: ["idpipe"]),
         .executable(name: "idpipe-sandbox", targets: ["idpipe-sandbox"]),
+        .executable(name: "idpipe-bench", targets: ["idpipe-bench"]),
         .library(name: "IdPipeCore", targets: ["IdPipeCore"]),
     ],
     dependencies: [
@@ -62,6 +63,12 @@ let package = Package(
         ]),
         .executableTarget(name: "idpipe-sandbox", dependencies: [
             "IdPipeSandbox",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+        ]),
+
+        // Benchmarks that need the sandbox (they print figures; no timed unit tests).
+        .executableTarget(name: "idpipe-bench", dependencies: [
+            "IdPipeConnect", "IdPipeHTTP", "IdPipeSandbox",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
         ]),
 

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Dispatch
 import IdPipeConnect
 import NIOCore
 import NIOHTTP1
@@ -20,6 +21,12 @@ public final class AsyncHTTPTransport: HTTPTransport {
 
     public func shutdown() async {
         try? await client.shutdown()
+    }
+
+    deinit {
+        // A transport dropped without `shutdown()` still closes its connections (the client stays alive until then).
+        // After an awaited shutdown this only reports "already shut down", which is ignored.
+        client.shutdown(queue: .global()) { _ in }
     }
 
     public func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {

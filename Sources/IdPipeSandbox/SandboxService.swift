@@ -83,10 +83,12 @@ struct QuotaBucket {
         last = now
     }
 
+    /// A request up to 50 ms early is let through: a client pacing itself at exactly the quota sees network
+    /// jitter between its clock and ours, and should not be punished for it.
     mutating func take(now: Double) -> Bool {
         tokens = min(max(1, rate), tokens + (now - last) * rate)
         last = now
-        guard tokens >= 1 - 1e-9 else { return false }
+        guard tokens >= 1 - rate * 0.05 else { return false }
         tokens -= 1
         return true
     }

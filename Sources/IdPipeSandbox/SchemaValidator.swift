@@ -92,7 +92,8 @@ struct SchemaValidator: Sendable {
         case ("object", .object):
             return nil
         default:
-            return "Invalid value at '\(path)' (\(type.uppercased())), \(value.text)"
+            let names = ["string": "TYPE_STRING", "boolean": "TYPE_BOOL", "integer": "TYPE_INT32", "number": "TYPE_DOUBLE", "array": "list", "object": "TYPE_MESSAGE"]
+            return "Invalid value at '\(path)' (\(names[type] ?? type)), \(value.text)"
         }
     }
 }
