@@ -33,7 +33,7 @@ let package = Package(
         // The only module that touches libcsv.
         .target(name: "IdPipeCSV", dependencies: ["CLibCSV"]),
         // Streaming readers of the input files (export JSON/CSV, mapped CSV, side inputs).
-        .target(name: "IdPipeExtract", dependencies: ["IdPipeCore", "IdPipeCSV", "IdPipeCrypto"]),
+        .target(name: "IdPipeExtract", dependencies: ["IdPipeCore", "IdPipeCSV", "IdPipeCrypto", "IdPipeConnect"]),
         // The SQLite checkpoint store.
         .target(name: "IdPipeStore", dependencies: [
             "IdPipeCore",

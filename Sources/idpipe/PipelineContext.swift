@@ -43,9 +43,16 @@ struct PipelineContext {
             .compactMap { role, path in path.map { (role, resolve($0)) } }
     }
 
-    func openSource(_ checkpoint: InputCheckpoint) throws -> any AccountSource {
+    func openSource(_ checkpoint: InputCheckpoint, services: Services?) throws -> any AccountSource {
         let source = definition.source
         switch source.format {
+        case .identityToolkit:
+            guard let client = services?.identityToolkit, let project = services?.projectId else {
+                throw CommandError("\(path): source: the live API needs services.google")
+            }
+            return IdentityToolkitSource(project: project, checkpoint: checkpoint) { token in
+                try blocking { try await client.listUsers(pageToken: token) }
+            }
         case .authExportJSON: return try ExportJSONSource(path: sourcePath, checkpoint: checkpoint)
         case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint)
         case .mappedCSV: return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, checkpoint: checkpoint)
@@ -56,7 +63,11 @@ struct PipelineContext {
     func describe() -> [String] {
         let d = definition
         var lines = ["pipeline \(d.name)" + (d.description.map { ": \($0)" } ?? "")]
-        lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + (fileExists(sourcePath) ? "" : "  (file not found)"))
+        if d.source.format == .identityToolkit {
+            lines.append("extract: the live API (accounts:batchGet pages of 1000; the page token is checkpointed)")
+        } else {
+            lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + (fileExists(sourcePath) ? "" : "  (file not found)"))
+        }
         for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + (fileExists(path) ? "" : "  (file not found)")) }
         lines.append("normalize: " + (d.stages.normalize ? "on" : "off"))
         lines.append("detect private relay: " + (d.stages.detectRelay ? "on" : "off"))
@@ -90,6 +101,12 @@ struct PipelineContext {
             lines.append("guards: " + [d.guards.maxDeletions.map { "at most \($0) deletions" }, d.guards.maxDeletionShare.map { "at most \($0 * 100) % of accounts" }]
                 .compactMap { $0 }.joined(separator: ", "))
         }
+        let services = d.services
+        if let google = services.google {
+            lines.append("services.google: " + (google.endpoint ?? "production") + ", \(google.updatesPerSecond) updates/s, \(google.batchDeletesPerSecond) batch deletes/s")
+        }
+        if let apple = services.apple { lines.append("services.apple: client \(apple.clientId), team \(apple.teamId), key \(apple.keyId)") }
+        if let facebook = services.facebook { lines.append("services.facebook: app \(facebook.appId), Graph \(facebook.graphVersion)") }
         if let output = d.output.importJSON { lines.append("output: auth:import JSON at \(output) (in the output folder)") }
         return lines
     }

@@ -96,8 +96,11 @@ struct PlanExecution {
 
     func run() throws -> PlanResult {
         let definition = context.definition
-        let sourcePath = context.sourcePath
-        guard fileExists(sourcePath) else { throw CommandError("\(context.path): source.path: the input \(sourcePath) does not exist") }
+        let live = definition.source.format == .identityToolkit
+        let services = live ? try Services(context, logger: logger) : nil
+        defer { services?.shutdown() }
+        let sourcePath = live ? "identitytoolkit:projects/\(services?.projectId ?? "")" : context.sourcePath
+        guard live || fileExists(sourcePath) else { throw CommandError("\(context.path): source.path: the input \(sourcePath) does not exist") }
         var sideDigests: [String: String] = [:]
         for (role, path) in context.sideInputPaths {
             guard fileExists(path) else { throw CommandError("\(context.path): inputs.\(role): \(path) does not exist") }
@@ -110,18 +113,20 @@ struct PlanExecution {
         let run = RunRecord(
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: try FileFingerprint.digest(of: context.path),
             asOf: planAsOf, createdAt: epochMilliseconds(), status: .planning, sourcePath: sourcePath,
-            sourceFormat: definition.source.format.rawValue, sourceSize: Int64(fileSize(sourcePath)), sideInputSHA256: sideDigests)
+            sourceFormat: definition.source.format.rawValue, sourceSize: live ? 0 : Int64(fileSize(sourcePath)), sideInputSHA256: sideDigests)
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, pool: WorkerPool(width: workers), logger: logger)
         if let stop = ProcessEnvironment.value("IDPIPE_STOP_AFTER_BATCHES").flatMap(Int.init) { runner.stopAfterBatches = stop }
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }
         runner.progress = { progress in
-            let percent = progress.totalBytes > 0 ? Int(progress.bytes * 100 / progress.totalBytes) : 0
+            let percent = progress.totalBytes > 0 ? " · \(Int(progress.bytes * 100 / progress.totalBytes)) %" : ""
             let rate = progress.elapsedSeconds > 0 ? Int(Double(progress.records) / progress.elapsedSeconds) : 0
-            Console.progress("plan: \(progress.records) accounts · \(percent) % · \(rate)/s · \(progress.quarantined) quarantined")
+            Console.progress("plan: \(progress.records) accounts\(percent) · \(rate)/s · \(progress.quarantined) quarantined")
         }
         let sink = try definition.output.importJSON.map { try ImportJSONWriter(path: "\(out)/\($0)") }
-        return try runner.plan(run: run, openSource: context.openSource, fingerprint: FileFingerprint(path: sourcePath), sink: sink, clock: wallClockSeconds)
+        let fingerprint: any InputFingerprint = live ? LiveSourceFingerprint(project: services?.projectId ?? "") : try FileFingerprint(path: sourcePath)
+        return try runner.plan(run: run, openSource: { try context.openSource($0, services: services) }, fingerprint: fingerprint, sink: sink,
+                               clock: wallClockSeconds)
     }
 }
 

@@ -1,20 +1,40 @@
 import ArgumentParser
+import IdPipeConnect
+import Logging
 
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a pipeline file and print what it would do.",
-        discussion: "Reads nothing but the pipeline file; says which input files are missing. Exit code 2 when the file is invalid.")
+        discussion: """
+            Reads nothing but the pipeline file; says which input files are missing. Exit code 2 when the file is invalid.
+            With --check-services it also signs in to each configured service without changing anything \
+            (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
+            Facebook: an app access token). Exit code 2 when a service refuses the credentials.
+            """)
 
     @Argument(help: "The pipeline file (YAML).")
     var pipeline: String
 
+    @Flag(name: .long, help: "Also sign in to the services the pipeline names (no side effects).")
+    var checkServices = false
+
     func run() throws {
+        let context: PipelineContext
         do {
-            let context = try PipelineContext(path: pipeline)
+            context = try PipelineContext(path: pipeline)
             for line in context.describe() { Console.out(line) }
-            Console.out("\(pipeline): valid")
         } catch {
             throw fail("\(error)")
         }
+        if checkServices {
+            let services: Services
+            do { services = try Services(context, retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.2), logger: Logger(label: "idpipe")) } catch { throw fail("\(error)") }
+            defer { services.shutdown() }
+            let results = services.check()
+            if results.isEmpty { Console.out("services: none configured") }
+            for (ok, line) in results { Console.out((ok ? "ok: " : "FAILED: ") + line) }
+            if results.contains(where: { !$0.ok }) { throw fail("\(pipeline): a service refused the configuration") }
+        }
+        Console.out("\(pipeline): valid")
     }
 }

@@ -16,10 +16,11 @@ struct Binary {
     }
 
     @discardableResult
-    static func run(_ arguments: [String], environment: [String: String] = [:], killAfter: Double? = nil) throws -> (Int32, String) {
+    static func run(_ arguments: [String], environment: [String: String] = [:], killAfter: Double? = nil,
+                    executable: String? = nil, prefix: [String] = []) throws -> (Int32, String) {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = arguments
+        process.executableURL = URL(fileURLWithPath: executable ?? path)
+        process.arguments = prefix + arguments
         process.currentDirectoryURL = root
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         let pipe = Pipe()

@@ -26,7 +26,7 @@ extension PipelineDefinition {
     }
 
     private static func decode(_ root: ConfigNode) throws -> PipelineDefinition {
-        let top = try root.mapping(allowed: ["version", "name", "description", "source", "inputs", "select", "stages", "guards", "report", "output"])
+        let top = try root.mapping(allowed: ["version", "name", "description", "source", "inputs", "select", "stages", "guards", "report", "output", "services"])
         guard let versionNode = top["version"] else { throw root.error("missing key 'version' (this idpipe reads version 1)") }
         let version = try versionNode.int()
         guard version == 1 else { throw versionNode.error("version \(version) is not supported (this idpipe reads version 1)") }
@@ -41,18 +41,27 @@ extension PipelineDefinition {
         if stages.revoke != nil || stages.delete != nil, !selection.selectsAnything {
             throw (top["select"] ?? root).error("the revoke and delete stages need a 'select' rule (deletion_requested, disabled or inactive_for_days)")
         }
+        let source = try decodeSource(sourceNode)
+        if source.format == .identityToolkit, top["services"]?.node.mapping?["google"] == nil {
+            throw sourceNode.error("format identity-toolkit reads the live API: add services.google (project_id, credentials)")
+        }
         return PipelineDefinition(
             version: version, name: name, description: try top["description"]?.string(),
-            source: try decodeSource(sourceNode),
+            source: source,
             inputs: try top["inputs"].map(decodeInputs) ?? InputsConfig(),
             selection: selection, stages: stages,
             guards: try top["guards"].map(decodeGuards) ?? GuardsConfig(),
             report: try top["report"].map(decodeReport) ?? ReportConfig(),
-            output: try top["output"].map(decodeOutput) ?? OutputConfig())
+            output: try top["output"].map(decodeOutput) ?? OutputConfig(),
+            services: try top["services"].map(decodeServices) ?? ServicesConfig())
     }
 
     private static func decodeSource(_ node: ConfigNode) throws -> SourceConfig {
         let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format"])
+        if let formatNode = keys["format"], try formatNode.oneOf(SourceFormat.self) == .identityToolkit {
+            if let pathNode = keys["path"] { throw pathNode.error("format identity-toolkit reads the live API and takes no path") }
+            return SourceConfig(format: .identityToolkit, path: "", mapping: nil, timestampFormat: .epochMilliseconds)
+        }
         guard let pathNode = keys["path"] else { throw node.error("missing key 'path'") }
         let path = try pathNode.string()
         let format: SourceFormat

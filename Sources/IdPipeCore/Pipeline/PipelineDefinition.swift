@@ -10,12 +10,15 @@ public struct PipelineDefinition: Sendable, Equatable {
     public var guards: GuardsConfig
     public var report: ReportConfig
     public var output: OutputConfig
+    public var services: ServicesConfig
 }
 
 public enum SourceFormat: String, Sendable, Equatable, CaseIterable {
     case authExportJSON = "auth-export-json"
     case authExportCSV = "auth-export-csv"
     case mappedCSV = "mapped-csv"
+    /// The live API: `accounts:batchGet` pages (services.google says where).
+    case identityToolkit = "identity-toolkit"
 }
 
 public enum TimestampFormat: String, Sendable, Equatable, CaseIterable {

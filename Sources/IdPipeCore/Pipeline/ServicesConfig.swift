@@ -1,0 +1,118 @@
+/// Where the remote services are and how hard to push them. Secrets are never in the pipeline file itself:
+/// it names files or environment variables that hold them.
+public struct ServicesConfig: Sendable, Equatable {
+    public var google: GoogleServiceConfig?
+    public var apple: AppleServiceConfig?
+    public var facebook: FacebookServiceConfig?
+    public init() {}
+}
+
+public struct GoogleServiceConfig: Sendable, Equatable {
+    /// Default: the credentials file's `project_id`.
+    public var projectId: String?
+    public var tenantId: String?
+    /// A service-account key file; default `$GOOGLE_APPLICATION_CREDENTIALS`. Not needed with
+    /// `FIREBASE_AUTH_EMULATOR_HOST` (the emulator takes `Bearer owner`, as the Admin SDKs send).
+    public var credentials: String?
+    /// Replaces `https://identitytoolkit.googleapis.com/v1` (a sandbox or a proxy).
+    public var endpoint: String?
+    /// Requests per second: account updates (names, sessions), batch deletes, reads.
+    public var updatesPerSecond: Double = 10
+    public var batchDeletesPerSecond: Double = 1
+    public var readsPerSecond: Double = 20
+    public var maxInFlight = 8
+    public init() {}
+}
+
+public struct AppleServiceConfig: Sendable, Equatable {
+    public var teamId: String
+    public var keyId: String
+    public var clientId: String
+    /// The `.p8` key file.
+    public var privateKey: String
+    public var endpoint: String?
+    public var requestsPerSecond: Double = 20
+    public var maxInFlight = 8
+    /// Seconds each client secret is valid (under Apple's 15,777,000 s cap).
+    public var secretLifetime: Int = 86_400
+}
+
+public struct FacebookServiceConfig: Sendable, Equatable {
+    public var appId: String
+    /// A file holding the app secret; else the environment variable `appSecretEnv`.
+    public var appSecretFile: String?
+    public var appSecretEnv = "FACEBOOK_APP_SECRET"
+    public var graphVersion = "v21.0"
+    public var endpoint: String?
+    public var requestsPerSecond: Double = 20
+    public var maxInFlight = 8
+}
+
+extension PipelineDefinition {
+    static func decodeServices(_ node: ConfigNode) throws -> ServicesConfig {
+        let keys = try node.mapping(allowed: ["google", "apple", "facebook"])
+        var services = ServicesConfig()
+        if let google = keys["google"] {
+            let entries = try google.mapping(allowed: ["project_id", "tenant_id", "credentials", "endpoint", "updates_per_second",
+                                                       "batch_deletes_per_second", "reads_per_second", "max_in_flight"])
+            var config = GoogleServiceConfig()
+            config.projectId = try entries["project_id"]?.string()
+            config.tenantId = try entries["tenant_id"]?.string()
+            config.credentials = try entries["credentials"]?.string()
+            config.endpoint = try entries["endpoint"].map(endpoint)
+            config.updatesPerSecond = try entries["updates_per_second"].map(rate) ?? config.updatesPerSecond
+            config.batchDeletesPerSecond = try entries["batch_deletes_per_second"].map(rate) ?? config.batchDeletesPerSecond
+            config.readsPerSecond = try entries["reads_per_second"].map(rate) ?? config.readsPerSecond
+            config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+            services.google = config
+        }
+        if let apple = keys["apple"] {
+            let entries = try apple.mapping(allowed: ["team_id", "key_id", "client_id", "private_key", "endpoint", "requests_per_second",
+                                                      "max_in_flight", "secret_lifetime_seconds"])
+            func required(_ key: String) throws -> String {
+                guard let value = entries[key] else { throw apple.error("missing key '\(key)'") }
+                return try value.string()
+            }
+            var config = AppleServiceConfig(teamId: try required("team_id"), keyId: try required("key_id"), clientId: try required("client_id"),
+                                            privateKey: try required("private_key"))
+            config.endpoint = try entries["endpoint"].map(endpoint)
+            config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
+            config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+            if let lifetime = entries["secret_lifetime_seconds"] {
+                let seconds = try lifetime.int(minimum: 61)
+                guard seconds < 15_777_000 else { throw lifetime.error("Apple refuses client secrets valid for 15777000 s (about 6 months) or more") }
+                config.secretLifetime = seconds
+            }
+            services.apple = config
+        }
+        if let facebook = keys["facebook"] {
+            let entries = try facebook.mapping(allowed: ["app_id", "app_secret_file", "app_secret_env", "graph_version", "endpoint",
+                                                         "requests_per_second", "max_in_flight"])
+            guard let appId = entries["app_id"] else { throw facebook.error("missing key 'app_id'") }
+            var config = FacebookServiceConfig(appId: try appId.string())
+            config.appSecretFile = try entries["app_secret_file"]?.string()
+            config.appSecretEnv = try entries["app_secret_env"]?.string() ?? config.appSecretEnv
+            config.graphVersion = try entries["graph_version"]?.string() ?? config.graphVersion
+            config.endpoint = try entries["endpoint"].map(endpoint)
+            config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
+            config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+            services.facebook = config
+        }
+        return services
+    }
+
+    private static func rate(_ node: ConfigNode) throws -> Double {
+        let value = try node.double()
+        guard value > 0 else { throw node.error("a rate is a number of requests per second above 0") }
+        return value
+    }
+
+    private static func endpoint(_ node: ConfigNode) throws -> String {
+        let url = try node.string()
+        let loopback = ["http://127.", "http://localhost", "http://[::1]"].contains { url.hasPrefix($0) }
+        guard url.hasPrefix("https://") || loopback else {
+            throw node.error("an endpoint must be https:// (plain http only on loopback): tokens and keys travel in these requests")
+        }
+        return url
+    }
+}

@@ -1,0 +1,144 @@
+import Dispatch
+import Foundation
+import IdPipeConnect
+import IdPipeCore
+import IdPipeCrypto
+import IdPipeHTTP
+import Logging
+import Synchronization
+
+/// The remote services a pipeline names, built once per command on one HTTP transport.
+final class Services {
+    let transport: AsyncHTTPTransport
+    let identityToolkit: IdentityToolkitClient?
+    let projectId: String?
+    let apple: AppleClient?
+    let facebook: FacebookClient?
+
+    /// `retry` applies to every service; `validate --check-services` passes a short one so a wrong address fails fast.
+    init(_ context: PipelineContext, environment: [String: String] = ProcessInfo.processInfo.environment,
+         retry: RetryPolicy = RetryPolicy(), logger: Logger) throws {
+        let services = context.definition.services
+        transport = AsyncHTTPTransport(connectionsPerHost: 16)
+        if let google = services.google {
+            let (base, emulator) = try IdentityToolkitClient.base(environment: environment, override: google.endpoint)
+            let tokens: any AccessTokenSource
+            var project = google.projectId
+            if emulator {
+                tokens = EmulatorAccessToken()
+            } else {
+                guard let file = google.credentials.map(context.resolve) ?? environment["GOOGLE_APPLICATION_CREDENTIALS"] else {
+                    throw CommandError("\(context.path): services.google: no credentials (set 'credentials' or GOOGLE_APPLICATION_CREDENTIALS, or FIREBASE_AUTH_EMULATOR_HOST for the emulator)")
+                }
+                let key = try ServiceAccountKey.load(path: file)
+                project = project ?? key.projectId
+                tokens = try ServiceAccountAccessTokens(account: key, channel: ServiceChannel(service: "google-oauth", transport: transport, retry: retry, logger: logger))
+            }
+            guard let project else { throw CommandError("\(context.path): services.google: project_id is needed with the emulator") }
+            var rates = IdentityToolkitRates()
+            rates.updates = google.updatesPerSecond
+            rates.batchDeletes = google.batchDeletesPerSecond
+            rates.reads = google.readsPerSecond
+            identityToolkit = IdentityToolkitClient(
+                projectId: project, tenantId: google.tenantId, base: base, usesEmulator: emulator, tokens: tokens,
+                channel: ServiceChannel(service: "identitytoolkit", transport: transport, retry: retry, maxInFlight: google.maxInFlight, logger: logger), rates: rates)
+            projectId = project
+        } else {
+            identityToolkit = nil
+            projectId = nil
+        }
+        if let config = services.apple {
+            let keyPath = context.resolve(config.privateKey)
+            guard let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) else {
+                throw CommandError("\(context.path): services.apple.private_key: cannot read \(keyPath)")
+            }
+            let key: SigningKey
+            do { key = try SigningKey(pem: pem, algorithm: .es256) } catch {
+                throw CommandError("\(context.path): services.apple.private_key: \(keyPath): \(error)")
+            }
+            let credentials = try AppleCredentials(teamId: config.teamId, keyId: config.keyId, clientId: config.clientId, key: key,
+                                                   secretLifetime: Int64(config.secretLifetime))
+            apple = AppleClient(credentials: credentials, endpoint: try Endpoint(config.endpoint ?? AppleClient.productionBase, service: "apple"),
+                                channel: ServiceChannel(service: "apple", transport: transport, retry: retry, maxInFlight: config.maxInFlight, logger: logger),
+                                rate: config.requestsPerSecond)
+        } else {
+            apple = nil
+        }
+        if let config = services.facebook {
+            let secret: String
+            if let file = config.appSecretFile.map(context.resolve) {
+                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw CommandError("\(context.path): services.facebook.app_secret_file: cannot read \(file)")
+                }
+                secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            } else if let value = environment[config.appSecretEnv], !value.isEmpty {
+                secret = value
+            } else {
+                throw CommandError("\(context.path): services.facebook: no app secret (set app_secret_file, or the environment variable \(config.appSecretEnv))")
+            }
+            facebook = FacebookClient(
+                credentials: try FacebookCredentials(appId: config.appId, appSecret: secret, graphVersion: config.graphVersion),
+                endpoint: try Endpoint(config.endpoint ?? FacebookClient.productionBase, service: "facebook"),
+                channel: ServiceChannel(service: "facebook", transport: transport, retry: retry, maxInFlight: config.maxInFlight, logger: logger),
+                rate: config.requestsPerSecond)
+        } else {
+            facebook = nil
+        }
+    }
+
+    func shutdown() {
+        let transport = self.transport
+        _ = try? blocking { await transport.shutdown() }
+    }
+
+    /// Checks each configured service without changing anything; one line per service.
+    func check() -> [(ok: Bool, line: String)] {
+        var lines: [(Bool, String)] = []
+        if let client = identityToolkit {
+            do {
+                let page = try blocking { try await client.listUsers(pageToken: nil, maxResults: 1) }
+                lines.append((true, "google: signed in; accounts:batchGet answered for \(client.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))"))
+            } catch {
+                lines.append((false, "google: \(error)"))
+            }
+        }
+        if let apple {
+            // A refresh grant with a token Apple never issued: invalid_grant proves the client secret was accepted.
+            do {
+                _ = try blocking { try await apple.refresh(refreshToken: "idpipe-connectivity-check") }
+                lines.append((true, "apple: client secret accepted"))
+            } catch let error as ConnectorError where !error.stopsRun {
+                lines.append((true, "apple: client secret accepted (the probe token was refused, as expected)"))
+            } catch {
+                lines.append((false, "apple: \(error)"))
+            }
+        }
+        if let facebook {
+            do {
+                _ = try blocking { try await facebook.appAccessToken() }
+                lines.append((true, "facebook: app access token obtained"))
+            } catch {
+                lines.append((false, "facebook: \(error)"))
+            }
+        }
+        return lines
+    }
+}
+
+/// Runs async work to completion from synchronous code (the commands and the plan's reader thread).
+/// Never call it from a task or an event loop: it blocks the calling thread.
+func blocking<T: Sendable>(_ work: @escaping @Sendable () async throws -> T) throws -> T {
+    let result = Mutex<Result<T, any Error>?>(nil)
+    let done = DispatchSemaphore(value: 0)
+    Task.detached {
+        do {
+            let value = try await work()
+            result.withLock { $0 = .success(value) }
+        } catch {
+            result.withLock { $0 = .failure(error) }
+        }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
+}

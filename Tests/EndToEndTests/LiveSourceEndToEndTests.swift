@@ -1,0 +1,123 @@
+import Foundation
+import Testing
+
+/// `idpipe-sandbox serve` in the background on a free port; stopped when the test is done.
+final class SandboxProcess {
+    let process = Process()
+    let port: Int
+    let directory: String
+
+    init(accounts: String) throws {
+        directory = Binary.temporaryDirectory()
+        let sandbox = URL(fileURLWithPath: Binary.path).deletingLastPathComponent().appendingPathComponent("idpipe-sandbox").path
+        let (initCode, initOutput) = try Binary.run(["init", "--dir", directory + "/sandbox", "--port", "0"], executable: sandbox)
+        guard initCode == 0 else { throw ToolFailure("idpipe-sandbox init: \(initOutput)") }
+        process.executableURL = URL(fileURLWithPath: sandbox)
+        process.arguments = ["serve", "--dir", directory + "/sandbox", "--port", "0", "--accounts", accounts]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        // The first line says where it listens: "idpipe-sandbox listening on http://127.0.0.1:PORT (...)".
+        var line = Data()
+        while !line.contains(0x0A) {
+            let chunk = pipe.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
+              let port = Int(text[range].split(separator: ":")[1]) else {
+            process.terminate()
+            throw ToolFailure("the sandbox did not start: \(text)")
+        }
+        self.port = port
+    }
+
+    func stats() throws -> [String: Any] {
+        let (_, body) = try Binary.run(["-s", "http://127.0.0.1:\(port)/__sandbox/stats"], executable: "/usr/bin/curl")
+        return try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] ?? [:]
+    }
+
+    /// A pipeline file in Pipelines/ (so relative paths hold) reading the live API; removed by the caller.
+    static func livePipeline(_ services: String) throws -> String {
+        let relative = "Pipelines/.test-\(UUID().uuidString).yaml"
+        let text = """
+            version: 1
+            name: live-review
+            source:
+              format: identity-toolkit
+            inputs:
+              legacy_names: ../Samples/legacy-names.csv
+            stages:
+              normalize: true
+              detect_relay: true
+            report:
+              list_limit: 100
+            services:
+            \(services)
+            """
+        try text.write(toFile: Binary.root.appendingPathComponent(relative).path, atomically: true, encoding: .utf8)
+        return relative
+    }
+
+    deinit {
+        process.terminate()
+        process.waitUntilExit()
+    }
+}
+
+struct ToolFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+@Suite(.serialized) struct LiveSourceEndToEndTests {
+    /// The live API as the source: pages through the sandbox the way the Admin SDKs reach the emulator, and an
+    /// interrupted plan resumes from the recorded page token instead of reading again from the first page.
+    @Test func livePlanResumesFromThePageToken() throws {
+        let data = Binary.temporaryDirectory()
+        let (genCode, genOutput) = try Binary.run(["Scripts/gen_samples.py", "--accounts", "2500", "--seed", "3", "--out-dir", data, "--format", "json"],
+                                                  executable: "/usr/bin/env", prefix: ["python3"])
+        #expect(genCode == 0, "\(genOutput)")
+        let sandbox = try SandboxProcess(accounts: data + "/accounts.json")
+        let pipeline = try SandboxProcess.livePipeline("  google:\n    project_id: demo-idpipe")
+        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(pipeline).path) }
+        let environment = ["FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:\(sandbox.port)"]
+        let reference = Binary.temporaryDirectory()
+        let (referenceCode, referenceOutput) = try Binary.run(["plan", pipeline, "--out", reference, "--as-of", "2026-11-21T00:00:00Z"], environment: environment)
+        #expect(referenceCode == 0, "\(referenceOutput)")
+        #expect(referenceOutput.contains("2500 accounts read"))
+
+        let interrupted = Binary.temporaryDirectory()
+        try Binary.run(["plan", pipeline, "--out", interrupted, "--as-of", "2026-11-21T00:00:00Z"],
+                       environment: environment.merging(["IDPIPE_STOP_AFTER_BATCHES": "1"]) { $1 })
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", interrupted, "--as-of", "2026-11-21T00:00:00Z"], environment: environment)
+        #expect(code == 0, "\(output)")
+        #expect(output.contains("Resumed an interrupted plan"))
+        for file in ["plan.md", "ledger.csv"] {
+            let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
+            let b = try String(contentsOfFile: "\(interrupted)/\(file)", encoding: .utf8)
+            #expect(a == b, "\(file) differs after an interrupted live plan")
+        }
+        // Three pages for the reference; one, then the other two, for the interrupted run.
+        let requests = try sandbox.stats()["requests"] as? [String: Int]
+        #expect(requests?["accounts:batchGet"] == 6)
+    }
+
+    @Test func validateChecksServicesWithoutSideEffects() throws {
+        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path)
+        let pipeline = try SandboxProcess.livePipeline("  google:\n    project_id: demo-idpipe\n    endpoint: http://127.0.0.1:\(sandbox.port)/v1")
+        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(pipeline).path) }
+        let (code, output) = try Binary.run(["validate", pipeline, "--check-services"],
+                                            environment: ["GOOGLE_APPLICATION_CREDENTIALS": sandbox.directory + "/sandbox/service-account.json"])
+        // The key file's token_uri names port 0 (init ran before the port was known): the sign-in must fail, clearly.
+        #expect(code == 2, "\(output)")
+        #expect(output.contains("FAILED: google"))
+        let (emulatorCode, emulatorOutput) = try Binary.run(["validate", pipeline, "--check-services"],
+                                                            environment: ["FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:\(sandbox.port)"])
+        #expect(emulatorCode == 0, "\(emulatorOutput)")
+        #expect(emulatorOutput.contains("ok: google"))
+        #expect((try sandbox.stats()["ledger"] as? Int) == 0)
+    }
+}
