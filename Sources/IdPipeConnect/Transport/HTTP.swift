@@ -1,5 +1,6 @@
-/// One HTTP exchange, independent of the library that carries it.
-public struct HTTPRequest: Sendable, Equatable {
+/// One HTTP exchange, independent of the library that carries it. Printing one shows the method and path
+/// only: headers, bodies and query strings carry tokens and secrets.
+public struct HTTPRequest: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
     public var method: String
     public var url: String
     public var headers: [(String, String)]
@@ -20,6 +21,9 @@ public struct HTTPRequest: Sendable, Equatable {
     }
 
     public var bodyText: String { body.map { String(decoding: $0, as: UTF8.self) } ?? "" }
+
+    public var description: String { "\(method) \(url.prefix { $0 != "?" }) (headers and body not shown)" }
+    public var debugDescription: String { description }
 
     public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
         lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.timeout == rhs.timeout
