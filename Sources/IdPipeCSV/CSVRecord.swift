@@ -25,8 +25,14 @@ public struct CSVRecord: Sendable {
 
     /// The field as text, or nil when it is not valid UTF-8.
     public func field(_ index: Int) -> String? {
-        let slice = fieldBytes(index)
-        return slice.withUnsafeBufferPointer { String(validating: $0, as: UTF8.self) }
+        fieldBytes(index).withUnsafeBufferPointer(UTF8Text.validated)
+    }
+}
+
+/// Validated UTF-8 text. ASCII (most values) skips the generic validating initializer, which is slow per call.
+public enum UTF8Text {
+    public static func validated(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
+        bytes.allSatisfy { $0 < 0x80 } ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
     }
 }
 

@@ -38,11 +38,10 @@ public final class CSVRecordReader {
         fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw CSVReadError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         chunk = [UInt8](repeating: 0, count: chunkSize)
-        guard csv_init(&parser, UInt8(CSV_STRICT | CSV_STRICT_FINI)) == 0 else {
+        guard startParser() else {
             close(fd)
             throw CSVReadError(path: path, message: "libcsv could not start")
         }
-        csv_set_space_func(&parser, keepSpaces)
         self.line = line - 1
         restart(at: offset, line: line)
         if offset == 0 { try skipByteOrderMark() }
@@ -125,14 +124,20 @@ public final class CSVRecordReader {
         sink.records.removeAll(keepingCapacity: true)
     }
 
+    /// libcsv in strict mode, keeping spaces around unquoted fields (its default trims them).
+    private func startParser() -> Bool {
+        guard csv_init(&parser, UInt8(CSV_STRICT | CSV_STRICT_FINI)) == 0 else { return false }
+        csv_set_space_func(&parser, keepSpaces)
+        return true
+    }
+
     /// Reports the record that starts at `recordStartLine` as malformed and parses again from the line after it.
     private func malformed(reason: String, lastLine: Int) {
         let startLine = recordStartLine
         let resumeOffset = offsetOfLine(after: recordStartOffset)
         pending.append(.malformed(CSVMalformedRecord(firstLine: startLine, lastLine: lastLine, reason: reason, endOffset: resumeOffset)))
         csv_free(&parser)
-        _ = csv_init(&parser, UInt8(CSV_STRICT | CSV_STRICT_FINI))
-        csv_set_space_func(&parser, keepSpaces)
+        _ = startParser()
         sink.reset()
         restart(at: resumeOffset, line: startLine + 1)
     }

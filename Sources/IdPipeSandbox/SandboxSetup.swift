@@ -30,7 +30,7 @@ public enum SandboxSetup {
         }
         let keyId = randomAlphanumeric(10)
         let teamId = randomAlphanumeric(10)
-        let appleKeyFile = "AuthKey_\(keyId).p8"
+        let appleKeyFile = Self.appleKeyFile(keyId: keyId)
         let clientEmail = "idpipe-sandbox@\(projectId).iam.gserviceaccount.com"
         let serviceAccount = SJSON.object([
             ("type", .string("service_account")), ("project_id", .string(projectId)),
@@ -55,6 +55,9 @@ public enum SandboxSetup {
         try write(config.text + "\n", to: configPath, secret: false)
         return Written(appleKeyFile: appleKeyFile, appleKeyId: keyId, appleTeamId: teamId)
     }
+
+    /// Apple's name for a downloaded key: `AuthKey_<Key ID>.p8`.
+    public static func appleKeyFile(keyId: String) -> String { "AuthKey_\(keyId).p8" }
 
     /// Reads `sandbox.json` and the public keys it names.
     public static func load(directory: String) throws -> (SandboxConfig, port: Int) {

@@ -37,9 +37,9 @@ struct DeleteBench: AsyncParsableCommand {
         let transport = AsyncHTTPTransport()
         var rates = IdentityToolkitRates()
         rates.batchDeletes = quota
-        let (base, emulator) = try IdentityToolkitClient.base(environment: ["FIREBASE_AUTH_EMULATOR_HOST": server.hostAndPort], override: nil)
+        let (base, _) = try IdentityToolkitClient.base(environment: ["FIREBASE_AUTH_EMULATOR_HOST": server.hostAndPort], override: nil)
         let channel = ServiceChannel(service: "identitytoolkit", transport: transport)
-        let client = IdentityToolkitClient(projectId: "bench", base: base, usesEmulator: emulator, tokens: EmulatorAccessToken(),
+        let client = IdentityToolkitClient(projectId: "bench", base: base, tokens: EmulatorAccessToken(),
                                            channel: channel, rates: rates)
         let ids = service.accountIds
         let started = ContinuousClock.now

@@ -40,7 +40,7 @@ final class Services {
             rates.batchDeletes = google.batchDeletesPerSecond
             rates.reads = google.readsPerSecond
             identityToolkit = IdentityToolkitClient(
-                projectId: project, tenantId: google.tenantId, base: base, usesEmulator: emulator, tokens: tokens,
+                projectId: project, tenantId: google.tenantId, base: base, tokens: tokens,
                 channel: ServiceChannel(service: "identitytoolkit", transport: transport, retry: retry, maxInFlight: google.maxInFlight, logger: logger), rates: rates)
             projectId = project
         } else {

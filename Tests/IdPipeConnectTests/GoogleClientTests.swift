@@ -10,7 +10,7 @@ import Testing
     func client(_ stub: StubTransport, clock: ManualClock = ManualClock()) throws -> IdentityToolkitClient {
         let (endpoint, emulator) = try IdentityToolkitClient.base(environment: ["FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:9099"], override: nil)
         #expect(emulator)
-        return IdentityToolkitClient(projectId: "demo-probe", base: endpoint, usesEmulator: emulator, tokens: EmulatorAccessToken(),
+        return IdentityToolkitClient(projectId: "demo-probe", base: endpoint, tokens: EmulatorAccessToken(),
                                      channel: channel(stub, clock: clock))
     }
 

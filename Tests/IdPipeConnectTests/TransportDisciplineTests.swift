@@ -35,7 +35,7 @@ import Testing
 
     @Test func limiterSleepsOnTheClockNotTheWall() async throws {
         let clock = ManualClock()
-        let limiter = RateLimiter(name: "test", rate: 2, clock: clock)
+        let limiter = RateLimiter(rate: 2, clock: clock)
         for _ in 0..<5 { try await limiter.acquire() }
         #expect(clock.sleeps == [0, 0.5, 0.5, 0.5, 0.5])
         #expect(clock.now() == 2)
@@ -95,7 +95,7 @@ import Testing
 
     @Test func retryAfterPausesTheWholeQuotaClass() async throws {
         let clock = ManualClock()
-        let limiter = RateLimiter(name: "updates", rate: 10, clock: clock)
+        let limiter = RateLimiter(rate: 10, clock: clock)
         let stub = StubTransport([
             .response(HTTPResponse(status: 429, headers: [("Retry-After", "7")])), .response(HTTPResponse(status: 200)),
         ])

@@ -58,7 +58,7 @@ import Testing
 }
 
 @Suite struct NameBackfillTests {
-    let relay = "abc@privaterelay.appleid.com"
+    let relay = RelayDetectionTests.relay
     let sources: [NameSource] = [.legacy, .provider("facebook.com"), .emailLocalPart]
 
     @Test func neverOverwritesAName() {

@@ -111,14 +111,10 @@ import Testing
             select:
               deletion_requested: true
             """
-        #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: yaml, file: "p.yaml") }
-        do {
-            _ = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
-        } catch {
-            #expect(error.line == 7)
-            #expect(error.path == "stages.delte")
-            #expect(error.description.hasPrefix("p.yaml:7: stages.delte: unknown key"))
-        }
+        let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: yaml, file: "p.yaml") }
+        #expect(error?.line == 7)
+        #expect(error?.path == "stages.delte")
+        #expect(error?.description.hasPrefix("p.yaml:7: stages.delte: unknown key") == true)
     }
 
     @Test(arguments: [

@@ -5,6 +5,7 @@ import IdPipeHTTP
 import IdPipeSandbox
 import IdPipeTestSupport
 import Synchronization
+import Testing
 
 /// A sandbox on a free loopback port with fresh keys, and clients pointed at it over the real transport.
 final class SandboxFixture: Sendable {
@@ -73,23 +74,14 @@ final class SandboxFixture: Sendable {
 
     /// Identity Toolkit the way the Admin SDKs reach the Auth Emulator.
     func emulatorIdentityToolkit() throws -> IdentityToolkitClient {
-        let (base, emulator) = try IdentityToolkitClient.base(environment: ["FIREBASE_AUTH_EMULATOR_HOST": server.hostAndPort], override: nil)
-        return IdentityToolkitClient(projectId: project, base: base, usesEmulator: emulator, tokens: EmulatorAccessToken(), channel: channel("identitytoolkit"))
-    }
-
-    func appleConfig() throws -> (team: String, keyId: String, keyFile: String) {
-        let config = try file(SandboxSetup.configFile)
-        func value(_ key: String) -> String {
-            let range = config.range(of: "\"\(key)\":\"")!
-            return String(config[range.upperBound...].prefix { $0 != "\"" })
-        }
-        return (value("team_id"), value("key_id"), value("private_key"))
+        let (base, _) = try IdentityToolkitClient.base(environment: ["FIREBASE_AUTH_EMULATOR_HOST": server.hostAndPort], override: nil)
+        return IdentityToolkitClient(projectId: project, base: base, tokens: EmulatorAccessToken(), channel: channel("identitytoolkit"))
     }
 
     func apple(keyPEM: String? = nil, keyId: String? = nil) throws -> AppleClient {
-        let (team, configuredKeyId, keyFile) = try appleConfig()
-        let key = try SigningKey(pem: keyPEM ?? file(keyFile), algorithm: .es256)
-        let credentials = try AppleCredentials(teamId: team, keyId: keyId ?? configuredKeyId, clientId: SandboxSetup.appleClientId, key: key)
+        let apple = try #require(try SandboxSetup.load(directory: directory).0.apple)
+        let key = try SigningKey(pem: keyPEM ?? file(SandboxSetup.appleKeyFile(keyId: apple.keyId)), algorithm: .es256)
+        let credentials = try AppleCredentials(teamId: apple.teamId, keyId: keyId ?? apple.keyId, clientId: SandboxSetup.appleClientId, key: key)
         return AppleClient(credentials: credentials, endpoint: try Endpoint(server.baseURL, service: "apple"), channel: channel("apple"))
     }
 

@@ -29,14 +29,13 @@ public final class FacebookClient: Sendable {
     let endpoint: Endpoint
     let channel: ServiceChannel
     let limiter: RateLimiter
-    private let appToken: AppTokenCache
+    private let appToken = SharedFetch<String>()
 
     public init(credentials: FacebookCredentials, endpoint: Endpoint, channel: ServiceChannel, rate: Double = 20) {
         self.credentials = credentials
         self.endpoint = endpoint
         self.channel = channel
-        limiter = RateLimiter(name: "facebook", rate: rate, burst: max(1, rate), clock: channel.clock)
-        appToken = AppTokenCache()
+        limiter = RateLimiter(rate: rate, burst: max(1, rate), clock: channel.clock)
     }
 
     /// `GET /oauth/access_token?client_id&client_secret&grant_type=client_credentials`, fetched once per run.
@@ -78,7 +77,7 @@ public final class FacebookClient: Sendable {
             switch code {
             case 4, 17, 32, 613:
                 // Application, user, page and custom rate limits.
-                return .retry(reason: "Graph rate limit (code \(code))")
+                return .retry(reason: "Graph rate limit (code \(code))", throttled: true)
             case 190 where pathAndQuery.hasPrefix("/oauth"), 101, 102, 104:
                 return .fail(.configuration(service: service, message: "the app id or secret was refused: \(message)"))
             case 190:
@@ -87,22 +86,5 @@ public final class FacebookClient: Sendable {
                 return .fail(.rejected(service: service, code: "graph_\(code)", message: message))
             }
         })
-    }
-}
-
-/// One app access token per run, fetched by the first caller; the others wait for it.
-actor AppTokenCache {
-    private var token: String?
-    private var pending: Task<String, any Error>?
-
-    func get(_ fetch: @escaping @Sendable () async throws -> String) async throws -> String {
-        if let token { return token }
-        if let pending { return try await pending.value }
-        let task = Task { try await fetch() }
-        pending = task
-        defer { pending = nil }
-        let fresh = try await task.value
-        token = fresh
-        return fresh
     }
 }

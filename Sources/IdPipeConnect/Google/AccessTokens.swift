@@ -17,18 +17,21 @@ public struct EmulatorAccessToken: AccessTokenSource {
 /// OAuth 2.0 access tokens for a service account through the JWT bearer grant (RFC 7523), cached and
 /// refreshed `refreshMargin` seconds before they expire, so a run of many hours never meets an expired token.
 /// Concurrent callers share one refresh.
-public actor ServiceAccountAccessTokens: AccessTokenSource {
+public final class ServiceAccountAccessTokens: AccessTokenSource {
     public static let scopes = ["https://www.googleapis.com/auth/cloud-platform", "https://www.googleapis.com/auth/identitytoolkit"]
     /// Google accepts assertions valid for at most an hour.
     static let assertionLifetime: Int64 = 3600
+
+    struct Token: Sendable {
+        let value: String
+        let expiresAt: Double
+    }
 
     private let account: ServiceAccountKey
     private let tokenEndpoint: String
     private let channel: ServiceChannel
     private let refreshMargin: Double
-    private var current: (token: String, expiresAt: Double)?
-    private var pending: Task<(token: String, expiresAt: Double), any Error>?
-    public private(set) var fetches = 0
+    private let cache = SharedFetch<Token>()
 
     public init(account: ServiceAccountKey, channel: ServiceChannel, refreshMargin: Double = 300) throws(ConnectorError) {
         self.account = account
@@ -38,18 +41,12 @@ public actor ServiceAccountAccessTokens: AccessTokenSource {
     }
 
     public func accessToken() async throws -> String {
-        if let current, channel.clock.now() < current.expiresAt - refreshMargin { return current.token }
-        if let pending { return try await pending.value.token }
-        let task = Task { try await self.fetch() }
-        pending = task
-        defer { pending = nil }
-        let fresh = try await task.value
-        current = fresh
-        return fresh.token
+        let clock = channel.clock, margin = refreshMargin
+        return try await cache.get(isFresh: { clock.now() < $0.expiresAt - margin }, fetch: { try await self.fetch() }).value
     }
 
     public func invalidate(_ token: String) async {
-        if current?.token == token { current = nil }
+        await cache.invalidate { $0.value == token }
     }
 
     /// The signed assertion: header `{alg, typ, kid}`, claims `{iss, scope, aud, iat, exp}`.
@@ -63,8 +60,7 @@ public actor ServiceAccountAccessTokens: AccessTokenSource {
             key: account.key)
     }
 
-    private func fetch() async throws -> (token: String, expiresAt: Double) {
-        fetches += 1
+    private func fetch() async throws -> Token {
         let service = channel.service
         let response = try await channel.send(limiter: nil, make: {
             let body = FormBody.encode([
@@ -76,8 +72,9 @@ public actor ServiceAccountAccessTokens: AccessTokenSource {
                                body: Array(body.utf8))
         }, judge: { response in
             if (200..<300).contains(response.status) { return .success }
-            let error = JSONValue.decode(response.body)?["error"]?.string ?? "HTTP \(response.status)"
-            let detail = JSONValue.decode(response.body)?["error_description"]?.string ?? ""
+            let body = JSONValue.decode(response.body)
+            let error = body?["error"]?.string ?? "HTTP \(response.status)"
+            let detail = body?["error_description"]?.string ?? ""
             // A bad key, a deleted key or a wrong clock fails every request alike: stop the run.
             return .fail(.configuration(service: service, message: "the token endpoint refused the service account: \(error) \(detail)"))
         })
@@ -85,6 +82,6 @@ public actor ServiceAccountAccessTokens: AccessTokenSource {
               let expiresIn = body["expires_in"]?.int, expiresIn > 0 else {
             throw ConnectorError.badResponse(service: service, message: "the token response has no access_token/expires_in")
         }
-        return (token, channel.clock.now() + Double(expiresIn))
+        return Token(value: token, expiresAt: channel.clock.now() + Double(expiresIn))
     }
 }

@@ -52,7 +52,6 @@ public final class IdentityToolkitClient: Sendable {
 
     /// `…/v1/projects/{projectId}[/tenants/{tenantId}]`
     public let accountsBase: String
-    public let usesEmulator: Bool
     let tokens: any AccessTokenSource
     let channel: ServiceChannel
     let updates: RateLimiter
@@ -60,18 +59,16 @@ public final class IdentityToolkitClient: Sendable {
     let reads: RateLimiter
     let batchCreates: RateLimiter
 
-    public init(projectId: String, tenantId: String? = nil, base: Endpoint, usesEmulator: Bool = false,
-                tokens: any AccessTokenSource, channel: ServiceChannel, rates: IdentityToolkitRates = IdentityToolkitRates()) {
+    public init(projectId: String, tenantId: String? = nil, base: Endpoint, tokens: any AccessTokenSource, channel: ServiceChannel, rates: IdentityToolkitRates = IdentityToolkitRates()) {
         var path = base.url("/projects/\(FormBody.escape(projectId))")
         if let tenantId { path += "/tenants/\(FormBody.escape(tenantId))" }
         accountsBase = path
-        self.usesEmulator = usesEmulator
         self.tokens = tokens
         self.channel = channel
-        updates = RateLimiter(name: "identitytoolkit.update", rate: rates.updates, clock: channel.clock)
-        batchDeletes = RateLimiter(name: "identitytoolkit.batchDelete", rate: rates.batchDeletes, clock: channel.clock)
-        reads = RateLimiter(name: "identitytoolkit.read", rate: rates.reads, burst: max(1, rates.reads), clock: channel.clock)
-        batchCreates = RateLimiter(name: "identitytoolkit.batchCreate", rate: rates.batchCreates, clock: channel.clock)
+        updates = RateLimiter(rate: rates.updates, clock: channel.clock)
+        batchDeletes = RateLimiter(rate: rates.batchDeletes, clock: channel.clock)
+        reads = RateLimiter(rate: rates.reads, burst: max(1, rates.reads), clock: channel.clock)
+        batchCreates = RateLimiter(rate: rates.batchCreates, clock: channel.clock)
     }
 
     /// The base URL the Admin SDKs use: the emulator's when `FIREBASE_AUTH_EMULATOR_HOST` is set
@@ -124,11 +121,8 @@ public final class IdentityToolkitClient: Sendable {
         precondition((1...Self.maxBatch).contains(localIds.count))
         let body = try await call("POST", "accounts:batchDelete",
                                   body: ["localIds": .array(localIds.map { .string($0) }), "force": true], limiter: batchDeletes)
-        return try (body["errors"]?.array ?? []).map { entry in
-            guard let index = entry["index"]?.int, index >= 0, index < localIds.count, let message = entry["message"]?.string else {
-                throw ConnectorError.badResponse(service: channel.service, message: "a batchDelete error without a valid index and message")
-            }
-            return BatchDeleteFailure(index: Int(index), localId: localIds[Int(index)], message: message)
+        return try indexedErrors(body["errors"], count: localIds.count, call: "batchDelete").map {
+            BatchDeleteFailure(index: $0.index, localId: localIds[$0.index], message: $0.message)
         }
     }
 
@@ -136,15 +130,22 @@ public final class IdentityToolkitClient: Sendable {
     public func batchCreate(users: [JSONValue]) async throws -> [BatchCreateFailure] {
         precondition((1...Self.maxBatch).contains(users.count))
         let body = try await call("POST", "accounts:batchCreate", body: ["users": .array(users)], limiter: batchCreates)
-        return try (body["error"]?.array ?? []).map { entry in
-            guard let index = entry["index"]?.int, index >= 0, index < users.count, let message = entry["message"]?.string else {
-                throw ConnectorError.badResponse(service: channel.service, message: "a batchCreate error without a valid index and message")
-            }
-            return BatchCreateFailure(index: Int(index), message: message)
+        return try indexedErrors(body["error"], count: users.count, call: "batchCreate").map {
+            BatchCreateFailure(index: $0.index, message: $0.message)
         }
     }
 
     // MARK: - Plumbing
+
+    /// The `{index, message}` entries of a batch call's error list; an index outside the batch is a bad response.
+    private func indexedErrors(_ list: JSONValue?, count: Int, call: String) throws -> [(index: Int, message: String)] {
+        try (list?.array ?? []).map { entry in
+            guard let index = entry["index"]?.int, index >= 0, index < count, let message = entry["message"]?.string else {
+                throw ConnectorError.badResponse(service: channel.service, message: "a \(call) error without a valid index and message")
+            }
+            return (Int(index), message)
+        }
+    }
 
     private func users(in body: JSONValue, call: String) throws -> [JSONValue] {
         guard let users = body["users"] else { return [] }
@@ -161,7 +162,13 @@ public final class IdentityToolkitClient: Sendable {
         let tokens = self.tokens
         var sentToken = ""
         var refreshedOnce = false
+        var tokenRefused = false
         let response = try await channel.send(limiter: limiter, make: {
+            if tokenRefused {
+                // A 401 answered the last attempt: this one goes out with a fresh token.
+                await tokens.invalidate(sentToken)
+                tokenRefused = false
+            }
             sentToken = try await tokens.accessToken()
             var headers = [
                 ("Authorization", "Bearer \(sentToken)"), ("X-Client-Version", "idpipe/\(IdPipeProduct.version)"),
@@ -172,17 +179,16 @@ public final class IdentityToolkitClient: Sendable {
         }, judge: { response in
             if (200..<300).contains(response.status) { return .success }
             let error = GoogleError(response)
-            if error.isBackOff { return .retry(reason: error.code) }
+            if error.isBackOff { return .retry(reason: error.code, throttled: true) }
             if response.status == 401, !refreshedOnce {
                 refreshedOnce = true
+                tokenRefused = true
                 return .retry(reason: "401 \(error.code): fetching a new access token")
             }
             if response.status == 401 || response.status == 403 || error.isConfiguration {
                 return .fail(.configuration(service: service, message: "\(operation): HTTP \(response.status) \(error.code) \(error.detail)"))
             }
             return .fail(.rejected(service: service, code: error.code, message: error.detail))
-        }, beforeRetry: { verdictReason in
-            if verdictReason.hasPrefix("401") { await tokens.invalidate(sentToken) }
         })
         guard let parsed = JSONValue.decode(response.body), parsed.object != nil else {
             throw ConnectorError.badResponse(service: service, message: "\(operation): the body is not a JSON object")

@@ -1,6 +1,6 @@
 /// One HTTP exchange, independent of the library that carries it. Printing one shows the method and path
 /// only: headers, bodies and query strings carry tokens and secrets.
-public struct HTTPRequest: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringConvertible {
     public var method: String
     public var url: String
     public var headers: [(String, String)]
@@ -16,19 +16,12 @@ public struct HTTPRequest: Sendable, Equatable, CustomStringConvertible, CustomD
         self.timeout = timeout
     }
 
-    public func header(_ name: String) -> String? {
-        headers.first { $0.0.lowercased() == name.lowercased() }?.1
-    }
+    public func header(_ name: String) -> String? { headerValue(headers, name) }
 
     public var bodyText: String { body.map { String(decoding: $0, as: UTF8.self) } ?? "" }
 
     public var description: String { "\(method) \(url.prefix { $0 != "?" }) (headers and body not shown)" }
     public var debugDescription: String { description }
-
-    public static func == (lhs: HTTPRequest, rhs: HTTPRequest) -> Bool {
-        lhs.method == rhs.method && lhs.url == rhs.url && lhs.body == rhs.body && lhs.timeout == rhs.timeout
-            && lhs.headers.map { "\($0.0.lowercased()): \($0.1)" } == rhs.headers.map { "\($0.0.lowercased()): \($0.1)" }
-    }
 }
 
 public struct HTTPResponse: Sendable {
@@ -46,11 +39,15 @@ public struct HTTPResponse: Sendable {
         self.init(status: status, headers: [("Content-Type", "application/json")], body: Array(json.utf8))
     }
 
-    public func header(_ name: String) -> String? {
-        headers.first { $0.0.lowercased() == name.lowercased() }?.1
-    }
+    public func header(_ name: String) -> String? { headerValue(headers, name) }
 
     public var bodyText: String { String(decoding: body, as: UTF8.self) }
+}
+
+/// The first value of a header, by case-insensitive name.
+private func headerValue(_ headers: [(String, String)], _ name: String) -> String? {
+    let wanted = name.lowercased()
+    return headers.first { $0.0.lowercased() == wanted }?.1
 }
 
 /// Why an exchange produced no response. All of these may be retried.

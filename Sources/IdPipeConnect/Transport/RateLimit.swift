@@ -36,17 +36,13 @@ public struct TokenBucket: Sendable, Equatable {
 
 /// A token bucket shared by all workers of one quota class (e.g. Identity Toolkit account updates).
 public final class RateLimiter: Sendable {
-    public let name: String
     private let bucket: Mutex<TokenBucket>
     private let clock: any ServiceClock
 
-    public init(name: String, rate: Double, burst: Double = 1, clock: any ServiceClock) {
-        self.name = name
+    public init(rate: Double, burst: Double = 1, clock: any ServiceClock) {
         self.bucket = Mutex(TokenBucket(rate: rate, burst: burst))
         self.clock = clock
     }
-
-    public var rate: Double { bucket.withLock { $0.rate } }
 
     public func acquire() async throws {
         let now = clock.now()
@@ -68,11 +64,9 @@ public final class ConcurrencyLimit: Sendable {
     }
 
     private let state: Mutex<State>
-    public let limit: Int
 
     public init(_ limit: Int) {
         precondition(limit >= 1)
-        self.limit = limit
         state = Mutex(State(available: limit))
     }
 

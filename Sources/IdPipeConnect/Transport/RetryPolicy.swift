@@ -38,15 +38,6 @@ public struct RetryPolicy: Sendable {
     }
 }
 
-extension String {
-    var trimmingSpaces: String {
-        var scalars = Substring(self)
-        while scalars.first == " " || scalars.first == "\t" { scalars.removeFirst() }
-        while scalars.last == " " || scalars.last == "\t" { scalars.removeLast() }
-        return String(scalars)
-    }
-}
-
 /// HTTP dates in the one form servers must send (RFC 9110 §5.6.7): `Sun, 06 Nov 1994 08:49:37 GMT`.
 enum IMFDate {
     private static let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]

@@ -5,8 +5,9 @@ import Synchronization
 /// What a client makes of one response.
 public enum ResponseVerdict: Sendable {
     case success
-    /// Transient: try again after the backoff (or the response's `Retry-After`).
-    case retry(reason: String)
+    /// Transient: try again after the backoff (or the response's `Retry-After`). `throttled` says the service
+    /// pushed back on the request rate (429, QUOTA_EXCEEDED, Graph rate limits), which the stats count apart.
+    case retry(reason: String, throttled: Bool = false)
     case fail(ConnectorError)
 }
 
@@ -16,9 +17,6 @@ public struct ChannelStats: Sendable, Equatable {
     public var retries = 0
     public var throttled = 0
     public var failures = 0
-    /// Seconds from the first request sent to the last response received.
-    public var firstSent: Double?
-    public var lastReceived: Double?
 }
 
 /// One remote service as the clients see it: a transport, a bound on requests in flight, a retry policy,
@@ -47,19 +45,14 @@ public final class ServiceChannel: Sendable {
     /// Sends `request` (rebuilt by `make` for every attempt, so a refreshed access token is used), pacing each
     /// attempt through `limiter`, until `judge` calls the response a success or a failure, or retries run out.
     nonisolated(nonsending) public func send(limiter: RateLimiter?, make: () async throws -> HTTPRequest,
-                     judge: (HTTPResponse) -> ResponseVerdict,
-                     beforeRetry: (String) async -> Void = { _ in }) async throws -> HTTPResponse {
+                     judge: (HTTPResponse) -> ResponseVerdict) async throws -> HTTPResponse {
         var attempt = 0
         while true {
             attempt += 1
             try await limiter?.acquire()
             let request = try await make()
             let outcome: Result<HTTPResponse, TransportError> = await inFlight.withSlot {
-                let sent = clock.now()
-                counters.withLock { stats in
-                    stats.requests += 1
-                    if stats.firstSent == nil { stats.firstSent = sent }
-                }
+                counters.withLock { $0.requests += 1 }
                 do throws(TransportError) {
                     let response = try await transport.send(request)
                     return .success(response)
@@ -67,8 +60,6 @@ public final class ServiceChannel: Sendable {
                     return .failure(error)
                 }
             }
-            let received = clock.now()
-            counters.withLock { $0.lastReceived = received }
             let reason: String
             var retryAfter: Double?
             switch outcome {
@@ -81,14 +72,12 @@ public final class ServiceChannel: Sendable {
                 case .fail(let error):
                     counters.withLock { $0.failures += 1 }
                     throw error
-                case .retry(let why):
+                case .retry(let why, let throttled):
                     reason = why
                     if let header = response.header("Retry-After") {
                         retryAfter = RetryPolicy.parseRetryAfter(header, unixNow: clock.unixTime())
                     }
-                    if response.status == 429 || why.contains("QUOTA_EXCEEDED") || why.contains("TOO_MANY_ATTEMPTS") {
-                        counters.withLock { $0.throttled += 1 }
-                    }
+                    if throttled { counters.withLock { $0.throttled += 1 } }
                 }
             }
             guard let wait = retry.delay(afterAttempt: attempt, retryAfter: retryAfter) else {
@@ -101,7 +90,6 @@ public final class ServiceChannel: Sendable {
                 limiter?.pause(seconds: min(retryAfter, retry.maxRetryAfter))
             }
             counters.withLock { $0.retries += 1 }
-            await beforeRetry(reason)
             logger.info("\(service) \(request.method) \(ServiceChannel.pathOnly(request.url)): \(reason); retry \(attempt + 1) in \(String(format: "%.2f", wait)) s")
             try await clock.sleep(seconds: wait)
         }
@@ -110,7 +98,7 @@ public final class ServiceChannel: Sendable {
     /// 429 and 5xx are transient for every service here; everything else is the client's to judge.
     static func transient(_ response: HTTPResponse) -> ResponseVerdict? {
         switch response.status {
-        case 429: .retry(reason: "HTTP 429")
+        case 429: .retry(reason: "HTTP 429", throttled: true)
         case 500, 502, 503, 504: .retry(reason: "HTTP \(response.status)")
         default: nil
         }

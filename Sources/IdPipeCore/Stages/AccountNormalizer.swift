@@ -61,8 +61,7 @@ public enum AccountNormalizer {
 
     private static func normalizeProvider(_ link: inout ProviderLink, at index: Int, repairs: inout RepairSet) -> RecordIssue? {
         let field = "providerUserInfo[\(index)]"
-        let trimmed = TextScan.trimmingWhitespace(Substring(link.providerId))
-        let id = trimmed.utf8.count == link.providerId.utf8.count ? link.providerId : String(trimmed)
+        let id = link.providerId.trimmingSpaces
         let lowered = id.utf8.contains(where: { $0 >= 65 && $0 <= 90 }) ? id.lowercased() : id
         if lowered != link.providerId {
             repairs.insert(.providerIdCase)

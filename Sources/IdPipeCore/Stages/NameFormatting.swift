@@ -45,7 +45,9 @@ public enum NameFormatting {
 }
 
 extension String {
-    var trimmingSpaces: String {
-        String(TextScan.trimmingWhitespace(Substring(self)))
+    /// Without leading and trailing whitespace (Unicode White_Space); the same string when there is none.
+    public var trimmingSpaces: String {
+        let trimmed = TextScan.trimmingWhitespace(Substring(self))
+        return trimmed.utf8.count == utf8.count ? self : String(trimmed)
     }
 }

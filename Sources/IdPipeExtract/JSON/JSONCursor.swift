@@ -1,3 +1,4 @@
+import IdPipeCSV
 /// A byte-level JSON reader over a buffer: strict syntax, escapes, `\uXXXX` with surrogates, UTF-8 validation.
 /// Raw newlines are only legal between tokens, so counting them in whitespace gives line numbers for free.
 struct JSONCursor {
@@ -173,14 +174,8 @@ struct JSONCursor {
         throw fail("unexpected end of input inside a string")
     }
 
-    /// Validated UTF-8 text. ASCII (most values) skips the generic validating initializer, which is slow per call.
     static func text(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
-        var ascii = true
-        for byte in bytes where byte >= 0x80 {
-            ascii = false
-            break
-        }
-        return ascii ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
+        UTF8Text.validated(bytes)
     }
 
     private mutating func hex4() throws(SyntaxError) -> UInt32 {

@@ -52,7 +52,7 @@ public enum SideInputReader {
     public static func protectedAccounts(_ path: String) throws -> Set<String> {
         var result: Set<String> = []
         try forEachLine(path) { line, _ in
-            let uid = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map { String($0).trimmingCharacters() } ?? ""
+            let uid = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map { String($0).trimmingSpaces } ?? ""
             if !uid.isEmpty { result.insert(uid) }
         }
         return result
@@ -89,7 +89,7 @@ public enum SideInputReader {
         let reader: CSVRecordReader
         do { reader = try CSVRecordReader(path: path) } catch let error as CSVReadError { throw InputError(path: path, message: error.message) }
         guard case .record(let header)? = try reader.next() else { throw InputError(path: path, message: "expected a header row: \(columns.joined(separator: ","))") }
-        let names = (0..<header.count).map { header.field($0)?.trimmingCharacters() ?? "" }
+        let names = (0..<header.count).map { header.field($0)?.trimmingSpaces ?? "" }
         for column in columns where !names.contains(column) {
             throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has no column '\(column)' (expected \(columns.joined(separator: ",")))")
         }
@@ -107,7 +107,7 @@ public enum SideInputReader {
                     guard let text = record.field(index) else {
                         throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[index]): is not valid UTF-8")
                     }
-                    values[names[index]] = text.trimmingCharacters()
+                    values[names[index]] = text.trimmingSpaces
                 }
                 try body(Row(path: path, line: record.firstLine, values: values))
             }
@@ -132,12 +132,3 @@ public enum SideInputReader {
     }
 }
 
-extension String {
-    func trimmingCharacters() -> String {
-        if let first = utf8.first, let last = utf8.last, first > 0x20, first < 0x80, last > 0x20, last < 0x80 { return self }
-        var scalars = Substring(self).unicodeScalars
-        while let first = scalars.first, first.properties.isWhitespace { scalars.removeFirst() }
-        while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
-        return String(scalars)
-    }
-}

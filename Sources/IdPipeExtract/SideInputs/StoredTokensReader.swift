@@ -54,8 +54,9 @@ extension SideInputReader {
                 try cursor.expect(UInt8(ascii: "{"))
                 if try cursor.peek() == UInt8(ascii: "}") { return fields }
                 while true {
-                    cursor.currentKey = try cursor.key()
-                    let key = cursor.field
+                    let rawKey = try cursor.key()
+                    cursor.currentKey = rawKey
+                    let key = String(decoding: rawKey, as: UTF8.self)
                     try cursor.expect(UInt8(ascii: ":"))
                     switch try cursor.peek() {
                     case UInt8(ascii: "\""): fields[key] = try cursor.string()
