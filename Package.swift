@@ -46,6 +46,11 @@ let package = Package(
             "IdPipeCore", "IdPipeCrypto",
             .product(name: "Logging", package: "swift-log"),
         ]),
+        // Apply: carries out a recorded plan on the services, each effect recorded before and after.
+        .target(name: "IdPipeApply", dependencies: [
+            "IdPipeCore", "IdPipeConnect", "IdPipeCrypto", "IdPipeStore",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         // The live transport on async-http-client.
         .target(name: "IdPipeHTTP", dependencies: [
             "IdPipeConnect",
@@ -74,7 +79,7 @@ let package = Package(
 
         // The command line: parse, build the live services, call the core, map to exit codes.
         .executableTarget(name: "idpipe", dependencies: [
-            "IdPipeCore", "IdPipeExtract", "IdPipeStore", "IdPipeCrypto", "IdPipeConnect", "IdPipeHTTP",
+            "IdPipeCore", "IdPipeExtract", "IdPipeStore", "IdPipeCrypto", "IdPipeConnect", "IdPipeHTTP", "IdPipeApply",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

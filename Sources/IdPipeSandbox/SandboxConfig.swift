@@ -41,6 +41,7 @@ public struct SandboxConfig: Sendable {
         public var batchCreate: Double = 0
         public var apple: Double = 0
         public var facebook: Double = 0
+        public var webhook: Double = 0
         public init() {}
     }
 
@@ -51,6 +52,9 @@ public struct SandboxConfig: Sendable {
         public var status429: Double = 0
         /// The connection is closed without an answer, after the request took effect.
         public var drop: Double = 0
+        /// Chance per request that a burst starts: this and the next `burstLength - 1` requests are answered 429.
+        public var burst429: Double = 0
+        public var burstLength = 20
         public var retryAfterSeconds: Int = 1
         public var latencyMilliseconds: Int = 0
         public var seed: UInt64 = 1

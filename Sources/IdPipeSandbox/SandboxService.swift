@@ -119,8 +119,12 @@ public final class SandboxService: Sendable {
         var facebookAppTokens: Set<String> = []
         var facebookIds: Set<String> = []
         var facebookRevoked: Set<String> = []
+        /// Data-deletion webhook: idempotency key → uid.
+        var webhookKeys: [String: String] = [:]
         var requestCounts: [String: Int] = [:]
         var faultCounts: [String: Int] = [:]
+        /// Requests left in the current burst of 429s.
+        var burstRemaining = 0
         var ledgerFile: FileHandle?
     }
 
@@ -307,6 +311,7 @@ public final class SandboxService: Sendable {
         case "batchCreate": quotas.batchCreate
         case "apple": quotas.apple
         case "facebook": quotas.facebook
+        case "webhook": quotas.webhook
         default: nil
         }
     }
@@ -315,6 +320,14 @@ public final class SandboxService: Sendable {
         guard route.isService else { return nil }
         if !state.scripted.isEmpty { return state.scripted.removeFirst() }
         let faults = state.config.faults
+        if state.burstRemaining > 0 {
+            state.burstRemaining -= 1
+            return .status(429, retryAfter: faults.retryAfterSeconds)
+        }
+        if faults.burst429 > 0, state.random.next() < faults.burst429 {
+            state.burstRemaining = max(0, faults.burstLength - 1)
+            return .status(429, retryAfter: faults.retryAfterSeconds)
+        }
         let draw = state.random.next()
         var threshold = faults.status503
         if draw < threshold { return .status(503, retryAfter: nil) }
@@ -360,8 +373,28 @@ public final class SandboxService: Sendable {
         case "google-oauth": return googleToken(&state, request: request)
         case "apple": return apple(&state, route: route, request: request)
         case "facebook": return facebook(&state, route: route, request: request)
+        case "webhook": return dataWebhook(&state, request: request)
         default: return .json(404, .object([("error", .object([("code", .number("404")), ("message", .string("NOT_FOUND : \(request.path)"))]))]))
         }
+    }
+
+    // MARK: - The app backend's data-deletion webhook
+
+    /// `POST /hooks/...` with `{"uid", "idempotency_key", ...}` and the same key in `Idempotency-Key`. A key seen
+    /// before is answered 200 again without a second deletion, as an idempotent backend does.
+    private func dataWebhook(_ state: inout State, request: SandboxRequest) -> SandboxResponse {
+        guard request.method == "POST" else { return .json(405, .object([("error", .string("POST only"))])) }
+        guard let body = try? SJSON.parse(request.body), let uid = body["uid"]?.string, !uid.isEmpty,
+              let key = body["idempotency_key"]?.string, !key.isEmpty else {
+            return .json(400, .object([("error", .string("the body needs uid and idempotency_key"))]))
+        }
+        guard request.header("Idempotency-Key") == key else {
+            return .json(400, .object([("error", .string("the Idempotency-Key header must repeat the body's idempotency_key"))]))
+        }
+        let changed = state.webhookKeys[key] == nil
+        state.webhookKeys[key] = uid
+        Self.record(&state, service: "webhook", action: "delete-data", target: uid, changed: changed, detail: String(key.prefix(12)))
+        return .json(200, .object([("status", .string(changed ? "deleted" : "already deleted"))]))
     }
 
     // MARK: - Control endpoints
@@ -388,6 +421,8 @@ public final class SandboxService: Sendable {
             faults.status500 = Double(body["status500"]?.scalarText ?? "") ?? 0
             faults.status429 = Double(body["status429"]?.scalarText ?? "") ?? 0
             faults.drop = Double(body["drop"]?.scalarText ?? "") ?? 0
+            faults.burst429 = Double(body["burst429"]?.scalarText ?? "") ?? 0
+            faults.burstLength = Int(body["burst_length"]?.int ?? 20)
             faults.retryAfterSeconds = Int(body["retry_after"]?.int ?? 1)
             faults.latencyMilliseconds = Int(body["latency_ms"]?.int ?? 0)
             faults.seed = UInt64(body["seed"]?.int ?? 1)
@@ -439,6 +474,8 @@ struct Route {
             (service, name, quotaClass, project, subject) = ("apple", "apple:" + path, "apple", nil, nil)
         } else if path == "/oauth/access_token" {
             (service, name, quotaClass, project, subject) = ("facebook", "facebook:/oauth/access_token", nil, nil, nil)
+        } else if path.hasPrefix("/hooks/") {
+            (service, name, quotaClass, project, subject) = ("webhook", "webhook:" + path, "webhook", nil, nil)
         } else if segments.count == 4, segments[1].hasPrefix("v"), segments[3] == "permissions" {
             (service, name, quotaClass, project, subject) = ("facebook", "facebook:permissions", "facebook", nil, segments[2])
         } else {

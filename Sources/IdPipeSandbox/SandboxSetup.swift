@@ -53,7 +53,36 @@ public enum SandboxSetup {
         try write(apple.publicPEM, to: directory + "/apple-public.pem", secret: false)
         try write(SandboxCrypto.randomToken("fbsecret-") + "\n", to: directory + "/" + facebookSecretFile, secret: true)
         try write(config.text + "\n", to: configPath, secret: false)
+        let (loaded, _) = try load(directory: directory)
+        try pointClients(directory: directory, config: loaded, port: port)
         return Written(appleKeyFile: appleKeyFile, appleKeyId: keyId, appleTeamId: teamId)
+    }
+
+    public static let clientServicesFile = "idpipe-services.yaml"
+
+    /// Points the client files at the sandbox's actual port: the service account's `token_uri`, and
+    /// `idpipe-services.yaml`, a `services:` section for idpipe pipeline files (absolute paths, so it can be
+    /// appended to a pipeline anywhere). `serve` calls it again once it knows its port.
+    public static func pointClients(directory: String, config: SandboxConfig, port: Int) throws {
+        let folder = directory.hasPrefix("/") ? directory : FileManager.default.currentDirectoryPath + "/" + directory
+        let accountPath = folder + "/" + serviceAccountFile
+        guard let data = FileManager.default.contents(atPath: accountPath), var account = try? SJSON.parse([UInt8](data)) else {
+            throw SandboxError("cannot read \(accountPath)")
+        }
+        account.set("token_uri", .string("http://127.0.0.1:\(port)/token"))
+        try write(account.text, to: accountPath, secret: true)
+        var lines = ["services:", "  google:", "    project_id: \(config.projectId)", "    credentials: \(accountPath)",
+                     "    endpoint: http://127.0.0.1:\(port)/v1"]
+        if let apple = config.apple {
+            lines += ["  apple:", "    team_id: \(apple.teamId)", "    key_id: \(apple.keyId)", "    client_id: \(apple.clientIds.first ?? appleClientId)",
+                      "    private_key: \(folder)/\(appleKeyFile(keyId: apple.keyId))", "    endpoint: http://127.0.0.1:\(port)"]
+        }
+        if let facebook = config.facebook {
+            lines += ["  facebook:", "    app_id: \"\(facebook.appId)\"", "    app_secret_file: \(folder)/\(facebookSecretFile)",
+                      "    endpoint: http://127.0.0.1:\(port)"]
+        }
+        lines.append("# stages.delete.data_webhook: http://127.0.0.1:\(port)/hooks/delete-user-data")
+        try write(lines.joined(separator: "\n") + "\n", to: folder + "/" + clientServicesFile, secret: false)
     }
 
     /// Apple's name for a downloaded key: `AuthKey_<Key ID>.p8`.

@@ -61,6 +61,35 @@ extension StateStore {
                 CREATE TABLE seen_ids (batch INTEGER PRIMARY KEY, hashes BLOB NOT NULL);
                 """)
         }
+        migrator.registerMigration("v2-apply") { db in
+            try db.execute(sql: """
+                -- What apply made of each action: the outcome of a done action, the rule that let a deletion through,
+                -- when it was first sent and finished, and how often it was sent again after a crash.
+                ALTER TABLE action ADD COLUMN result TEXT;
+                ALTER TABLE action ADD COLUMN policy TEXT;
+                ALTER TABLE action ADD COLUMN first_sent_at INTEGER;
+                ALTER TABLE action ADD COLUMN finished_at INTEGER;
+                ALTER TABLE action ADD COLUMN resent INTEGER NOT NULL DEFAULT 0;
+                -- One row per apply/run/resume process, with the traffic of each service it used.
+                CREATE TABLE apply_session (
+                    id INTEGER PRIMARY KEY,
+                    command TEXT NOT NULL,
+                    started_at INTEGER NOT NULL,
+                    ended_at INTEGER,
+                    resent INTEGER NOT NULL DEFAULT 0,
+                    outcome TEXT
+                );
+                CREATE TABLE service_stats (
+                    session INTEGER NOT NULL REFERENCES apply_session (id),
+                    service TEXT NOT NULL,
+                    requests INTEGER NOT NULL,
+                    retries INTEGER NOT NULL,
+                    throttled INTEGER NOT NULL,
+                    failures INTEGER NOT NULL,
+                    PRIMARY KEY (session, service)
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -49,7 +49,8 @@ extension StateStore: ReportSource {
             let rows = try Row.fetchCursor(db, sql: "SELECT * FROM action ORDER BY seq, step \(limit.map { "LIMIT \($0)" } ?? "")")
             while let row = try rows.next() {
                 try body(ReportAction(sequence: row["seq"], uid: row["uid"], kind: row["kind"], state: row["state"], detail: row["detail"],
-                                      reason: row["reason"], value: row["value"], attempts: row["attempts"]))
+                                      reason: row["reason"], value: row["value"], attempts: row["attempts"],
+                                      result: row["result"], policy: row["policy"], resent: row["resent"]))
             }
         }
     }
@@ -61,6 +62,45 @@ extension StateStore: ReportSource {
                 let position = SourcePosition(file: row["file"], line: row["line"])
                 try body(row["seq"], QuarantineEntry(position: position, localId: row["uid"], field: row["field"], reason: row["reason"]))
             }
+        }
+    }
+
+    public func applySummary() throws -> ApplySummary? {
+        try queue.read { db in
+            let sessions = try Row.fetchAll(db, sql: """
+                SELECT s.*, (SELECT max(updated_at) FROM action) AS last_record FROM apply_session s ORDER BY id
+                """).map { row in
+                ApplySummary.Session(command: row["command"], startedAt: row["started_at"],
+                                     endedAt: (row["ended_at"] as Int64?) ?? max(row["started_at"] as Int64, (row["last_record"] as Int64?) ?? 0),
+                                     resent: row["resent"], outcome: row["outcome"])
+            }
+            guard !sessions.isEmpty else { return nil }
+            var states: [ActionKind: [ActionState: Int]] = [:]
+            var busy: [ActionKind: Double] = [:]
+            for row in try Row.fetchAll(db, sql: """
+                SELECT kind, state, count(*) AS n, min(first_sent_at) AS first, max(finished_at) AS last FROM action GROUP BY kind, state
+                """) {
+                guard let kind = ActionKind(rawValue: row["kind"]), let state = ActionState(rawValue: row["state"]) else { continue }
+                states[kind, default: [:]][state] = row["n"]
+                if state == .done, let first = row["first"] as Int64?, let last = row["last"] as Int64? {
+                    busy[kind] = Double(max(0, last - first)) / 1000
+                }
+            }
+            let kinds = ActionKind.allCases.compactMap { kind in
+                states[kind].map { ApplySummary.KindFigures(kind: kind, states: $0, busySeconds: busy[kind] ?? 0) }
+            }
+            let policies = try Row.fetchAll(db, sql: """
+                SELECT kind, policy, state, count(*) AS n FROM action WHERE policy IS NOT NULL GROUP BY kind, policy, state ORDER BY kind, state, policy
+                """).map { (kind: $0["kind"] as String, policy: $0["policy"] as String, state: $0["state"] as String, count: $0["n"] as Int) }
+            let reasons = try Row.fetchAll(db, sql: """
+                SELECT kind, state, coalesce(reason, '') AS reason, count(*) AS n FROM action
+                WHERE state IN ('failed', 'not-possible', 'blocked') GROUP BY kind, state, reason ORDER BY kind, state, n DESC, reason
+                """).map { (kind: $0["kind"] as String, state: $0["state"] as String, reason: $0["reason"] as String, count: $0["n"] as Int) }
+            let traffic = try Row.fetchAll(db, sql: """
+                SELECT service, sum(requests) AS requests, sum(retries) AS retries, sum(throttled) AS throttled, sum(failures) AS failures
+                FROM service_stats GROUP BY service ORDER BY service
+                """).map { ServiceTraffic(service: $0["service"], requests: $0["requests"], retries: $0["retries"], throttled: $0["throttled"], failures: $0["failures"]) }
+            return ApplySummary(kinds: kinds, policies: policies, reasons: reasons, traffic: traffic, sessions: sessions)
         }
     }
 }

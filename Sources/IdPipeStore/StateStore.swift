@@ -102,9 +102,12 @@ public final class StateStore: PlanStore, @unchecked Sendable {
 public enum StoreError: Error, CustomStringConvertible {
     case cannotOpen(path: String, underlying: String)
     case corrupt(String)
+    case locked(path: String, holder: String)
 
     public var description: String {
         switch self {
+        case .locked(let path, let holder):
+            "the state store \(path) is in use by \(holder); wait for it to finish (or stop it: an interrupted run resumes) before starting another"
         case .cannotOpen(let path, let underlying): "cannot open the state store \(path): \(underlying)"
         case .corrupt(let what): "the state store is damaged: \(what)"
         }

@@ -46,6 +46,8 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Share of service requests answered 500.") var fault500 = 0.0
     @Option(help: "Share of service requests answered 429 with Retry-After.") var fault429 = 0.0
     @Option(help: "Share of service requests whose connection is dropped after the effect.") var faultDrop = 0.0
+    @Option(help: "Chance per service request that a burst of 429s starts.") var fault429Burst = 0.0
+    @Option(help: "How many requests in a row a 429 burst answers.") var burstLength = 20
     @Option(help: "The Retry-After of injected 429s, in seconds.") var retryAfter = 1
     @Option(help: "Latency added to every service answer, in milliseconds.") var latencyMs = 0
     @Option(help: "Seed of the fault pattern.") var seed: UInt64 = 1
@@ -54,6 +56,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "batchGet/lookup requests per second (0: no quota).") var quotaRead = 0.0
     @Option(help: "Apple requests per second (0: no quota).") var quotaApple = 0.0
     @Option(help: "Facebook requests per second (0: no quota).") var quotaFacebook = 0.0
+    @Option(help: "Data-deletion webhook requests per second (0: no quota).") var quotaWebhook = 0.0
     @Option(help: "Lifetime of issued Google access tokens, in seconds.") var tokenLifetime: Int64 = 3600
 
     func run() async throws {
@@ -63,11 +66,14 @@ struct Serve: AsyncParsableCommand {
         config.quotas.read = quotaRead
         config.quotas.apple = quotaApple
         config.quotas.facebook = quotaFacebook
+        config.quotas.webhook = quotaWebhook
         config.google?.tokenLifetime = tokenLifetime
         config.faults.status503 = fault503
         config.faults.status500 = fault500
         config.faults.status429 = fault429
         config.faults.drop = faultDrop
+        config.faults.burst429 = fault429Burst
+        config.faults.burstLength = burstLength
         config.faults.retryAfterSeconds = retryAfter
         config.faults.latencyMilliseconds = latencyMs
         config.faults.seed = seed
@@ -83,6 +89,9 @@ struct Serve: AsyncParsableCommand {
             try service.loadStoredTokens(jsonLines: String(decoding: data, as: UTF8.self), file: storedTokens)
         }
         let server = try await SandboxServer.start(service: service, port: port ?? configuredPort)
+        if server.port != configuredPort {
+            try SandboxSetup.pointClients(directory: dir, config: config, port: server.port)
+        }
         let line = "idpipe-sandbox listening on \(server.baseURL) (project \(config.projectId), \(loaded)); ledger at \(server.baseURL)/__sandbox/ledger\n"
         FileHandle.standardOutput.write(Data(line.utf8))
         try await server.wait()

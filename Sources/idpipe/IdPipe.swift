@@ -12,5 +12,5 @@ struct IdPipe: ParsableCommand {
             Exit codes: 0 all done; 1 done, with quarantined rows or per-account failures; 2 bad usage, pipeline \
             file or input; 3 stopped by a guard; 130 interrupted (run the same command again to resume).
             """,
-        subcommands: [Validate.self, Plan.self, Status.self, Report.self])
+        subcommands: [Validate.self, Plan.self, Apply.self, RunPipeline.self, Resume.self, Status.self, Report.self])
 }

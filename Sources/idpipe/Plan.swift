@@ -37,46 +37,13 @@ struct Plan: ParsableCommand {
     }
 
     func run() throws {
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = verbose ? .info : .warning
-            return handler
-        }
-        let logger = Logger(label: "idpipe")
         let context: PipelineContext
         do { context = try PipelineContext(path: pipeline) } catch { throw fail("\(error)") }
         let out = location.out ?? "out/\(context.definition.name)"
-        let statePath = location.state ?? "\(out)/state.sqlite"
-        do {
-            try makeDirectory(out)
-            let started = wallClockSeconds()
-            let outcome = try PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf.flatMap(Timestamp.parseRFC3339),
-                                            workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: logger).run()
-            Console.endProgress()
-            let store = try StateStore(path: statePath)
-            let written = try ReportWriter(store: store, out: out, reveal: reportOptions.revealPersonalData || context.definition.report.revealPersonalData,
-                                           listLimit: context.definition.report.listLimit).writeAll()
-            let tally = outcome.tally
-            let elapsed = wallClockSeconds() - started
-            if outcome.alreadyPlanned { Console.out("The state store already holds a finished plan; the reports were written again.") }
-            if outcome.resumed { Console.out("Resumed an interrupted plan.") }
-            Console.out("\(tally["accounts.read"]) accounts read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(elapsed)).")
-            for path in written { Console.out("report: \(path)") }
-            if let output = context.definition.output.importJSON { Console.out("import file: \(out)/\(output)") }
-            Console.out("state: \(statePath)")
-            if let verdict = outcome.run.guardVerdict {
-                Console.error("idpipe: stopped by a guard: \(verdict)")
-                throw Exit.stoppedByGuard
-            }
-            if tally["accounts.quarantined"] > 0 {
-                Console.error("idpipe: \(tally["accounts.quarantined"]) input rows were quarantined; see the Quarantine section of \(out)/plan.md")
-                throw Exit.doneWithFailures
-            }
-        } catch let code as ExitCode {
+        if let code = try planStage(context: context, statePath: location.state ?? "\(out)/state.sqlite", out: out,
+                                    asOf: asOf.flatMap(Timestamp.parseRFC3339), reveal: reportOptions.revealPersonalData, verbose: verbose,
+                                    workers: workers, requestApply: false, command: "plan") {
             throw code
-        } catch {
-            Console.endProgress()
-            throw fail("\(error)")
         }
     }
 }

@@ -7,15 +7,18 @@ struct ReportWriter {
     let out: String
     let reveal: Bool
     let listLimit: Int
+    /// `plan` for the dry run's files, `report` once apply has run (plan.md stays as it was reviewed).
+    var stem = "plan"
 
     enum Format: String, CaseIterable {
         case md, json, csv
-        var fileName: String {
-            switch self {
-            case .md: "plan.md"
-            case .json: "plan.json"
-            case .csv: "ledger.csv"
-            }
+    }
+
+    func fileName(_ format: Format) -> String {
+        switch format {
+        case .md: "\(stem).md"
+        case .json: "\(stem).json"
+        case .csv: "ledger.csv"
         }
     }
 
@@ -24,7 +27,7 @@ struct ReportWriter {
     }
 
     func write(_ format: Format, to path: String? = nil) throws -> String {
-        let target = path ?? "\(out)/\(format.fileName)"
+        let target = path ?? "\(out)/\(fileName(format))"
         let file = try FileOutput(path: target)
         defer { file.close() }
         var stream = file

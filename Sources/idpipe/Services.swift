@@ -14,12 +14,16 @@ final class Services {
     let projectId: String?
     let apple: AppleClient?
     let facebook: FacebookClient?
+    let webhook: DataWebhookClient?
+    /// Every channel built, for the traffic figures of the report.
+    let channels: [ServiceChannel]
 
     /// `retry` applies to every service; `validate --check-services` passes a short one so a wrong address fails fast.
     init(_ context: PipelineContext, environment: [String: String] = ProcessInfo.processInfo.environment,
          retry: RetryPolicy = RetryPolicy(), logger: Logger) throws {
         let services = context.definition.services
-        transport = AsyncHTTPTransport(connectionsPerHost: 16)
+        var channels: [ServiceChannel] = []
+        transport = AsyncHTTPTransport(connectionsPerHost: 64)
         if let google = services.google {
             let (base, emulator) = try IdentityToolkitClient.base(environment: environment, override: google.endpoint)
             let tokens: any AccessTokenSource
@@ -32,7 +36,7 @@ final class Services {
                 }
                 let key = try ServiceAccountKey.load(path: file)
                 project = project ?? key.projectId
-                tokens = try ServiceAccountAccessTokens(account: key, channel: ServiceChannel(service: "google-oauth", transport: transport, retry: retry, logger: logger))
+                tokens = try ServiceAccountAccessTokens(account: key, channel: Self.channel("google-oauth", transport, retry, 8, logger, &channels))
             }
             guard let project else { throw CommandError("\(context.path): services.google: project_id is needed with the emulator") }
             var rates = IdentityToolkitRates()
@@ -41,7 +45,7 @@ final class Services {
             rates.reads = google.readsPerSecond
             identityToolkit = IdentityToolkitClient(
                 projectId: project, tenantId: google.tenantId, base: base, tokens: tokens,
-                channel: ServiceChannel(service: "identitytoolkit", transport: transport, retry: retry, maxInFlight: google.maxInFlight, logger: logger), rates: rates)
+                channel: Self.channel("identitytoolkit", transport, retry, google.maxInFlight, logger, &channels), rates: rates)
             projectId = project
         } else {
             identityToolkit = nil
@@ -59,7 +63,7 @@ final class Services {
             let credentials = try AppleCredentials(teamId: config.teamId, keyId: config.keyId, clientId: config.clientId, key: key,
                                                    secretLifetime: Int64(config.secretLifetime))
             apple = AppleClient(credentials: credentials, endpoint: try Endpoint(config.endpoint ?? AppleClient.productionBase, service: "apple"),
-                                channel: ServiceChannel(service: "apple", transport: transport, retry: retry, maxInFlight: config.maxInFlight, logger: logger),
+                                channel: Self.channel("apple", transport, retry, config.maxInFlight, logger, &channels),
                                 rate: config.requestsPerSecond)
         } else {
             apple = nil
@@ -79,11 +83,36 @@ final class Services {
             facebook = FacebookClient(
                 credentials: try FacebookCredentials(appId: config.appId, appSecret: secret, graphVersion: config.graphVersion),
                 endpoint: try Endpoint(config.endpoint ?? FacebookClient.productionBase, service: "facebook"),
-                channel: ServiceChannel(service: "facebook", transport: transport, retry: retry, maxInFlight: config.maxInFlight, logger: logger),
+                channel: Self.channel("facebook", transport, retry, config.maxInFlight, logger, &channels),
                 rate: config.requestsPerSecond)
         } else {
             facebook = nil
         }
+        if let url = context.definition.stages.delete?.dataWebhook {
+            let config = services.webhook ?? WebhookServiceConfig()
+            var secret: String?
+            if let file = config.secretFile.map(context.resolve) {
+                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                    throw CommandError("\(context.path): services.webhook.secret_file: cannot read \(file)")
+                }
+                secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            } else if let value = environment[config.secretEnv], !value.isEmpty {
+                secret = value
+            }
+            webhook = try DataWebhookClient(url: url, secret: secret,
+                                            channel: Self.channel("data-webhook", transport, retry, config.maxInFlight, logger, &channels),
+                                            rate: config.requestsPerSecond)
+        } else {
+            webhook = nil
+        }
+        self.channels = channels
+    }
+
+    private static func channel(_ service: String, _ transport: AsyncHTTPTransport, _ retry: RetryPolicy, _ maxInFlight: Int, _ logger: Logger,
+                                _ channels: inout [ServiceChannel]) -> ServiceChannel {
+        let channel = ServiceChannel(service: service, transport: transport, retry: retry, maxInFlight: maxInFlight, logger: logger)
+        channels.append(channel)
+        return channel
     }
 
     func shutdown() {

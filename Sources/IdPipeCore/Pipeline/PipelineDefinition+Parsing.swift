@@ -26,7 +26,7 @@ extension PipelineDefinition {
     }
 
     private static func decode(_ root: ConfigNode) throws -> PipelineDefinition {
-        let top = try root.mapping(allowed: ["version", "name", "description", "source", "inputs", "select", "stages", "guards", "report", "output", "services"])
+        let top = try root.mapping(allowed: ["version", "name", "description", "source", "inputs", "select", "stages", "guards", "report", "output", "services", "apply"])
         guard let versionNode = top["version"] else { throw root.error("missing key 'version' (this idpipe reads version 1)") }
         let version = try versionNode.int()
         guard version == 1 else { throw versionNode.error("version \(version) is not supported (this idpipe reads version 1)") }
@@ -53,7 +53,8 @@ extension PipelineDefinition {
             guards: try top["guards"].map(decodeGuards) ?? GuardsConfig(),
             report: try top["report"].map(decodeReport) ?? ReportConfig(),
             output: try top["output"].map(decodeOutput) ?? OutputConfig(),
-            services: try top["services"].map(decodeServices) ?? ServicesConfig())
+            services: try top["services"].map(decodeServices) ?? ServicesConfig(),
+            apply: try top["apply"].map(decodeApply) ?? ApplyConfig())
     }
 
     private static func decodeSource(_ node: ConfigNode) throws -> SourceConfig {
@@ -151,7 +152,7 @@ extension PipelineDefinition {
             }
         }
         if let delete = keys["delete"] {
-            stages.delete = try delete.stage(defaults: DeleteConfig(), allowed: ["data_webhook", "accounts", "when_not_revocable"]) { config, entries in
+            stages.delete = try delete.stage(defaults: DeleteConfig(), allowed: ["data_webhook", "accounts", "when_not_revocable", "when_revocation_fails"]) { config, entries in
                 if let hook = entries["data_webhook"] {
                     let url = try hook.string()
                     guard url.hasPrefix("https://") || url.hasPrefix("http://127.0.0.1") || url.hasPrefix("http://localhost") else {
@@ -161,6 +162,7 @@ extension PipelineDefinition {
                 }
                 config.accounts = try entries["accounts"]?.bool() ?? true
                 config.whenNotRevocable = try entries["when_not_revocable"]?.oneOf(NotRevocablePolicy.self) ?? .keep
+                config.whenRevocationFails = try entries["when_revocation_fails"]?.oneOf(NotRevocablePolicy.self) ?? .keep
             }
         }
         return stages
@@ -184,6 +186,14 @@ extension PipelineDefinition {
         report.revealPersonalData = try keys["reveal_personal_data"]?.bool() ?? false
         report.listLimit = try keys["list_limit"]?.int() ?? report.listLimit
         return report
+    }
+
+    private static func decodeApply(_ node: ConfigNode) throws -> ApplyConfig {
+        let keys = try node.mapping(allowed: ["unattended", "accounts_in_flight"])
+        var apply = ApplyConfig()
+        apply.unattended = try keys["unattended"]?.bool() ?? false
+        apply.accountsInFlight = try keys["accounts_in_flight"]?.int(minimum: 1) ?? apply.accountsInFlight
+        return apply
     }
 
     private static func decodeOutput(_ node: ConfigNode) throws -> OutputConfig {

@@ -11,6 +11,16 @@ public struct PipelineDefinition: Sendable, Equatable {
     public var report: ReportConfig
     public var output: OutputConfig
     public var services: ServicesConfig
+    public var apply: ApplyConfig = ApplyConfig()
+}
+
+/// How `apply` and `run` carry out a plan.
+public struct ApplyConfig: Sendable, Equatable {
+    /// `idpipe run` applies without `--yes` (a scheduled job that was reviewed once, as a file).
+    public var unattended = false
+    /// How many accounts go through their revocations and data deletion at once.
+    public var accountsInFlight = 64
+    public init() {}
 }
 
 public enum SourceFormat: String, Sendable, Equatable, CaseIterable {
@@ -117,6 +127,10 @@ public struct DeleteConfig: Sendable, Equatable {
     public var dataWebhook: String?
     public var accounts = true
     public var whenNotRevocable: NotRevocablePolicy = .keep
+    /// When a revocation was tried and failed (after its retries): keep the account by default.
+    public var whenRevocationFails: NotRevocablePolicy = .keep
+
+    public var policy: DeletionPolicy { DeletionPolicy(whenNotRevocable: whenNotRevocable, whenRevocationFails: whenRevocationFails) }
 }
 
 public struct GuardsConfig: Sendable, Equatable {

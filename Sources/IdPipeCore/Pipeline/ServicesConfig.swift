@@ -4,6 +4,17 @@ public struct ServicesConfig: Sendable, Equatable {
     public var google: GoogleServiceConfig?
     public var apple: AppleServiceConfig?
     public var facebook: FacebookServiceConfig?
+    public var webhook: WebhookServiceConfig?
+    public init() {}
+}
+
+/// The app backend's data-deletion webhook (`stages.delete.data_webhook` names its URL).
+public struct WebhookServiceConfig: Sendable, Equatable {
+    /// A file holding the shared secret that signs each request (HMAC-SHA256 of the body); else `secretEnv`.
+    public var secretFile: String?
+    public var secretEnv = "IDPIPE_WEBHOOK_SECRET"
+    public var requestsPerSecond: Double = 50
+    public var maxInFlight = 16
     public init() {}
 }
 
@@ -50,7 +61,7 @@ public struct FacebookServiceConfig: Sendable, Equatable {
 
 extension PipelineDefinition {
     static func decodeServices(_ node: ConfigNode) throws -> ServicesConfig {
-        let keys = try node.mapping(allowed: ["google", "apple", "facebook"])
+        let keys = try node.mapping(allowed: ["google", "apple", "facebook", "webhook"])
         var services = ServicesConfig()
         if let google = keys["google"] {
             let entries = try google.mapping(allowed: ["project_id", "tenant_id", "credentials", "endpoint", "updates_per_second",
@@ -97,6 +108,15 @@ extension PipelineDefinition {
             config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
             config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
             services.facebook = config
+        }
+        if let webhook = keys["webhook"] {
+            let entries = try webhook.mapping(allowed: ["secret_file", "secret_env", "requests_per_second", "max_in_flight"])
+            var config = WebhookServiceConfig()
+            config.secretFile = try entries["secret_file"]?.string()
+            config.secretEnv = try entries["secret_env"]?.string() ?? config.secretEnv
+            config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
+            config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+            services.webhook = config
         }
         return services
     }

@@ -11,6 +11,18 @@ public struct Planner: Sendable {
         self.asOf = asOf
     }
 
+    /// Everything a selected account goes through: its revocations, then its data and account deletion.
+    /// A Firebase session revocation is left out when the account itself is deleted: the deletion ends its
+    /// sessions, and each `accounts:update` would cost one of the project's 10 updates per second for nothing.
+    public func cleanup(for account: Account, credentials: StoredCredentials?) -> [PlannedAction] {
+        var revocations = self.revocations(for: account, credentials: credentials)
+        let deletions = self.deletions(after: revocations)
+        if deletions.contains(where: { $0.kind == .deleteAccount && $0.state == .planned }) {
+            revocations.removeAll { $0.kind == .revokeSessions }
+        }
+        return revocations + deletions
+    }
+
     public func revocations(for account: Account, credentials: StoredCredentials?) -> [PlannedAction] {
         guard let revoke = stages.revoke else { return [] }
         var actions: [PlannedAction] = []
@@ -39,13 +51,18 @@ public struct Planner: Sendable {
 
     private func facebookRevocation(_ link: ProviderLink, stored: StoredFacebookLogin?) -> PlannedAction {
         let detail = "DELETE /{app-scoped id}/permissions with the app token"
+        // The provider link's rawId is the app-scoped id Facebook gave the app; apply sends it.
+        let id = link.rawId.isEmpty ? stored?.facebookId : link.rawId
+        guard let id, !id.isEmpty else {
+            return PlannedAction(kind: .revokeFacebook, state: .notPossible, detail: detail, reason: "no Facebook app-scoped id")
+        }
         guard let stored else {
-            return PlannedAction(kind: .revokeFacebook, state: .planned, detail: detail + " (login kind unknown: taken as classic)")
+            return PlannedAction(kind: .revokeFacebook, state: .planned, detail: detail + " (login kind unknown: taken as classic)", value: id)
         }
         if stored.login == .limited {
             return PlannedAction(kind: .revokeFacebook, state: .notPossible, detail: detail, reason: "Facebook Limited Login cannot be revoked from a server")
         }
-        return PlannedAction(kind: .revokeFacebook, state: .planned, detail: detail)
+        return PlannedAction(kind: .revokeFacebook, state: .planned, detail: detail, value: id)
     }
 
     /// Data and account deletion, after the revocations: what the revocations allow under the pipeline's policy.
@@ -71,7 +88,7 @@ public struct Planner: Sendable {
             actions.append(PlannedAction(kind: .deleteData, state: state, detail: "data webhook; " + policyNote, reason: reason))
         }
         if delete.accounts {
-            actions.append(PlannedAction(kind: .deleteAccount, state: state, detail: "accounts:batchDelete force; " + policyNote, reason: reason))
+            actions.append(PlannedAction(kind: .deleteAccount, state: state, detail: "accounts:batchDelete force (ends its Firebase sessions); " + policyNote, reason: reason))
         }
         return actions
     }

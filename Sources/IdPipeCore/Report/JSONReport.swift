@@ -21,7 +21,9 @@ public struct JSONReport {
         out.write(fields.map { "\"\($0.0)\": \(JSONText.string($0.1))" }.joined(separator: ", "))
         out.write(", \"inputBytes\": \(run.sourceSize), \"personalDataMasked\": \(!masking.reveal)},\n  \"totals\": {")
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
-        out.write("},\n  \"accounts\": [")
+        out.write("},\n")
+        if let summary = try source.applySummary() { out.write("  \"apply\": " + Self.apply(summary) + ",\n") }
+        out.write("  \"accounts\": [")
         var actionsBySequence: [Int64: [ReportAction]] = [:]
         var first = true
         // Accounts and their actions are both in input order: read actions lazily alongside.
@@ -45,7 +47,8 @@ public struct JSONReport {
             let actions = actionsBySequence.removeValue(forKey: account.sequence) ?? []
             parts.append("\"actions\": [" + actions.map { action in
                 "{\"kind\": \(JSONText.string(action.kind)), \"state\": \(JSONText.string(action.state)), \"detail\": \(JSONText.string(action.detail)), "
-                    + "\"reason\": \(JSONText.string(action.reason)), \"value\": \(JSONText.string(action.value.map { masking.name($0) }))}"
+                    + "\"reason\": \(JSONText.string(action.reason)), \"value\": \(JSONText.string(action.value.map { masking.name($0) })), "
+                    + "\"result\": \(JSONText.string(action.result)), \"policy\": \(JSONText.string(action.policy)), \"attempts\": \(action.attempts)}"
             }.joined(separator: ", ") + "]")
             out.write("{" + parts.joined(separator: ", ") + "}")
         }
@@ -61,6 +64,33 @@ public struct JSONReport {
     }
 }
 
+extension JSONReport {
+    static func apply(_ summary: ApplySummary) -> String {
+        let outcomes = summary.kinds.map { figures in
+            let states = ActionState.allCases.compactMap { state in figures.states[state].map { "\(JSONText.string(state.rawValue)): \($0)" } }
+            let rate = figures.ratePerSecond.map { FixedPoint.text($0, places: 2) } ?? "null"
+            return "\(JSONText.string(figures.kind.rawValue)): {\(states.joined(separator: ", ")), \"busySeconds\": \(FixedPoint.text(figures.busySeconds, places: 3)), \"donePerSecond\": \(rate)}"
+        }
+        let policies = summary.policies.map {
+            "{\"kind\": \(JSONText.string($0.kind)), \"policy\": \(JSONText.string($0.policy)), \"state\": \(JSONText.string($0.state)), \"count\": \($0.count)}"
+        }
+        let reasons = summary.reasons.map {
+            "{\"kind\": \(JSONText.string($0.kind)), \"state\": \(JSONText.string($0.state)), \"reason\": \(JSONText.string($0.reason)), \"count\": \($0.count)}"
+        }
+        let traffic = summary.traffic.map {
+            "{\"service\": \(JSONText.string($0.service)), \"requests\": \($0.requests), \"retries\": \($0.retries), \"throttled\": \($0.throttled), \"failures\": \($0.failures)}"
+        }
+        let sessions = summary.sessions.map {
+            "{\"command\": \(JSONText.string($0.command)), \"startedAt\": \(JSONText.string(Timestamp.formatRFC3339($0.startedAt))), "
+                + "\"seconds\": \(FixedPoint.text(Double(($0.endedAt ?? $0.startedAt) - $0.startedAt) / 1000, places: 3)), \"resent\": \($0.resent), "
+                + "\"outcome\": \(JSONText.string($0.outcome))}"
+        }
+        return "{\"outcomes\": {\(outcomes.joined(separator: ", "))}, \"open\": \(summary.open), \"failed\": \(summary.failed), \"resent\": \(summary.resent), "
+            + "\"seconds\": \(FixedPoint.text(summary.seconds, places: 3)), \"policies\": [\(policies.joined(separator: ", "))], "
+            + "\"reasons\": [\(reasons.joined(separator: ", "))], \"traffic\": [\(traffic.joined(separator: ", "))], \"sessions\": [\(sessions.joined(separator: ", "))]}"
+    }
+}
+
 /// The CSV ledger: one line per planned action per account, for a compliance reviewer to file.
 public struct CSVLedger {
     public let source: any ReportSource
@@ -71,14 +101,15 @@ public struct CSVLedger {
         self.masking = masking
     }
 
-    public static let header = "sequence,uid,action,service,state,detail,reason,value,attempts"
+    /// `attempts` counts sends; `resent` the sends after an interruption (the answer to the earlier one was never recorded).
+    public static let header = "sequence,uid,action,service,state,detail,reason,value,result,policy,attempts,resent"
 
     public func render(into out: inout some TextOutputStream) throws {
         out.write(Self.header + "\n")
         try source.actions(limit: nil) { action in
             let service = ActionKind(rawValue: action.kind)?.service ?? ""
             let fields = ["\(action.sequence)", action.uid, action.kind, service, action.state, action.detail, action.reason ?? "",
-                          action.value.map { masking.name($0) } ?? "", "\(action.attempts)"]
+                          action.value.map { masking.name($0) } ?? "", action.result ?? "", action.policy ?? "", "\(action.attempts)", "\(action.resent)"]
             out.write(fields.map(Self.escape).joined(separator: ",") + "\n")
         }
     }
@@ -127,5 +158,20 @@ extension String {
             if character == target { result += replacement } else { result.append(character) }
         }
         return result
+    }
+}
+
+/// A number with a fixed count of decimals (`12.50`), the same on every platform, without Foundation.
+public enum FixedPoint {
+    public static func text(_ value: Double, places: Int) -> String {
+        guard value.isFinite else { return "0" }
+        var scale = 1.0
+        for _ in 0..<places { scale *= 10 }
+        let scaled = Int64((abs(value) * scale).rounded())
+        let unit = Int64(scale)
+        let fraction = String(scaled % unit)
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        guard places > 0 else { return sign + String(scaled) }
+        return sign + String(scaled / unit) + "." + String(repeating: "0", count: places - fraction.count) + fraction
     }
 }

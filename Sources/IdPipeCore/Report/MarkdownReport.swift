@@ -13,14 +13,20 @@ public struct MarkdownReport {
     public func render(into out: inout some TextOutputStream) throws {
         let run = try source.run()
         let tally = try source.tally()
-        out.write("# idpipe plan: \(run.pipelineName)\n\n")
-        out.write("Dry run: nothing was changed. ")
+        let applied = try source.applySummary()
+        if applied != nil {
+            out.write("# idpipe run: \(run.pipelineName)\n\n")
+            out.write("Applied: the outcomes are what the services answered. ")
+        } else {
+            out.write("# idpipe plan: \(run.pipelineName)\n\n")
+            out.write("Dry run: nothing was changed. ")
+        }
         out.write(masking.reveal ? "Personal data is shown (--reveal-personal-data).\n\n" : "Personal data is masked; `--reveal-personal-data` shows it.\n\n")
         table(&out, ["", ""], [
             ["Pipeline", "`\(run.pipelinePath)` (sha256 \(run.pipelineSHA256.prefix(12)))"],
             ["Input", "`\(run.sourcePath)` (\(run.sourceFormat), \(run.sourceSize) bytes, sha256 \(run.sourceSHA256.map { String($0.prefix(12)) } ?? "not finished"))"],
             ["As of", Timestamp.formatRFC3339(run.asOf)],
-            ["Status", run.status.rawValue],
+            ["Status", run.status.rawValue + (run.applyStop.map { " (last apply stopped: \($0))" } ?? "")],
         ])
         if let verdict = run.guardVerdict { out.write("\n**Stopped by a guard:** \(verdict). Nothing may be applied from this plan.\n") }
 
@@ -69,7 +75,7 @@ public struct MarkdownReport {
 
         let actions = tally.group("actions.")
         if !actions.isEmpty {
-            section(&out, "Planned actions")
+            section(&out, applied == nil ? "Planned actions" : "Planned actions (as reviewed)")
             var rows: [[String]] = []
             for kind in ActionKind.allCases {
                 let counts = ActionState.allCases.map { tally["actions.\(kind.rawValue).\($0.rawValue)"] }
@@ -89,6 +95,8 @@ public struct MarkdownReport {
                 [account.uid, masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers]
             }
         }
+
+        if let applied { outcomes(&out, applied) }
 
         let repairs = tally.group("repairs.")
         if !repairs.isEmpty {
@@ -111,6 +119,51 @@ public struct MarkdownReport {
             }
             table(&out, ["where", "uid", "field", "reason"], rows)
             if quarantined > rows.count { out.write("\n… and \(quarantined - rows.count) more in the JSON report.\n") }
+        }
+        if let applied { timing(&out, applied) }
+    }
+
+    /// What apply did: states per action, the rule behind each deletion, and why anything did not happen.
+    private func outcomes(_ out: inout some TextOutputStream, _ summary: ApplySummary) {
+        section(&out, "Outcomes")
+        if summary.open > 0 {
+            out.write("**\(summary.open) actions are still open** (planned, or sent without a recorded answer): `idpipe resume` continues.\n\n")
+        }
+        table(&out, ["action", "service"] + ActionState.allCases.map(\.rawValue), summary.kinds.map { figures in
+            ["`\(figures.kind.rawValue)`", figures.kind.service] + ActionState.allCases.map { "\(figures.states[$0] ?? 0)" }
+        })
+        if !summary.policies.isEmpty {
+            out.write("\n### Deletions, and the rule that let each through or held it back\n\n")
+            table(&out, ["action", "state", "rule", "accounts"], summary.policies.map { ["`\($0.kind)`", $0.state, $0.policy, "\($0.count)"] })
+        }
+        if !summary.reasons.isEmpty {
+            out.write("\n### Failed, not possible and blocked, and why\n\n")
+            let shown = summary.reasons.prefix(listLimit)
+            table(&out, ["action", "state", "reason", "accounts"], shown.map { ["`\($0.kind)`", $0.state, $0.reason, "\($0.count)"] })
+            if summary.reasons.count > shown.count { out.write("\n… and \(summary.reasons.count - shown.count) more reasons in the JSON report.\n") }
+        }
+    }
+
+    /// Durations, rates and traffic: last, because they differ from one run of the same plan to the next.
+    private func timing(_ out: inout some TextOutputStream, _ summary: ApplySummary) {
+        section(&out, "Run timing and traffic")
+        out.write("Applied in \(FixedPoint.text(summary.seconds, places: 1)) s over \(summary.sessions.count) session(s). ")
+        out.write(summary.resent == 0 ? "No action had to be sent again.\n\n"
+                  : "\(summary.resent) actions were in flight when a session stopped and were sent again (each is idempotent).\n\n")
+        table(&out, ["session", "started", "seconds", "sent again", "outcome"], summary.sessions.enumerated().map { index, session in
+            ["\(index + 1) (`\(session.command)`)", Timestamp.formatRFC3339(session.startedAt),
+             FixedPoint.text(Double((session.endedAt ?? session.startedAt) - session.startedAt) / 1000, places: 1), "\(session.resent)", session.outcome ?? "did not end (killed)"]
+        })
+        out.write("\n")
+        table(&out, ["action", "done", "first send to last answer (s)", "done per second"], summary.kinds.compactMap { figures in
+            figures.done == 0 ? nil : ["`\(figures.kind.rawValue)`", "\(figures.done)", FixedPoint.text(figures.busySeconds, places: 1),
+                                       figures.ratePerSecond.map { FixedPoint.text($0, places: 1) } ?? "–"]
+        })
+        if !summary.traffic.isEmpty {
+            out.write("\n")
+            table(&out, ["service", "requests", "retries", "throttled", "failed"], summary.traffic.map {
+                [$0.service, "\($0.requests)", "\($0.retries)", "\($0.throttled)", "\($0.failures)"]
+            })
         }
     }
 

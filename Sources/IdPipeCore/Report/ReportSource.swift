@@ -47,8 +47,16 @@ public struct ReportAction: Sendable {
     public var reason: String?
     public var value: String?
     public var attempts: Int
+    /// What apply made of it, the rule that let a deletion through, and how often it was sent again after a crash.
+    public var result: String?
+    public var policy: String?
+    public var resent: Int
 
-    public init(sequence: Int64, uid: String, kind: String, state: String, detail: String, reason: String?, value: String?, attempts: Int) {
+    public init(sequence: Int64, uid: String, kind: String, state: String, detail: String, reason: String?, value: String?, attempts: Int,
+                result: String? = nil, policy: String? = nil, resent: Int = 0) {
+        self.result = result
+        self.policy = policy
+        self.resent = resent
         self.sequence = sequence
         self.uid = uid
         self.kind = kind
@@ -76,4 +84,6 @@ public protocol ReportSource {
     func accounts(_ list: AccountList?, limit: Int?, _ body: (ReportAccount) throws -> Void) throws
     func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws
     func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws
+    /// What apply did; nil before the first apply.
+    func applySummary() throws -> ApplySummary?
 }

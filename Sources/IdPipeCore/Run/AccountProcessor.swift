@@ -36,8 +36,7 @@ public struct AccountProcessor: Sendable {
         var actions: [PlannedAction] = []
         var name: NameOutcome?
         if selection.isSelected {
-            let revocations = planner.revocations(for: account, credentials: sideInputs.credentials[uid])
-            actions = revocations + planner.deletions(after: revocations)
+            actions = planner.cleanup(for: account, credentials: sideInputs.credentials[uid])
         } else if let sources = pipeline.stages.backfillNames {
             // Names are filled only for accounts that stay.
             let outcome = NameBackfill.plan(account, isRelay: isRelay, legacy: legacy, sources: sources)

@@ -15,6 +15,10 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// SHA-256 of each side input by role, checked by resume and apply.
     public var sideInputSHA256: [String: String]
     public var guardVerdict: String?
+    /// Set by `run --yes` (or an unattended pipeline): `resume` applies the plan once it is complete.
+    public var applyRequested: Bool?
+    /// Why the last `apply` stopped before the end (a guard, a configuration error, an interruption).
+    public var applyStop: String?
 
     public init(pipelineName: String, pipelinePath: String, pipelineSHA256: String, asOf: Int64, createdAt: Int64,
                 status: RunStatus, sourcePath: String, sourceFormat: String, sourceSHA256: String? = nil, sourceSize: Int64,
@@ -41,6 +45,10 @@ public enum RunStatus: String, Sendable, Codable {
     case planned
     /// A guard stopped the plan (too many deletions).
     case stoppedByGuard = "stopped-by-guard"
+    /// `apply` has started; `resume` continues it.
+    case applying
+    /// Every action of the plan reached a final state.
+    case applied
 }
 
 /// Where a resumed plan starts from: the input position and everything counted up to it.

@@ -1,0 +1,389 @@
+import IdPipeConnect
+import IdPipeCore
+import IdPipeCrypto
+import IdPipeStore
+import Logging
+import Synchronization
+
+/// How an apply session ended.
+public enum ApplyOutcome: Sendable, Equatable {
+    /// Every action reached a final state; `failed` of them failed.
+    case completed(failed: Int)
+    /// A deletion cap was reached: nothing beyond it was deleted.
+    case stoppedByGuard(String)
+    /// Credentials or endpoints are wrong: every account would fail the same way. Actions in flight stay `sent`.
+    case stoppedByConfiguration(String)
+    /// Interrupted (SIGINT/SIGTERM): resumable.
+    case interrupted
+}
+
+public struct ApplyProgress: Sendable {
+    public var accounts: Int
+    public var actionsDone: Int
+    public var actionsFailed: Int
+    public var deleted: Int
+    public var elapsedSeconds: Double
+}
+
+public struct ApplySettings: Sendable {
+    public var policy: DeletionPolicy
+    /// The most accounts whose deletion may start in this run (counting earlier sessions); nil: no cap.
+    public var deletionCap: Int?
+    public var accountsInFlight: Int
+    /// Identifies the run in webhook idempotency keys (stable across sessions of one run).
+    public var runKey: String
+    public var window = 1000
+
+    public init(policy: DeletionPolicy, deletionCap: Int?, accountsInFlight: Int, runKey: String) {
+        self.policy = policy
+        self.deletionCap = deletionCap
+        self.accountsInFlight = accountsInFlight
+        self.runKey = runKey
+    }
+}
+
+/// Carries out a recorded plan: names, then per account its revocations, then its data, then its account
+/// through the batch-delete queue. Every remote call is preceded by a durable `sent` record and followed by
+/// a durable `done`/`failed`/`not-possible` record; after a crash, `sent` actions are sent again (each is
+/// idempotent) and final ones never are.
+public final class ApplyRunner: Sendable {
+    let store: StateStore
+    let effects: any RemoteEffects
+    let credentials: [String: StoredCredentials]
+    let settings: ApplySettings
+    let clock: @Sendable () -> Int64
+    let monotonic: @Sendable () -> Double
+    let logger: Logger
+    let journal: Journal
+    private let stop = Mutex<ApplyOutcome?>(nil)
+    private let counters = Mutex(ApplyProgress(accounts: 0, actionsDone: 0, actionsFailed: 0, deleted: 0, elapsedSeconds: 0))
+    private let budget = Mutex<Int?>(nil)
+
+    public init(store: StateStore, effects: any RemoteEffects, credentials: [String: StoredCredentials], settings: ApplySettings,
+                clock: @escaping @Sendable () -> Int64, monotonic: @escaping @Sendable () -> Double, logger: Logger) {
+        self.store = store
+        self.effects = effects
+        self.credentials = credentials
+        self.settings = settings
+        self.clock = clock
+        self.monotonic = monotonic
+        self.logger = logger
+        journal = Journal(store: store)
+    }
+
+    public var progress: ApplyProgress { counters.withLock { $0 } }
+
+    /// Runs until every action is final, a guard or configuration error stops it, or the task is cancelled.
+    public func apply(command: String, onProgress: (@Sendable (ApplyProgress) -> Void)? = nil) async throws -> (outcome: ApplyOutcome, resent: Int) {
+        let started = monotonic()
+        let (session, resent) = try await store.beginApplySession(command: command, at: clock())
+        if resent > 0 { logger.info("sending again \(resent) actions that were in flight when the last run stopped") }
+        if let cap = settings.deletionCap {
+            let started = try await store.deletionsStarted()
+            budget.withLock { $0 = cap - started }
+        }
+        let queue = DeleteQueue(highWater: 5 * IdentityToolkitClient.maxBatch)
+        var outcome: ApplyOutcome
+        do {
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await self.runDeletions(queue) }
+                group.addTask {
+                    defer { queue.close() }
+                    try await self.feed(queue, started: started, session: session, onProgress: onProgress)
+                }
+                try await group.waitForAll()
+            }
+            outcome = try await finalOutcome()
+        } catch is CancellationError {
+            _ = queue.drop()
+            outcome = stop.withLock { $0 } ?? .interrupted
+        } catch let error as ConnectorError where error.stopsRun {
+            _ = queue.drop()
+            outcome = stop.withLock { $0 } ?? .stoppedByConfiguration(error.description)
+        }
+        try await store.saveTraffic(session: session, effects.traffic())
+        try await store.endApplySession(session, at: clock(), outcome: Self.describe(outcome))
+        return (outcome, resent)
+    }
+
+    static func describe(_ outcome: ApplyOutcome) -> String {
+        switch outcome {
+        case .completed(let failed): failed == 0 ? "completed" : "completed with \(failed) failed actions"
+        case .stoppedByGuard(let why): "stopped by a guard: \(why)"
+        case .stoppedByConfiguration(let why): "stopped: \(why)"
+        case .interrupted: "interrupted"
+        }
+    }
+
+    private func finalOutcome() async throws -> ApplyOutcome {
+        if let stopped = stop.withLock({ $0 }) { return stopped }
+        let open = try await store.pendingAccounts(after: -1, limit: 1)
+        if !open.isEmpty { return .stoppedByConfiguration("actions are still open after the last account (see the log)") }
+        let failed = try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }
+        return .completed(failed: failed)
+    }
+
+    private func halt(_ outcome: ApplyOutcome) {
+        stop.withLock { current in
+            if current == nil { current = outcome }
+        }
+    }
+
+    private var halted: Bool { stop.withLock { $0 != nil } }
+
+    // MARK: - Feeding accounts
+
+    private func feed(_ queue: DeleteQueue, started: Double, session: Int64, onProgress: (@Sendable (ApplyProgress) -> Void)?) async throws {
+        var after: Int64 = -1
+        var lastTraffic = monotonic()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            var running = 0
+            var lastReport = 0.0
+            while !halted {
+                let window = try await store.pendingAccounts(after: after, limit: settings.window)
+                guard let last = window.last else { break }
+                after = last.sequence
+                for account in window {
+                    if halted || Task.isCancelled { break }
+                    if running >= settings.accountsInFlight {
+                        try await group.next()
+                        running -= 1
+                    }
+                    group.addTask { try await self.process(account, queue) }
+                    running += 1
+                    let now = monotonic()
+                    if now - lastReport >= 0.25, let onProgress {
+                        lastReport = now
+                        onProgress(counters.withLock { $0.elapsedSeconds = now - started; return $0 })
+                    }
+                }
+                if monotonic() - lastTraffic > 5 {
+                    lastTraffic = monotonic()
+                    try await store.saveTraffic(session: session, effects.traffic())
+                }
+            }
+            try await group.waitForAll()
+        }
+        try Task.checkCancellation()
+    }
+
+    // MARK: - One account
+
+    private func process(_ account: PendingAccount, _ queue: DeleteQueue) async throws {
+        defer { counters.withLock { $0.accounts += 1 } }
+        var actions = account.actions
+        func index(_ kind: ActionKind) -> Int? { actions.firstIndex { $0.kind == kind } }
+
+        if let i = index(.updateName), actions[i].isOpen {
+            let uid = account.uid, name = actions[i].value ?? ""
+            actions[i] = try await perform(actions[i]) { _ in
+                switch try await self.effects.displayName(uid: uid) {
+                case .missing: return .notPossible("the account no longer exists")
+                // The planned name already there: set by this run before an interruption (or by someone else): done.
+                case .present(let current) where current == name: return .done("display name set")
+                case .present: return .notPossible("it has a display name now (set since the plan): left as it is")
+                case .empty:
+                    try await self.effects.setDisplayName(uid: uid, name: name)
+                    return .done("display name set")
+                }
+            }
+        }
+
+        let revocationIndices = actions.indices.filter { actions[$0].kind.isRevocation && actions[$0].isOpen }
+        if !revocationIndices.isEmpty {
+            let results = try await withThrowingTaskGroup(of: (Int, PendingAction).self) { group in
+                for i in revocationIndices {
+                    let action = actions[i]
+                    group.addTask { (i, try await self.revoke(action, account: account)) }
+                }
+                var results: [(Int, PendingAction)] = []
+                for try await result in group { results.append(result) }
+                return results
+            }
+            for (i, action) in results { actions[i] = action }
+        }
+
+        let open = actions.filter { $0.kind.isDeletion && $0.isOpen }
+        guard !open.isEmpty else { return }
+        guard account.selected else {
+            try await close(open, .blocked, reason: "the account is not selected for cleanup in this plan", policy: "selection")
+            return
+        }
+        switch settings.policy.verdict(revocations: actions.filter { $0.kind.isRevocation }) {
+        case .wait:
+            return  // a revocation is still open (a stop came in between): the next run decides
+        case .block(let policy, let reason):
+            try await close(open, .blocked, reason: reason, policy: policy)
+        case .allow(let policy):
+            // The cap counts accounts whose deletion starts; one already started in an earlier session is counted.
+            let alreadyStarted = account.actions.contains { $0.kind.isDeletion && ($0.state == .sent || $0.state == .done || $0.state == .failed) }
+            if !alreadyStarted, !reserveDeletion() { return }
+            if let i = index(.deleteData), actions[i].isOpen {
+                let uid = account.uid
+                let key = idempotencyKey(uid)
+                actions[i] = try await perform(actions[i], policy: policy) { _ in
+                    try await self.effects.deleteData(uid: uid, idempotencyKey: key, run: self.settings.runKey)
+                    return .done("data deleted by the webhook")
+                }
+                if actions[i].state != .done, let j = index(.deleteAccount), actions[j].isOpen {
+                    try await close([actions[j]], .blocked, reason: "delete-data \(actions[i].state.rawValue): \(actions[i].reason ?? "")", policy: policy)
+                    return
+                }
+            }
+            if let i = index(.deleteAccount), actions[i].isOpen {
+                await queue.push(DeleteQueue.Item(actionId: actions[i].id, uid: account.uid, policy: policy))
+            }
+        }
+    }
+
+    private func revoke(_ action: PendingAction, account: PendingAccount) async throws -> PendingAction {
+        let uid = account.uid
+        switch action.kind {
+        case .revokeApple:
+            guard let token = credentials[uid]?.apple else {
+                return try await closeOne(action, .notPossible, reason: "no stored Apple token at apply time (the stored-tokens file has none for this account)")
+            }
+            return try await perform(action) { now in try await self.effects.revokeApple(token, now: now) }
+        case .revokeFacebook:
+            guard let id = action.value, !id.isEmpty else {
+                return try await closeOne(action, .notPossible, reason: "no Facebook app-scoped id recorded")
+            }
+            return try await perform(action) { _ in
+                try await self.effects.revokeFacebook(appScopedId: id)
+                return .done("permissions removed")
+            }
+        case .revokeSessions:
+            return try await perform(action) { now in
+                // The first send time, so a send after a crash asks for exactly the same change.
+                try await self.effects.revokeSessions(uid: uid, validSince: (action.firstSentAt ?? now) / 1000)
+                return .done("sessions ended (validSince set)")
+            }
+        default:
+            return action
+        }
+    }
+
+    private func reserveDeletion() -> Bool {
+        let allowed = budget.withLock { remaining -> Bool in
+            guard let left = remaining else { return true }
+            guard left > 0 else { return false }
+            remaining = left - 1
+            return true
+        }
+        if !allowed {
+            halt(.stoppedByGuard("the deletion cap of \(settings.deletionCap ?? 0) accounts for this run is reached; the remaining deletions stay planned"))
+        }
+        return allowed
+    }
+
+    func idempotencyKey(_ uid: String) -> String {
+        String(SHA256Hasher.hexDigest("idpipe delete-data \(settings.runKey) \(uid)").prefix(32))
+    }
+
+    // MARK: - Recording
+
+    /// Records `sent`, runs the step, records its end. A configuration error or a cancellation leaves the action
+    /// `sent` (the next run sends it again); any other error fails this action only.
+    private func perform(_ action: PendingAction, policy: String? = nil, _ step: @Sendable (Int64) async throws -> StepResult) async throws -> PendingAction {
+        let now = clock()
+        try await journal.write([ActionUpdate(id: action.id, state: .sent, at: now)])
+        var updated = action
+        updated.firstSentAt = action.firstSentAt ?? now
+        let update: ActionUpdate
+        do {
+            switch try await step(updated.firstSentAt!) {
+            case .done(let result):
+                update = ActionUpdate(id: action.id, state: .done, result: result, policy: policy, at: clock())
+            case .notPossible(let reason):
+                update = ActionUpdate(id: action.id, state: .notPossible, reason: reason, policy: policy, at: clock())
+            }
+        } catch {
+            update = ActionUpdate(id: action.id, state: .failed, reason: try failure(error), policy: policy, at: clock())
+        }
+        try await journal.write([update])
+        count(update.state)
+        updated.state = update.state
+        updated.reason = update.reason ?? updated.reason
+        return updated
+    }
+
+    /// The reason an action failed; rethrows what must not fail one action: a configuration error (it stops
+    /// the run) and a cancellation (the action stays `sent`, to be sent again by the next run).
+    private func failure(_ error: any Error) throws -> String {
+        if let error = error as? ConnectorError, error.stopsRun {
+            halt(.stoppedByConfiguration(error.description))
+            throw error
+        }
+        if error is CancellationError { throw error }
+        return "\(error)"
+    }
+
+    private func closeOne(_ action: PendingAction, _ state: ActionState, reason: String) async throws -> PendingAction {
+        try await close([action], state, reason: reason, policy: nil)
+        var updated = action
+        updated.state = state
+        updated.reason = reason
+        return updated
+    }
+
+    private func close(_ actions: [PendingAction], _ state: ActionState, reason: String, policy: String?) async throws {
+        let now = clock()
+        try await journal.write(actions.map { ActionUpdate(id: $0.id, state: state, reason: reason, policy: policy, at: now) })
+        for _ in actions { count(state) }
+    }
+
+    private func count(_ state: ActionState) {
+        counters.withLock { counters in
+            switch state {
+            case .done: counters.actionsDone += 1
+            case .failed: counters.actionsFailed += 1
+            default: break
+            }
+        }
+    }
+
+    // MARK: - Batch deletion
+
+    /// Takes what the queue holds at each slot of the batch-delete quota, up to 1000 accounts a call.
+    private func runDeletions(_ queue: DeleteQueue) async throws {
+        let interval = 1 / max(effects.batchDeleteRate, 0.001)
+        var nextSlot = monotonic()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            while true {
+                let wait = nextSlot - monotonic()
+                if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+                guard let batch = await queue.take(max: IdentityToolkitClient.maxBatch) else { break }
+                nextSlot = monotonic() + interval
+                group.addTask { try await self.deleteBatch(batch) }
+            }
+            try await group.waitForAll()
+        }
+    }
+
+    private func deleteBatch(_ batch: [DeleteQueue.Item]) async throws {
+        let sentAt = clock()
+        try await journal.write(batch.map { ActionUpdate(id: $0.actionId, state: .sent, at: sentAt) })
+        var updates: [ActionUpdate] = []
+        do {
+            let failures = try await effects.deleteAccounts(batch.map(\.uid))
+            let now = clock()
+            for item in batch {
+                if let message = failures[item.uid] {
+                    updates.append(ActionUpdate(id: item.actionId, state: .failed, reason: message, policy: item.policy, at: now))
+                } else {
+                    updates.append(ActionUpdate(id: item.actionId, state: .done, result: "deleted (or already gone)", policy: item.policy, at: now))
+                }
+            }
+        } catch {
+            let reason = try failure(error)
+            let now = clock()
+            updates = batch.map { ActionUpdate(id: $0.actionId, state: .failed, reason: reason, policy: $0.policy, at: now) }
+        }
+        try await journal.write(updates)
+        counters.withLock { counters in
+            for update in updates {
+                if update.state == .done { counters.actionsDone += 1; counters.deleted += 1 } else { counters.actionsFailed += 1 }
+            }
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import IdPipeConnect
+import IdPipeCore
+import IdPipeStore
+
+/// What a display-name check found at apply time.
+public enum NameCheck: Sendable, Equatable {
+    case missing
+    case empty
+    case present(String)
+}
+
+/// How one step ended when it did not throw: done (with what happened) or not possible (with why).
+public enum StepResult: Sendable, Equatable {
+    case done(String)
+    case notPossible(String)
+}
+
+/// The remote side effects of apply, one call per step. The live implementation talks to the services;
+/// tests may replace it. Errors are `ConnectorError`s: a configuration error stops the run, others fail one action.
+public protocol RemoteEffects: Sendable {
+    func displayName(uid: String) async throws -> NameCheck
+    func setDisplayName(uid: String, name: String) async throws
+    func revokeApple(_ token: StoredAppleToken, now: Int64) async throws -> StepResult
+    func revokeFacebook(appScopedId: String) async throws
+    func revokeSessions(uid: String, validSince: Int64) async throws
+    func deleteData(uid: String, idempotencyKey: String, run: String) async throws
+    /// Deletes up to 1000 accounts in one call; returns the ones that failed, with why.
+    func deleteAccounts(_ uids: [String]) async throws -> [String: String]
+    /// Batch deletes allowed per second (the pacing of the deletion queue).
+    var batchDeleteRate: Double { get }
+    /// Requests, retries and refusals so far, per service.
+    func traffic() -> [ServiceTraffic]
+}
+
+/// The effects on the real (or sandbox) services.
+public final class LiveEffects: RemoteEffects {
+    let identityToolkit: IdentityToolkitClient?
+    let apple: AppleClient?
+    let facebook: FacebookClient?
+    let webhook: DataWebhookClient?
+    let channels: [ServiceChannel]
+    public let batchDeleteRate: Double
+
+    public init(identityToolkit: IdentityToolkitClient?, apple: AppleClient?, facebook: FacebookClient?, webhook: DataWebhookClient?,
+                channels: [ServiceChannel], batchDeleteRate: Double) {
+        self.identityToolkit = identityToolkit
+        self.apple = apple
+        self.facebook = facebook
+        self.webhook = webhook
+        self.channels = channels
+        self.batchDeleteRate = batchDeleteRate
+    }
+
+    /// The pipeline keys each action kind needs, or nil when it is configured.
+    public func missingService(for kind: ActionKind) -> String? {
+        switch kind {
+        case .updateName, .revokeSessions, .deleteAccount: identityToolkit == nil ? "services.google" : nil
+        case .revokeApple: apple == nil ? "services.apple" : nil
+        case .revokeFacebook: facebook == nil ? "services.facebook" : nil
+        case .deleteData: webhook == nil ? "stages.delete.data_webhook" : nil
+        }
+    }
+
+    private func need<T>(_ client: T?, _ key: String) throws -> T {
+        guard let client else { throw ConnectorError.configuration(service: "idpipe", message: "\(key) is not configured") }
+        return client
+    }
+
+    public func displayName(uid: String) async throws -> NameCheck {
+        let users = try await need(identityToolkit, "services.google").lookup(localIds: [uid])
+        guard let user = users.first(where: { $0["localId"]?.string == uid }) else { return .missing }
+        let name = user["displayName"]?.string ?? ""
+        return name.isEmpty ? .empty : .present(name)
+    }
+
+    public func setDisplayName(uid: String, name: String) async throws {
+        try await need(identityToolkit, "services.google").update(localId: uid, displayName: name)
+    }
+
+    public func revokeApple(_ token: StoredAppleToken, now: Int64) async throws -> StepResult {
+        let client = try need(apple, "services.apple")
+        switch token.kind {
+        case .refreshToken, .accessToken:
+            try await client.revoke(token: token.token.value, hint: token.kind == .refreshToken ? .refreshToken : .accessToken)
+            return .done("revoked or already invalid")
+        case .authorizationCode:
+            // A code is good for five minutes after Apple issued it: judged now, not when the plan was made.
+            guard now - token.capturedAt <= Planner.authorizationCodeLifetimeMs else {
+                return .notPossible("authorization code expired before apply (captured \(Timestamp.formatRFC3339(token.capturedAt)))")
+            }
+            let tokens: AppleTokenResponse
+            do {
+                tokens = try await client.exchange(code: token.token.value)
+            } catch ConnectorError.rejected(_, let code, _) where code == "invalid_grant" {
+                return .notPossible("Apple refused the authorization code (invalid_grant: expired or already used)")
+            }
+            if let refresh = tokens.refreshToken {
+                try await client.revoke(token: refresh, hint: .refreshToken)
+            } else {
+                try await client.revoke(token: tokens.accessToken, hint: .accessToken)
+            }
+            return .done("code exchanged; revoked or already invalid")
+        }
+    }
+
+    public func revokeFacebook(appScopedId: String) async throws {
+        try await need(facebook, "services.facebook").revokeLogin(appScopedId: appScopedId)
+    }
+
+    public func revokeSessions(uid: String, validSince: Int64) async throws {
+        try await need(identityToolkit, "services.google").update(localId: uid, validSince: validSince)
+    }
+
+    public func deleteData(uid: String, idempotencyKey: String, run: String) async throws {
+        try await need(webhook, "stages.delete.data_webhook").deleteUserData(uid: uid, idempotencyKey: idempotencyKey, run: run)
+    }
+
+    public func deleteAccounts(_ uids: [String]) async throws -> [String: String] {
+        let failures = try await need(identityToolkit, "services.google").batchDelete(localIds: uids)
+        return Dictionary(failures.map { ($0.localId, $0.message) }, uniquingKeysWith: { first, _ in first })
+    }
+
+    public func traffic() -> [ServiceTraffic] {
+        channels.map { channel in
+            let stats = channel.stats
+            return ServiceTraffic(service: channel.service, requests: stats.requests, retries: stats.retries, throttled: stats.throttled, failures: stats.failures)
+        }
+    }
+}

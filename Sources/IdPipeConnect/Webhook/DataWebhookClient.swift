@@ -1,0 +1,46 @@
+import IdPipeCrypto
+
+/// The app backend's "delete this user's data" webhook: `POST {url}` with a JSON body naming the account and an
+/// idempotency key, sent again with the same key after a timeout or a crash. Any 2xx means the data is deleted
+/// (or deletion is durably queued by the backend); 429 and 5xx are retried; any other status fails the account.
+public final class DataWebhookClient: Sendable {
+    public let url: String
+    let secret: [UInt8]?
+    let channel: ServiceChannel
+    let limiter: RateLimiter
+
+    /// `secret`, when given, signs each body: `X-Idpipe-Signature: sha256=<hex HMAC-SHA256(secret, body)>`.
+    public init(url: String, secret: String?, channel: ServiceChannel, rate: Double = 50) throws(ConnectorError) {
+        _ = try Endpoint(url, service: channel.service)
+        self.url = url
+        self.secret = secret.map { Array($0.utf8) }
+        self.channel = channel
+        limiter = RateLimiter(rate: rate, burst: max(1, rate), clock: channel.clock)
+    }
+
+    /// The body for one account: stable for a given key, so a repeat is byte for byte the same request.
+    public static func body(uid: String, idempotencyKey: String, run: String) -> [UInt8] {
+        let object: JSONValue = .object(["event": "delete-user-data", "uid": .string(uid), "idempotency_key": .string(idempotencyKey), "run": .string(run)])
+        return object.encoded()
+    }
+
+    public func deleteUserData(uid: String, idempotencyKey: String, run: String) async throws {
+        let body = Self.body(uid: uid, idempotencyKey: idempotencyKey, run: run)
+        var headers = [("Content-Type", "application/json"), ("Idempotency-Key", idempotencyKey), ("User-Agent", IdPipeProduct.userAgent)]
+        if let secret {
+            headers.append(("X-Idpipe-Signature", "sha256=" + Hex.encode(HMACSHA256.mac(key: secret, message: body))))
+        }
+        let request = HTTPRequest(method: "POST", url: url, headers: headers, body: body)
+        let service = channel.service
+        _ = try await channel.send(limiter: limiter, make: { request }, judge: { response in
+            switch response.status {
+            case 200..<300: return .success
+            case 408: return .retry(reason: "HTTP 408")
+            case 401, 403: return .fail(.configuration(service: service, message: "the webhook refused idpipe (HTTP \(response.status)): check the shared secret"))
+            default:
+                let text = String(decoding: response.body.prefix(200), as: UTF8.self)
+                return .fail(.rejected(service: service, code: "HTTP \(response.status)", message: text))
+            }
+        })
+    }
+}

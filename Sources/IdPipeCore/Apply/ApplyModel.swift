@@ -1,0 +1,123 @@
+/// One recorded action as `apply` reads it back: enough to carry it out and to judge what may follow it.
+public struct PendingAction: Sendable, Equatable {
+    public var id: Int64
+    public var kind: ActionKind
+    public var state: ActionState
+    public var detail: String
+    public var reason: String?
+    /// `update-name`: the new display name; `revoke-facebook`: the app-scoped id.
+    public var value: String?
+    /// When it was first sent (epoch ms); a resent session revocation reuses it, so a retry changes nothing.
+    public var firstSentAt: Int64?
+
+    public init(id: Int64, kind: ActionKind, state: ActionState, detail: String, reason: String? = nil, value: String? = nil, firstSentAt: Int64? = nil) {
+        self.id = id
+        self.kind = kind
+        self.state = state
+        self.detail = detail
+        self.reason = reason
+        self.value = value
+        self.firstSentAt = firstSentAt
+    }
+
+    /// Still to do: never sent, or sent without an answer recorded (the process stopped in between).
+    public var isOpen: Bool { state == .planned || state == .sent }
+}
+
+/// An account with at least one open action, and all of its actions (closed ones decide what the open ones may do).
+public struct PendingAccount: Sendable, Equatable {
+    public var sequence: Int64
+    public var uid: String
+    /// The plan selected it for cleanup (only such accounts may have deletions).
+    public var selected: Bool
+    public var actions: [PendingAction]
+
+    public init(sequence: Int64, uid: String, selected: Bool, actions: [PendingAction]) {
+        self.sequence = sequence
+        self.uid = uid
+        self.selected = selected
+        self.actions = actions
+    }
+
+    public func action(_ kind: ActionKind) -> PendingAction? {
+        actions.first { $0.kind == kind }
+    }
+}
+
+/// A change of one action's state, written with others in one transaction.
+public struct ActionUpdate: Sendable, Equatable {
+    public var id: Int64
+    public var state: ActionState
+    /// What happened (`revoked or already invalid`, `display name set`…), for done actions.
+    public var result: String?
+    /// Why it failed, is not possible, or is blocked.
+    public var reason: String?
+    /// For deletions: the rule that let it through or held it back.
+    public var policy: String?
+    /// Epoch ms.
+    public var at: Int64
+
+    public init(id: Int64, state: ActionState, result: String? = nil, reason: String? = nil, policy: String? = nil, at: Int64) {
+        self.id = id
+        self.state = state
+        self.result = result
+        self.reason = reason
+        self.policy = policy
+        self.at = at
+    }
+}
+
+/// What the pipeline does with an account's deletion when its revocations did not all succeed.
+public struct DeletionPolicy: Sendable, Equatable {
+    public var whenNotRevocable: NotRevocablePolicy
+    public var whenRevocationFails: NotRevocablePolicy
+
+    public init(whenNotRevocable: NotRevocablePolicy, whenRevocationFails: NotRevocablePolicy) {
+        self.whenNotRevocable = whenNotRevocable
+        self.whenRevocationFails = whenRevocationFails
+    }
+
+    public enum Verdict: Sendable, Equatable {
+        /// The deletion may go ahead; the text names the rule that let it through (shown in the report).
+        case allow(policy: String)
+        /// It may not; `policy` names the rule, `reason` the revocations that held it back.
+        case block(policy: String, reason: String)
+        /// A revocation is still open: decide later.
+        case wait
+    }
+
+    /// Judges an account's deletion on the final states of its revocations.
+    public func verdict(revocations: [PendingAction]) -> Verdict {
+        if revocations.contains(where: \.isOpen) { return .wait }
+        let failed = revocations.filter { $0.state == .failed }
+        let notPossible = revocations.filter { $0.state == .notPossible }
+        func why(_ actions: [PendingAction], _ label: String) -> String {
+            actions.map { "\($0.kind.rawValue) \(label): \($0.reason ?? "no reason recorded")" }.joined(separator: "; ")
+        }
+        if !failed.isEmpty {
+            let reason = why(failed, "failed")
+            switch whenRevocationFails {
+            case .keep: return .block(policy: "when_revocation_fails: keep", reason: reason)
+            case .delete: return .allow(policy: "when_revocation_fails: delete (\(reason))")
+            }
+        }
+        if !notPossible.isEmpty {
+            let reason = why(notPossible, "not possible")
+            switch whenNotRevocable {
+            case .keep: return .block(policy: "when_not_revocable: keep", reason: reason)
+            case .delete: return .allow(policy: "when_not_revocable: delete (\(reason))")
+            }
+        }
+        return .allow(policy: revocations.isEmpty ? "no revocation planned" : "revocations done")
+    }
+}
+
+extension ActionKind {
+    public var isRevocation: Bool { self == .revokeApple || self == .revokeFacebook || self == .revokeSessions }
+    public var isDeletion: Bool { self == .deleteData || self == .deleteAccount }
+}
+
+extension ActionState {
+    /// No further change will come to it in this run.
+    public var isFinal: Bool { !(self == .planned || self == .sent) }
+}

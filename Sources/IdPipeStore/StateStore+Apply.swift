@@ -1,0 +1,106 @@
+import GRDB
+import IdPipeCore
+
+extension StateStore {
+    /// Starts an apply session. Actions left `sent` by an earlier process are counted as resent now:
+    /// they will be sent again (they are idempotent), and the report says how many.
+    public func beginApplySession(command: String, at: Int64) async throws -> (session: Int64, resent: Int) {
+        try await queue.write { db in
+            try db.execute(sql: "UPDATE action SET resent = resent + 1 WHERE state = 'sent'")
+            let resent = db.changesCount
+            try db.execute(sql: "INSERT INTO apply_session (command, started_at, resent) VALUES (?, ?, ?)", arguments: [command, at, resent])
+            return (db.lastInsertedRowID, resent)
+        }
+    }
+
+    public func endApplySession(_ session: Int64, at: Int64, outcome: String) async throws {
+        try await queue.write { db in
+            try db.execute(sql: "UPDATE apply_session SET ended_at = ?, outcome = ? WHERE id = ?", arguments: [at, outcome, session])
+        }
+    }
+
+    /// The next accounts (in input order, after `sequence`) that still have an open action, with all their actions.
+    public func pendingAccounts(after sequence: Int64, limit: Int) async throws -> [PendingAccount] {
+        try await queue.read { db in
+            let sequences = try Int64.fetchAll(db, sql: """
+                SELECT seq FROM action WHERE seq > ? AND state IN ('planned', 'sent') GROUP BY seq ORDER BY seq LIMIT ?
+                """, arguments: [sequence, limit])
+            guard let first = sequences.first, let last = sequences.last else { return [] }
+            let wanted = Set(sequences)
+            var accounts: [PendingAccount] = []
+            let rows = try Row.fetchCursor(db, sql: """
+                SELECT x.id, x.seq, x.uid, x.kind, x.state, x.detail, x.reason, x.value, x.first_sent_at, a.selection
+                FROM action x JOIN account a ON a.seq = x.seq WHERE x.seq BETWEEN ? AND ? ORDER BY x.seq, x.step
+                """, arguments: [first, last])
+            while let row = try rows.next() {
+                let seq: Int64 = row["seq"]
+                guard wanted.contains(seq) else { continue }
+                guard let kind = ActionKind(rawValue: row["kind"]), let state = ActionState(rawValue: row["state"]) else {
+                    throw StoreError.corrupt("action \(row["id"] as Int64) has kind '\(row["kind"] as String)' and state '\(row["state"] as String)'")
+                }
+                let action = PendingAction(id: row["id"], kind: kind, state: state, detail: row["detail"], reason: row["reason"],
+                                           value: row["value"], firstSentAt: row["first_sent_at"])
+                if accounts.last?.sequence == seq {
+                    accounts[accounts.count - 1].actions.append(action)
+                } else {
+                    accounts.append(PendingAccount(sequence: seq, uid: row["uid"], selected: (row["selection"] as String) == "selected", actions: [action]))
+                }
+            }
+            return accounts
+        }
+    }
+
+    /// Accounts whose deletion has started (or ended) in this run: what a deletion cap counts.
+    public func deletionsStarted() async throws -> Int {
+        try await queue.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT count(DISTINCT seq) FROM action WHERE kind IN ('delete-data', 'delete-account') AND state IN ('sent', 'done', 'failed')
+                """) ?? 0
+        }
+    }
+
+    /// Writes a group of state changes in one transaction. `sent` counts an attempt and keeps the first send time.
+    public func record(_ updates: [ActionUpdate]) async throws {
+        guard !updates.isEmpty else { return }
+        try await queue.write { db in
+            let sent = try db.cachedStatement(sql: """
+                UPDATE action SET state = 'sent', attempts = attempts + 1, first_sent_at = coalesce(first_sent_at, ?), updated_at = ? WHERE id = ?
+                """)
+            let final = try db.cachedStatement(sql: """
+                UPDATE action SET state = ?, result = ?, reason = coalesce(?, reason), policy = coalesce(?, policy), finished_at = ?, updated_at = ?
+                WHERE id = ?
+                """)
+            for update in updates {
+                if update.state == .sent {
+                    try sent.execute(arguments: [update.at, update.at, update.id])
+                } else {
+                    try final.execute(arguments: [update.state.rawValue, update.result, update.reason, update.policy, update.at, update.at, update.id])
+                }
+            }
+        }
+    }
+
+    public func saveTraffic(session: Int64, _ traffic: [ServiceTraffic]) async throws {
+        try await queue.write { db in
+            for entry in traffic {
+                try db.execute(sql: """
+                    INSERT INTO service_stats (session, service, requests, retries, throttled, failures) VALUES (?, ?, ?, ?, ?, ?)
+                    ON CONFLICT(session, service) DO UPDATE SET requests = excluded.requests, retries = excluded.retries,
+                      throttled = excluded.throttled, failures = excluded.failures
+                    """, arguments: [session, entry.service, entry.requests, entry.retries, entry.throttled, entry.failures])
+            }
+        }
+    }
+
+    /// How many actions of each kind are in each state now.
+    public func actionStates() throws -> [ActionKind: [ActionState: Int]] {
+        try queue.read { db in
+            var result: [ActionKind: [ActionState: Int]] = [:]
+            for row in try Row.fetchAll(db, sql: "SELECT kind, state, count(*) AS n FROM action GROUP BY kind, state") {
+                guard let kind = ActionKind(rawValue: row["kind"]), let state = ActionState(rawValue: row["state"]) else { continue }
+                result[kind, default: [:]][state] = row["n"]
+            }
+            return result
+        }
+    }
+}

@@ -1,0 +1,378 @@
+import ArgumentParser
+import Dispatch
+import IdPipeApply
+import IdPipeConnect
+import IdPipeCore
+import IdPipeExtract
+import IdPipeStore
+import Logging
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Options shared by the commands that change accounts.
+struct ApplyOptions: ParsableArguments {
+    @Flag(name: .long, help: "Carry out the plan without asking (scheduled jobs). Without it, apply asks on a terminal and refuses otherwise.")
+    var yes = false
+
+    @Option(name: .long, help: ArgumentHelp("Delete at most this many accounts in this run (counting earlier sessions); lowers the pipeline's guards.", valueName: "n"))
+    var maxDeletions: Int?
+
+    @Flag(name: .long, help: "Log every retry and service detail to stderr.")
+    var verbose = false
+}
+
+/// Where an existing run is: its state store, and where its reports go.
+struct ExistingRunOptions: ParsableArguments {
+    @Option(name: .long, help: ArgumentHelp("The state store that `idpipe plan` (or `run`) wrote.", valueName: "db"))
+    var state: String
+
+    @Option(name: .long, help: ArgumentHelp("Folder for the reports. Default: the state store's folder.", valueName: "dir"))
+    var out: String?
+
+    var reportFolder: String { out ?? folder(of: state) }
+}
+
+struct Apply: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Carry out a reviewed plan: fill names, revoke tokens, delete data and accounts.",
+        discussion: """
+            Refuses when the pipeline file or an input changed since the plan (their SHA-256 are in the state store), \
+            when the plan was stopped by a guard, or when another idpipe process uses the state store. Every remote \
+            action is recorded as sent before the call and as done/failed after it; interrupted (Ctrl-C, kill -9, \
+            power loss), `idpipe resume --state DB` sends again only what was in flight and never repeats a done action. \
+            Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome.
+            """)
+
+    @OptionGroup var location: ExistingRunOptions
+    @OptionGroup var options: ApplyOptions
+    @OptionGroup var reportOptions: ReportOptions
+
+    func run() throws {
+        let state = location.state
+        guard fileExists(state) else { throw fail("the state store \(state) does not exist (run `idpipe plan PIPELINE --state \(state)` first)") }
+        try ApplyCommand(statePath: state, out: location.reportFolder, options: options, reveal: reportOptions.revealPersonalData).run(command: "apply", confirmed: options.yes)
+    }
+}
+
+struct RunPipeline: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "run",
+        abstract: "Plan and apply in one go, for scheduled jobs. A dry run unless --yes (or apply.unattended in the pipeline).",
+        discussion: """
+            Without --yes this is `idpipe plan`: the report of what would be done, and nothing changed. With it, the \
+            plan is applied as soon as it is complete, unless a guard stops it (exit code 3). Interrupted, \
+            `idpipe resume --state DB` (or the same command again) continues where it stopped.
+            """)
+
+    @Argument(help: "The pipeline file (YAML).")
+    var pipeline: String
+
+    @OptionGroup var location: RunLocationOptions
+    @OptionGroup var options: ApplyOptions
+    @OptionGroup var reportOptions: ReportOptions
+
+    @Option(name: .long, help: ArgumentHelp("Plan as of this moment (RFC 3339) instead of now.", valueName: "time"))
+    var asOf: String?
+
+    func validate() throws {
+        if let asOf, Timestamp.parseRFC3339(asOf) == nil { throw ValidationError("--as-of '\(asOf)' is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)") }
+    }
+
+    func run() throws {
+        let context: PipelineContext
+        do { context = try PipelineContext(path: pipeline) } catch { throw fail("\(error)") }
+        let out = location.out ?? "out/\(context.definition.name)"
+        let statePath = location.state ?? "\(out)/state.sqlite"
+        let apply = options.yes || context.definition.apply.unattended
+        let planExit = try planStage(context: context, statePath: statePath, out: out, asOf: asOf.flatMap(Timestamp.parseRFC3339),
+                                     reveal: reportOptions.revealPersonalData, verbose: options.verbose, requestApply: apply, command: "run")
+        guard apply else {
+            Console.out("Dry run: nothing was changed. Pass --yes (or set apply.unattended: true in the pipeline) to apply the plan.")
+            if let planExit { throw planExit }
+            return
+        }
+        if planExit == Exit.stoppedByGuard { throw planExit! }
+        try ApplyCommand(statePath: statePath, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "run", confirmed: true)
+        // Quarantined input rows still make the run "done, with failures".
+        if let planExit { throw planExit }
+    }
+}
+
+struct Resume: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Continue an interrupted plan, apply or run from its state store.",
+        discussion: """
+            An interrupted plan is read on from its last checkpoint; an interrupted apply sends again the actions that \
+            were in flight (each is idempotent) and goes on with the rest. A plan started by `run --yes` is applied \
+            once complete. Refuses when the pipeline file or an input changed.
+            """)
+
+    @OptionGroup var location: ExistingRunOptions
+    @OptionGroup var options: ApplyOptions
+    @OptionGroup var reportOptions: ReportOptions
+
+    func run() throws {
+        let state = location.state
+        guard fileExists(state) else { throw fail("the state store \(state) does not exist") }
+        let out = location.reportFolder
+        let record: RunRecord
+        do {
+            guard let run = try StateStore(path: state).loadRun() else { throw fail("\(state) holds no run") }
+            record = run
+        } catch let code as ExitCode { throw code } catch { throw fail("\(error)") }
+        switch record.status {
+        case .planning:
+            let context: PipelineContext
+            do { context = try PipelineContext(path: record.pipelinePath) } catch { throw fail("\(error)") }
+            let planExit = try planStage(context: context, statePath: state, out: out, asOf: nil, reveal: reportOptions.revealPersonalData,
+                                         verbose: options.verbose, requestApply: record.applyRequested == true, command: "resume")
+            guard record.applyRequested == true else {
+                if let planExit { throw planExit }
+                return
+            }
+            if planExit == Exit.stoppedByGuard { throw planExit! }
+            try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
+            if let planExit { throw planExit }
+        case .applying:
+            try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
+        case .planned:
+            Console.out("Nothing to resume: the plan is complete and was not applied. `idpipe apply --state \(state)` carries it out.")
+        case .stoppedByGuard:
+            throw fail("the plan was stopped by a guard: \(record.guardVerdict ?? "")", code: Exit.stoppedByGuard)
+        case .applied:
+            Console.out("Nothing to resume: every action of this run is final. `idpipe report --state \(state)` shows them.")
+        }
+    }
+}
+
+func folder(of path: String) -> String {
+    path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
+}
+
+/// Runs (or resumes) the plan stage for `plan`, `run` and `resume`; returns the plan's exit code when it is not 0.
+func planStage(context: PipelineContext, statePath: String, out: String, asOf: Int64?, reveal: Bool, verbose: Bool, workers: Int? = nil,
+               requestApply: Bool, command: String) throws -> ExitCode? {
+    bootstrapLogging(verbose: verbose)
+    do {
+        try makeDirectory(out)
+        let lock = try StateLock(statePath: statePath, command: command)
+        defer { withExtendedLifetime(lock) {} }
+        let started = wallClockSeconds()
+        let outcome = try PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf,
+                                        workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe")).run()
+        Console.endProgress()
+        let store = try StateStore(path: statePath)
+        if requestApply, var run = try store.loadRun(), run.applyRequested != true {
+            run.applyRequested = true
+            try store.saveRun(run)
+        }
+        let written = try ReportWriter(store: store, out: out, reveal: reveal || context.definition.report.revealPersonalData,
+                                       listLimit: context.definition.report.listLimit).writeAll()
+        let tally = outcome.tally
+        if outcome.alreadyPlanned { Console.out("The state store already holds a finished plan; the reports were written again.") }
+        if outcome.resumed { Console.out("Resumed an interrupted plan.") }
+        Console.out("\(tally["accounts.read"]) accounts read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
+        for path in written { Console.out("report: \(path)") }
+        if let output = context.definition.output.importJSON { Console.out("import file: \(out)/\(output)") }
+        Console.out("state: \(statePath)")
+        if let verdict = outcome.run.guardVerdict {
+            Console.error("idpipe: stopped by a guard: \(verdict)")
+            return Exit.stoppedByGuard
+        }
+        if tally["accounts.quarantined"] > 0 {
+            Console.error("idpipe: \(tally["accounts.quarantined"]) input rows were quarantined; see the Quarantine section of \(out)/plan.md")
+            return Exit.doneWithFailures
+        }
+        return nil
+    } catch {
+        Console.endProgress()
+        throw fail("\(error)")
+    }
+}
+
+private let loggingReady = Mutex(false)
+
+/// Sets up logging once per process (swift-log allows one bootstrap).
+func bootstrapLogging(verbose: Bool) {
+    guard loggingReady.withLock({ ready in defer { ready = true }; return !ready }) else { return }
+    LoggingSystem.bootstrap { label in
+        var handler = StreamLogHandler.standardError(label: label)
+        handler.logLevel = verbose ? .info : .warning
+        return handler
+    }
+}
+
+/// Carries out the plan in a state store: the checks, the services, the run, the reports, the exit code.
+struct ApplyCommand {
+    let statePath: String
+    let out: String
+    let options: ApplyOptions
+    let reveal: Bool
+
+    func run(command: String, confirmed: Bool) throws {
+        bootstrapLogging(verbose: options.verbose)
+        let logger = Logger(label: "idpipe")
+        do {
+            try makeDirectory(out)
+            let lock = try StateLock(statePath: statePath, command: command)
+            defer { withExtendedLifetime(lock) {} }
+            let store = try StateStore(path: statePath)
+            guard var run = try store.loadRun() else { throw CommandError("\(statePath) holds no run") }
+            switch run.status {
+            case .planning: throw CommandError("the plan in \(statePath) is not finished; `idpipe resume --state \(statePath)` completes it")
+            case .stoppedByGuard: throw fail("the plan was stopped by a guard and may not be applied: \(run.guardVerdict ?? "")", code: Exit.stoppedByGuard)
+            case .applied:
+                Console.out("Every action of this run is already final; nothing to do. The reports were written again.")
+                try writeReports(store, listLimit: 50)
+                return
+            case .planned, .applying: break
+            }
+            let context = try PipelineContext(path: run.pipelinePath)
+            try checkUnchanged(run, context)
+            let open = try store.actionStates().filter { _, states in (states[.planned] ?? 0) + (states[.sent] ?? 0) > 0 }
+            if !confirmed && !confirm(open) {
+                throw fail("nothing was changed: apply changes accounts; pass --yes to carry out the plan in \(statePath)")
+            }
+            let services = try Services(context, logger: logger)
+            defer { services.shutdown() }
+            let effects = LiveEffects(identityToolkit: services.identityToolkit, apple: services.apple, facebook: services.facebook,
+                                      webhook: services.webhook, channels: services.channels,
+                                      batchDeleteRate: context.definition.services.google?.batchDeletesPerSecond ?? 1)
+            for kind in open.keys.sorted(by: { $0.order < $1.order }) {
+                if let missing = effects.missingService(for: kind) {
+                    throw CommandError("\(context.path): the plan has open \(kind.rawValue) actions, but \(missing) is not configured")
+                }
+            }
+            let sideInputs = try SideInputReader.load(context.definition.inputs, relativeTo: context.folder)
+            let definition = context.definition
+            var settings = ApplySettings(policy: definition.stages.delete?.policy ?? DeletionPolicy(whenNotRevocable: .keep, whenRevocationFails: .keep),
+                                         deletionCap: try deletionCap(definition.guards, store: store),
+                                         accountsInFlight: definition.apply.accountsInFlight,
+                                         runKey: "\(run.pipelineSHA256.prefix(16))-\(run.createdAt)")
+            if let window = ProcessEnvironment.value("IDPIPE_APPLY_WINDOW").flatMap(Int.init) { settings.window = window }
+            if run.status != .applying {
+                run.status = .applying
+                try store.saveRun(run)
+            }
+            let runner = ApplyRunner(store: store, effects: effects, credentials: sideInputs.credentials, settings: settings,
+                                     clock: { epochMilliseconds() }, monotonic: { wallClockSeconds() }, logger: logger)
+            let started = wallClockSeconds()
+            let (outcome, resent) = try runInterruptibly(runner, command: command)
+            Console.endProgress()
+            run.applyStop = nil
+            switch outcome {
+            case .completed: run.status = .applied
+            case .stoppedByGuard(let why), .stoppedByConfiguration(let why): run.applyStop = why
+            case .interrupted: run.applyStop = "interrupted"
+            }
+            try store.saveRun(run)
+            try writeReports(store, listLimit: definition.report.listLimit, revealByPipeline: definition.report.revealPersonalData)
+            let progress = runner.progress
+            Console.out("apply: \(progress.accounts) accounts, \(progress.actionsDone) actions done, \(progress.actionsFailed) failed, "
+                + "\(progress.deleted) accounts deleted, in \(formatSeconds(wallClockSeconds() - started))"
+                + (resent > 0 ? "; \(resent) actions in flight at the last stop were sent again" : "") + ".")
+            Console.out("state: \(statePath)")
+            switch outcome {
+            case .completed(let failed):
+                if failed > 0 {
+                    Console.error("idpipe: \(failed) actions failed; see the Outcomes section of \(out)/report.md")
+                    throw Exit.doneWithFailures
+                }
+            case .stoppedByGuard(let why):
+                throw fail("stopped by a guard: \(why)", code: Exit.stoppedByGuard)
+            case .stoppedByConfiguration(let why):
+                throw fail("\(why)\nNothing more was sent. Fix the configuration, then `idpipe resume --state \(statePath)`.")
+            case .interrupted:
+                Console.error("idpipe: interrupted; `idpipe resume --state \(statePath)` continues")
+                throw Exit.interrupted
+            }
+        } catch let code as ExitCode {
+            throw code
+        } catch {
+            Console.endProgress()
+            throw fail("\(error)")
+        }
+    }
+
+    func writeReports(_ store: StateStore, listLimit: Int, revealByPipeline: Bool = false) throws {
+        let writer = ReportWriter(store: store, out: out, reveal: reveal || revealByPipeline, listLimit: listLimit, stem: "report")
+        for path in try writer.writeAll() { Console.out("report: \(path)") }
+    }
+
+    /// The deletion cap of this run: the smallest of the pipeline's guards and --max-deletions.
+    func deletionCap(_ guards: GuardsConfig, store: StateStore) throws -> Int? {
+        var caps: [Int] = []
+        if let max = guards.maxDeletions { caps.append(max) }
+        if let share = guards.maxDeletionShare {
+            let processed = try store.tally()["accounts.processed"]
+            caps.append(Int((Double(processed) * share).rounded(.down)))
+        }
+        if let max = options.maxDeletions { caps.append(max) }
+        return caps.min()
+    }
+
+    /// The pipeline file and every input must be byte for byte what the plan read.
+    func checkUnchanged(_ run: RunRecord, _ context: PipelineContext) throws {
+        let pipelineDigest = try FileFingerprint.digest(of: context.path)
+        guard pipelineDigest == run.pipelineSHA256 else {
+            throw CommandError("refusing to apply: the pipeline file \(context.path) changed since the plan was made "
+                + "(sha256 \(run.pipelineSHA256.prefix(12)) then, \(pipelineDigest.prefix(12)) now); plan again into a new state store and review it")
+        }
+        if context.definition.source.format != .identityToolkit {
+            guard fileExists(run.sourcePath) else { throw CommandError("refusing to apply: the input \(run.sourcePath) is gone") }
+            let digest = try FileFingerprint.digest(of: run.sourcePath)
+            guard digest == run.sourceSHA256 else {
+                throw CommandError("refusing to apply: the input \(run.sourcePath) changed since the plan was made "
+                    + "(sha256 \(run.sourceSHA256?.prefix(12) ?? "none") then, \(digest.prefix(12)) now); plan again into a new state store and review it")
+            }
+        }
+        for (role, path) in context.sideInputPaths {
+            guard fileExists(path) else { throw CommandError("refusing to apply: the side input '\(role)' (\(path)) is gone") }
+            let digest = try FileFingerprint.digest(of: path)
+            guard digest == run.sideInputSHA256[role] else {
+                throw CommandError("refusing to apply: the side input '\(role)' (\(path)) changed since the plan was made "
+                    + "(sha256 \(run.sideInputSHA256[role]?.prefix(12) ?? "none") then, \(digest.prefix(12)) now); plan again into a new state store")
+            }
+        }
+    }
+
+    /// Asks on a terminal; refuses (false) when stdin is not one.
+    func confirm(_ open: [ActionKind: [ActionState: Int]]) -> Bool {
+        guard isatty(0) == 1 else { return false }
+        for (kind, states) in open.sorted(by: { $0.key.order < $1.key.order }) {
+            Console.out("  \(kind.rawValue): \((states[.planned] ?? 0) + (states[.sent] ?? 0)) to do")
+        }
+        Console.writeAll(1, "Apply these actions to the live accounts? Type 'yes': ")
+        guard let answer = readLine() else { return false }
+        return answer.trimmingSpaces == "yes"
+    }
+
+    /// Runs the apply on the cooperative pool; SIGINT or SIGTERM cancels it (in-flight actions stay `sent`).
+    func runInterruptibly(_ runner: ApplyRunner, command: String) throws -> (ApplyOutcome, Int) {
+        let task = Task.detached { () async throws -> (ApplyOutcome, Int) in
+            let result = try await runner.apply(command: command) { progress in
+                let rate = progress.elapsedSeconds > 0 ? Int(Double(progress.actionsDone) / progress.elapsedSeconds) : 0
+                Console.progress("apply: \(progress.accounts) accounts · \(progress.actionsDone) actions done (\(rate)/s) · "
+                    + "\(progress.actionsFailed) failed · \(progress.deleted) deleted")
+            }
+            return (result.outcome, result.resent)
+        }
+        var sources: [DispatchSourceSignal] = []
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                Console.error("\nidpipe: stopping: waiting for the answers in flight to be recorded (again to quit at once)")
+                task.cancel()
+                signal(SIGINT, SIG_DFL)
+                signal(SIGTERM, SIG_DFL)
+            }
+            source.resume()
+            sources.append(source)
+        }
+        defer { for source in sources { source.cancel() } }
+        return try blocking { try await task.value }
+    }
+}

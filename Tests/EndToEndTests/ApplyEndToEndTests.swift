@@ -1,0 +1,328 @@
+import Foundation
+import Testing
+
+/// What the sandbox's ledger says happened, indexed for the ordering checks.
+struct SandboxLedger {
+    let entries: [[String: Any]]
+
+    init(_ entries: [[String: Any]]) {
+        self.entries = entries
+    }
+
+    /// (service, action, target) of every entry that changed something, in order.
+    var changes: [String] {
+        entries.filter { $0["changed"] as? Bool == true }.map { "\($0["service"] ?? "") \($0["action"] ?? "") \($0["target"] ?? "")" }
+    }
+
+    func firstChange(_ service: String, _ action: String, _ target: String) -> Int? {
+        changes.firstIndex(of: "\(service) \(action) \(target)")
+    }
+
+    /// Effects recorded as changes more than once: none may exist.
+    var repeatedChanges: [String] {
+        Dictionary(grouping: changes, by: { $0 }).filter { $0.value.count > 1 }.map(\.key).sorted()
+    }
+
+    func count(_ service: String, _ action: String) -> Int {
+        changes.filter { $0.hasPrefix("\(service) \(action) ") }.count
+    }
+}
+
+/// One line of idpipe's CSV ledger, by column name.
+struct LedgerRow {
+    let fields: [String: String]
+    subscript(_ name: String) -> String { fields[name] ?? "" }
+
+    static func read(_ text: String) -> [LedgerRow] {
+        var lines = parse(text)
+        guard !lines.isEmpty else { return [] }
+        let header = lines.removeFirst()
+        return lines.filter { $0.count == header.count }.map { LedgerRow(fields: Dictionary(uniqueKeysWithValues: zip(header, $0))) }
+    }
+
+    /// RFC 4180, as the ledger writes it.
+    static func parse(_ text: String) -> [[String]] {
+        var rows: [[String]] = []
+        var row: [String] = []
+        var field = ""
+        var quoted = false
+        var iterator = Array(text).makeIterator()
+        var pending: Character? = nil
+        while let c = pending ?? iterator.next() {
+            pending = nil
+            if quoted {
+                if c == "\"" {
+                    if let next = iterator.next() {
+                        if next == "\"" { field.append("\"") } else { quoted = false; pending = next }
+                    } else { quoted = false }
+                } else { field.append(c) }
+            } else if c == "\"" {
+                quoted = true
+            } else if c == "," {
+                row.append(field); field = ""
+            } else if c == "\n" {
+                row.append(field); field = ""
+                rows.append(row); row = []
+            } else {
+                field.append(c)
+            }
+        }
+        if !field.isEmpty || !row.isEmpty { row.append(field); rows.append(row) }
+        return rows
+    }
+}
+
+/// The first line where two texts differ, both versions.
+func firstDifference(_ a: String, _ b: String) -> String {
+    let left = a.split(separator: "\n", omittingEmptySubsequences: false), right = b.split(separator: "\n", omittingEmptySubsequences: false)
+    for index in 0..<max(left.count, right.count) {
+        let l = index < left.count ? String(left[index]) : "<end>", r = index < right.count ? String(right[index]) : "<end>"
+        if l != r { return "line \(index + 1): \(l)  ≠  \(r)" }
+    }
+    return "none"
+}
+
+@Suite(.serialized) struct ApplyEndToEndTests {
+    let asOf = "2026-11-21T00:00:00Z"
+
+    /// A pipeline in Pipelines/ (relative paths hold): `base` with the webhook and the services on `sandbox`.
+    func pipeline(from base: String, sandbox: SandboxProcess, replacing extra: [(String, String)] = [], rates: Bool = false) throws -> String {
+        var text = try String(contentsOfFile: Binary.root.appendingPathComponent(base).path, encoding: .utf8)
+        text = text.replacingOccurrences(of: "https://backend.example.com/hooks/delete-user-data", with: sandbox.webhookURL)
+        for (old, new) in extra { text = text.replacingOccurrences(of: old, with: new) }
+        var services = try sandbox.servicesSection()
+        if rates {
+            // The test's raised quotas: the sandbox enforces the same numbers.
+            services = services.replacingOccurrences(of: "  google:\n", with: "  google:\n    updates_per_second: 400\n    batch_deletes_per_second: 10\n    reads_per_second: 1000\n")
+                .replacingOccurrences(of: "  apple:\n", with: "  apple:\n    requests_per_second: 400\n")
+                .replacingOccurrences(of: "  facebook:\n", with: "  facebook:\n    requests_per_second: 400\n")
+        }
+        let relative = "Pipelines/.test-\(UUID().uuidString).yaml"
+        try (text + "\n" + services).write(toFile: Binary.root.appendingPathComponent(relative).path, atomically: true, encoding: .utf8)
+        return relative
+    }
+
+    func remove(_ relative: String) {
+        try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(relative).path)
+    }
+
+    func ledgerRows(_ state: String) throws -> [LedgerRow] {
+        let (code, text) = try Binary.run(["report", "--state", state, "--format", "csv", "--reveal-personal-data"])
+        #expect(code == 0)
+        return LedgerRow.read(text)
+    }
+
+    /// For every deleted account: each revocation and the data deletion happened before the account deletion,
+    /// and every effect happened once.
+    func checkOrderAndOnce(_ rows: [LedgerRow], _ ledger: SandboxLedger) {
+        #expect(ledger.repeatedChanges.isEmpty, "effects recorded twice: \(ledger.repeatedChanges.prefix(5))")
+        let byUid = Dictionary(grouping: rows, by: { $0["uid"] })
+        var deleted = 0
+        for (uid, actions) in byUid {
+            guard actions.contains(where: { $0["action"] == "delete-account" && $0["state"] == "done" }) else {
+                #expect(ledger.firstChange("identitytoolkit", "delete", uid) == nil, "\(uid) was deleted without a done delete-account")
+                continue
+            }
+            deleted += 1
+            guard let deletion = ledger.firstChange("identitytoolkit", "delete", uid) else {
+                Issue.record("\(uid): delete-account is done but the sandbox never deleted it")
+                continue
+            }
+            for action in actions where action["state"] == "done" {
+                var earlier: Int?
+                switch action["action"] {
+                case "revoke-apple":
+                    let fingerprint = action["detail"].components(separatedBy: "sha256:").last ?? ""
+                    earlier = ledger.firstChange("apple", "revoke", fingerprint)
+                case "revoke-facebook": earlier = ledger.firstChange("facebook", "revoke-login", action["value"])
+                case "delete-data": earlier = ledger.firstChange("webhook", "delete-data", uid)
+                default: continue
+                }
+                guard let earlier else {
+                    Issue.record("\(uid): \(action["action"]) is done but the sandbox has no such effect")
+                    continue
+                }
+                #expect(earlier < deletion, "\(uid): \(action["action"]) came after the account deletion")
+            }
+        }
+        #expect(deleted == ledger.count("identitytoolkit", "delete"))
+    }
+
+    @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {
+        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
+                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path)
+        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox)
+        defer { remove(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
+        #expect(code == 1, "the samples hold quarantined rows: \(output)")
+        #expect(output.contains("0 failed"), "\(output)")
+        let rows = try ledgerRows(out + "/state.sqlite")
+        let ledger = SandboxLedger(try sandbox.ledger())
+        checkOrderAndOnce(rows, ledger)
+        #expect(ledger.count("identitytoolkit", "delete") == 10)
+        #expect(ledger.count("apple", "revoke") == rows.filter { $0["action"] == "revoke-apple" && $0["state"] == "done" }.count)
+        let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+        #expect(report.contains("when_not_revocable: delete (revoke-apple not possible: no stored Apple token)"))
+        #expect(!report.contains(#"r0ddef47b2c5"#), "no token in the report")
+
+        // Applying again sends nothing: every action is final.
+        let before = try sandbox.ledger().count
+        let (again, againOutput) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
+        #expect(again == 0, "\(againOutput)")
+        #expect(try sandbox.ledger().count == before)
+    }
+
+    @Test func theDeletionCapStopsBeforeTheFirstDeletionBeyondIt() throws {
+        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
+                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path)
+        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox)
+        defer { remove(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(planCode == 1, "\(planOutput)")
+        let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes", "--max-deletions", "4"])
+        #expect(code == 3, "\(output)")
+        #expect(output.contains("deletion cap of 4"))
+        var ledger = SandboxLedger(try sandbox.ledger())
+        #expect(ledger.count("identitytoolkit", "delete") == 4)
+        #expect(ledger.count("webhook", "delete-data") == 4, "no data deleted beyond the cap either")
+        // Resumed without the lower cap, the rest goes (the pipeline allows 100).
+        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
+        #expect(resumed == 0, "\(resumedOutput)")
+        ledger = SandboxLedger(try sandbox.ledger())
+        #expect(ledger.count("identitytoolkit", "delete") == 10)
+        checkOrderAndOnce(try ledgerRows(out + "/state.sqlite"), ledger)
+    }
+
+    @Test func applyRefusesAChangedInputAndASecondProcess() throws {
+        let data = Binary.temporaryDirectory()
+        try FileManager.default.copyItem(atPath: Binary.root.appendingPathComponent("Samples/accounts.json").path, toPath: data + "/accounts.json")
+        let pipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/accounts.json", with: data + "/accounts.json")
+        defer { remove(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (planCode, _) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(planCode == 1)
+        let state = out + "/state.sqlite"
+
+        // A second process: another holder of the lock (Python's flock, as an unrelated process would hold it).
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        holder.arguments = ["python3", "-c", "import fcntl,sys,time\nf=open(sys.argv[1],'a')\nfcntl.flock(f,fcntl.LOCK_EX)\nprint('held',flush=True)\ntime.sleep(60)", state + ".lock"]
+        let pipe = Pipe()
+        holder.standardOutput = pipe
+        try holder.run()
+        _ = pipe.fileHandleForReading.availableData
+        let (locked, lockedOutput) = try Binary.run(["apply", "--state", state, "--yes"])
+        kill(holder.processIdentifier, SIGKILL)
+        holder.waitUntilExit()
+        #expect(locked == 2, "\(lockedOutput)")
+        #expect(lockedOutput.contains("is in use by"), "\(lockedOutput)")
+
+        let handle = try #require(FileHandle(forWritingAtPath: data + "/accounts.json"))
+        handle.seekToEndOfFile()
+        handle.write(Data("\n".utf8))
+        handle.closeFile()
+        let (code, output) = try Binary.run(["apply", "--state", state, "--yes"])
+        #expect(code == 2, "\(output)")
+        #expect(output.contains("refusing to apply: the input \(data)/accounts.json changed since the plan was made"), "\(output)")
+    }
+
+    /// Generated accounts with their side inputs, and the sandbox serving them.
+    func generated(_ count: Int, seed: Int) throws -> String {
+        let data = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["Scripts/gen_samples.py", "--accounts", "\(count)", "--seed", "\(seed)", "--out-dir", data,
+                                             "--format", "json", "--side-inputs"], executable: "/usr/bin/env", prefix: ["python3"])
+        #expect(code == 0, "\(output)")
+        return data
+    }
+
+    /// The cleanup of generated accounts: deletion requests and disabled accounts, names filled for the others.
+    func generatedPipeline(_ data: String, sandbox: SandboxProcess) throws -> String {
+        try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox, replacing: [
+            ("../Samples/accounts.json", data + "/accounts.json"),
+            ("../Samples/deletion-requests.csv", data + "/deletion-requests.csv\n  legacy_names: \(data)/legacy-names.csv"),
+            ("../Samples/stored-tokens.jsonl", data + "/stored-tokens.jsonl"),
+            ("  deletion_requested: true\n", "  deletion_requested: true\n  disabled: true\n"),
+            ("  detect_relay: true\n", "  detect_relay: true\n  backfill_names:\n    sources: [legacy]\n"),
+            ("guards:\n  max_deletions: 100\n  max_deletion_share: 0.10", "guards:\n  max_deletion_share: 0.20"),
+        ], rates: true)
+    }
+
+    static let raisedQuotas = ["--quota-batch-delete", "10", "--quota-update", "400"]
+
+    @Test func killedAtRandomMomentsAndResumedItEndsAsAnUninterruptedRun() throws {
+        let data = try generated(20_000, seed: 11)
+        let reference = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", arguments: Self.raisedQuotas)
+        let referencePipeline = try generatedPipeline(data, sandbox: reference)
+        defer { remove(referencePipeline) }
+        let referenceOut = Binary.temporaryDirectory()
+        let started = Date()
+        let (referenceCode, referenceOutput) = try Binary.run(["run", referencePipeline, "--yes", "--out", referenceOut, "--as-of", asOf])
+        let duration = Date().timeIntervalSince(started)
+        #expect(referenceCode == 0, "\(referenceOutput)")
+
+        let crashed = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", arguments: Self.raisedQuotas)
+        let crashedPipeline = try generatedPipeline(data, sandbox: crashed)
+        defer { remove(crashedPipeline) }
+        let out = Binary.temporaryDirectory()
+        let state = out + "/state.sqlite"
+        let (planCode, planOutput) = try Binary.run(["plan", crashedPipeline, "--out", out, "--as-of", asOf])
+        #expect(planCode == 0, "\(planOutput)")
+        // Three kills with SIGKILL at random moments of the apply (it takes about as long as the reference run).
+        let applyTime = max(2.0, duration - 1)
+        try Binary.run(["apply", "--state", state, "--yes"], killAfter: Double.random(in: 1.0...(applyTime * 0.4)))
+        try Binary.run(["resume", "--state", state], killAfter: Double.random(in: 0.3...(applyTime * 0.3)))
+        try Binary.run(["resume", "--state", state], killAfter: Double.random(in: 0.3...(applyTime * 0.3)))
+        let (code, output) = try Binary.run(["resume", "--state", state])
+        #expect(code == 0, "\(output)")
+
+        // The same effects on both sandboxes, none twice; the same outcomes in both reports.
+        let referenceLedger = SandboxLedger(try reference.ledger())
+        let crashedLedger = SandboxLedger(try crashed.ledger())
+        #expect(crashedLedger.repeatedChanges.isEmpty, "\(crashedLedger.repeatedChanges.prefix(5))")
+        #expect(Set(crashedLedger.changes) == Set(referenceLedger.changes))
+        #expect(crashedLedger.changes.count == referenceLedger.changes.count)
+        #expect((try crashed.stats()["accounts"] as? Int) == (try reference.stats()["accounts"] as? Int))
+        checkOrderAndOnce(try ledgerRows(state), crashedLedger)
+        func outcomes(_ folder: String) throws -> String {
+            let report = try String(contentsOfFile: folder + "/report.md", encoding: .utf8)
+            return report.components(separatedBy: "## Run timing and traffic")[0]
+                .split(separator: "\n").filter { !$0.hasPrefix("| Pipeline |") }.joined(separator: "\n")
+        }
+        let (crashedReport, referenceReport) = (try outcomes(out), try outcomes(referenceOut))
+        #expect(crashedReport == referenceReport, "first difference: \(firstDifference(crashedReport, referenceReport))")
+        func ledgerWithoutAttempts(_ folder: String) throws -> [String] {
+            try String(contentsOfFile: folder + "/ledger.csv", encoding: .utf8).split(separator: "\n").map { line in
+                line.split(separator: ",", omittingEmptySubsequences: false).dropLast(2).joined(separator: ",")
+            }
+        }
+        let (crashedRows, referenceRows) = (try ledgerWithoutAttempts(out), try ledgerWithoutAttempts(referenceOut))
+        #expect(crashedRows == referenceRows, "first difference: \(firstDifference(crashedRows.joined(separator: "\n"), referenceRows.joined(separator: "\n")))")
+        let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+        #expect(report.contains("session(s)"))
+    }
+
+    @Test func faultsDoNotLoseAnything() throws {
+        let data = try generated(3000, seed: 5)
+        let sandbox = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl",
+                                         arguments: Self.raisedQuotas + ["--fault503", "0.05", "--fault-drop", "0.01",
+                                                                         "--fault429-burst", "0.003", "--burst-length", "20", "--retry-after", "1"])
+        let pipeline = try generatedPipeline(data, sandbox: sandbox)
+        defer { remove(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
+        #expect(code == 0, "\(output)")
+        let rows = try ledgerRows(out + "/state.sqlite")
+        #expect(!rows.contains { $0["state"] == "failed" || $0["state"] == "planned" || $0["state"] == "sent" })
+        let ledger = SandboxLedger(try sandbox.ledger())
+        checkOrderAndOnce(rows, ledger)
+        let selected = Set(rows.filter { $0["action"] == "delete-account" }.map { $0["uid"] })
+        #expect(ledger.count("identitytoolkit", "delete") == selected.count)
+        #expect(ledger.count("identitytoolkit", "update.displayName") == rows.filter { $0["action"] == "update-name" && $0["state"] == "done" }.count)
+        let faults = try sandbox.stats()["faults"] as? [String: Int] ?? [:]
+        #expect(faults.values.reduce(0, +) > 20, "faults were injected: \(faults)")
+        let json = try String(contentsOfFile: out + "/report.json", encoding: .utf8)
+        #expect(json.contains("\"retries\": "))
+    }
+}
