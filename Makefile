@@ -8,7 +8,7 @@ AS_OF ?= 2026-11-21T00:00:00Z
 VENV = .build-venv
 PY_PACKAGES = firebase-admin==7.7.0 PyJWT==2.10.1 cryptography
 
-.PHONY: deps venv build demo test samples bench bench-delete sandbox clean
+.PHONY: deps venv build demo demo-sandbox test samples bench bench-delete bench-apply sandbox clean
 
 # Installs the C libraries when one is missing (needs root, as on the build machines).
 deps:
@@ -40,6 +40,11 @@ demo: build
 	  echo "Open out/cleanup-deleted-accounts/plan.md to read the report."; \
 	  [ $$code -le 1 ]; }
 
+# The cleanup for real, on a local sandbox: starts it, runs the cleanup pipeline on the sample accounts with
+# `idpipe run --yes`, prints the report and the sandbox's ledger summary, stops the sandbox.
+demo-sandbox: build
+	@Scripts/sandbox_demo.sh $$($(SWIFT) build --show-bin-path)
+
 test: deps venv
 	$(SWIFT) build
 	$(SWIFT) test
@@ -65,6 +70,13 @@ sandbox: build
 bench-delete: deps
 	$(SWIFT) build -c release --product idpipe-bench
 	$$($(SWIFT) build -c release --show-bin-path)/idpipe-bench delete --accounts $(or $(DELETE_N),20000)
+
+# Cleans up APPLY_N accounts (default 100000) against the sandbox at the real quotas, release build; prints the
+# apply's wall time against the quota-bound ideal (APPLY_N / 1000 batch deletes at 1 request/s).
+bench-apply: deps
+	$(SWIFT) build -c release --product idpipe
+	$(SWIFT) build -c release --product idpipe-sandbox
+	python3 Scripts/bench_apply.py --accounts $(or $(APPLY_N),100000) --bin $$($(SWIFT) build -c release --show-bin-path)
 
 clean:
 	rm -rf .build out bench-data $(VENV)

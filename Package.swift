@@ -91,6 +91,7 @@ let package = Package(
         .testTarget(name: "IdPipeCSVTests", dependencies: ["IdPipeCSV", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeStoreTests", dependencies: ["IdPipeStore", "IdPipeCore"]),
+        .testTarget(name: "IdPipeApplyTests", dependencies: ["IdPipeApply", "IdPipeStore", "IdPipeCore", "IdPipeConnect"]),
         .testTarget(name: "IdPipeConnectTests", dependencies: ["IdPipeConnect", "IdPipeCrypto", "IdPipeTestSupport"]),
         .testTarget(name: "SandboxTests", dependencies: [
             "IdPipeSandbox", "IdPipeConnect", "IdPipeHTTP", "IdPipeCrypto", "IdPipeTestSupport",

@@ -1,0 +1,242 @@
+import IdPipeConnect
+import Logging
+import Synchronization
+import Testing
+@testable import IdPipeApply
+@testable import IdPipeCore
+@testable import IdPipeStore
+
+/// Effects that record each call in order, and fail or stop where a test says.
+final class RecordingEffects: RemoteEffects {
+    let calls = Mutex<[String]>([])
+    let failApple: Set<String>
+    let configurationErrorOnData: Bool
+    let batchDeleteRate = 1000.0
+
+    init(failApple: Set<String> = [], configurationErrorOnData: Bool = false) {
+        self.failApple = failApple
+        self.configurationErrorOnData = configurationErrorOnData
+    }
+
+    var log: [String] { calls.withLock { $0 } }
+    func note(_ call: String) { calls.withLock { $0.append(call) } }
+
+    func displayName(uid: String) async throws -> NameCheck { note("lookup \(uid)"); return .empty }
+    func setDisplayName(uid: String, name: String) async throws { note("name \(uid)") }
+    func revokeApple(_ token: StoredAppleToken, now: Int64) async throws -> StepResult {
+        note("apple \(token.token.value)")
+        if failApple.contains(token.token.value) { throw ConnectorError.rejected(service: "apple", code: "invalid_request", message: "") }
+        return .done("revoked or already invalid")
+    }
+    func revokeFacebook(appScopedId: String) async throws { note("facebook \(appScopedId)") }
+    func revokeSessions(uid: String, validSince: Int64) async throws { note("sessions \(uid)") }
+    func deleteData(uid: String, idempotencyKey: String, run: String) async throws {
+        if configurationErrorOnData { throw ConnectorError.configuration(service: "data-webhook", message: "HTTP 401") }
+        note("data \(uid)")
+    }
+    func deleteAccounts(_ uids: [String]) async throws -> [String: String] {
+        for uid in uids { note("delete \(uid)") }
+        return [:]
+    }
+    func traffic() -> [ServiceTraffic] { [] }
+}
+
+@Suite struct ApplyRunnerTests {
+    static let start = ContinuousClock.now
+    let asOf = Timestamp.parseRFC3339("2026-11-21T00:00:00Z")!
+
+    /// 30 accounts linked to Apple and Facebook; every third is disabled and so selected for deletion.
+    func plannedStore(policy: String = "delete") throws -> (StateStore, SideInputs) {
+        let pipeline = try PipelineDefinition.parse(yaml: """
+            version: 1
+            name: t
+            source: {path: x.json}
+            select: {disabled: true}
+            stages:
+              revoke: true
+              delete: {data_webhook: "https://example.com/hook", when_not_revocable: \(policy)}
+            """, file: "t.yaml")
+        var credentials: [String: StoredCredentials] = [:]
+        let accounts = (0..<30).map { index in
+            let uid = "u\(index)"
+            if index % 2 == 0 {
+                credentials[uid] = StoredCredentials(apple: StoredAppleToken(kind: .refreshToken, token: Secret(value: "t\(index)", fingerprint: "f\(index)"), capturedAt: 0))
+            }
+            return Account(localId: uid, disabled: index % 3 == 0, providers: [
+                ProviderLink(providerId: "apple.com", rawId: "001.\(index)"), ProviderLink(providerId: "facebook.com", rawId: "9\(index)"),
+            ])
+        }
+        let sideInputs = SideInputs(credentials: credentials)
+        let store = try StateStore()
+        let runner = PlanRunner(pipeline: pipeline, processor: AccountProcessor(pipeline: pipeline, sideInputs: sideInputs, asOf: asOf), store: store,
+                                pool: WorkerPool(width: 2), logger: Logger(label: "test"))
+        let record = RunRecord(pipelineName: "t", pipelinePath: "t.yaml", pipelineSHA256: "p", asOf: asOf, createdAt: 0, status: .planning,
+                               sourcePath: "list", sourceFormat: "list", sourceSize: 30, sideInputSHA256: [:])
+        _ = try runner.plan(run: record, openSource: { ListSource(accounts, from: $0) }, fingerprint: FixedFingerprint(), sink: nil, clock: { 0 })
+        return (store, sideInputs)
+    }
+
+    func runner(_ store: StateStore, _ sideInputs: SideInputs, _ effects: RecordingEffects, cap: Int? = nil,
+                failing: NotRevocablePolicy = .keep) -> ApplyRunner {
+        ApplyRunner(store: store, effects: effects, credentials: sideInputs.credentials,
+                    settings: ApplySettings(policy: DeletionPolicy(whenNotRevocable: .delete, whenRevocationFails: failing), deletionCap: cap,
+                                            accountsInFlight: 4, runKey: "k"),
+                    clock: { 1_800_000_000_000 }, monotonic: { let elapsed = ContinuousClock.now - Self.start
+                        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 }, logger: Logger(label: "test"))
+    }
+
+    func states(_ store: StateStore) throws -> [String: String] {
+        var result: [String: String] = [:]
+        try store.actions(limit: nil) { result["\($0.uid) \($0.kind)"] = $0.state }
+        return result
+    }
+
+    @Test func revocationsComeBeforeTheDeletionAndNothingIsSentTwice() async throws {
+        let (store, sideInputs) = try plannedStore()
+        let effects = RecordingEffects()
+        let (outcome, resent) = try await runner(store, sideInputs, effects).apply(command: "test")
+        #expect(outcome == .completed(failed: 0))
+        #expect(resent == 0)
+        let log = effects.log
+        for index in stride(from: 0, to: 30, by: 3) {
+            let uid = "u\(index)"
+            let deletion = try #require(log.firstIndex(of: "delete \(uid)"), "\(uid) deleted")
+            #expect(try #require(log.firstIndex(of: "facebook 9\(index)")) < deletion)
+            #expect(try #require(log.firstIndex(of: "data \(uid)")) < deletion)
+            if index % 2 == 0 { #expect(try #require(log.firstIndex(of: "apple t\(index)")) < deletion) }
+        }
+        #expect(log.filter { $0.hasPrefix("delete ") }.count == 10)
+        #expect(!log.contains { $0.hasPrefix("sessions ") }, "a deleted account's sessions end with it")
+        #expect(Set(log).count == log.count, "each call once")
+
+        let again = RecordingEffects()
+        let (second, _) = try await runner(store, sideInputs, again).apply(command: "test")
+        #expect(second == .completed(failed: 0))
+        #expect(again.log.isEmpty)
+    }
+
+    @Test(arguments: [(NotRevocablePolicy.keep, "blocked"), (.delete, "done")])
+    func aFailedRevocationHoldsTheDeletionUnlessThePipelineSaysOtherwise(policy: NotRevocablePolicy, expected: String) async throws {
+        let (store, sideInputs) = try plannedStore()
+        let effects = RecordingEffects(failApple: ["t6"])
+        let (outcome, _) = try await runner(store, sideInputs, effects, failing: policy).apply(command: "test")
+        #expect(outcome == .completed(failed: 1))
+        let states = try states(store)
+        #expect(states["u6 revoke-apple"] == "failed")
+        #expect(states["u6 delete-account"] == expected)
+        #expect(states["u6 delete-data"] == expected)
+        #expect(effects.log.contains("delete u6") == (policy == .delete))
+        var policyText = ""
+        try store.actions(limit: nil) { if $0.uid == "u6" && $0.kind == "delete-account" { policyText = $0.policy ?? "" } }
+        #expect(policyText.hasPrefix("when_revocation_fails: \(policy.rawValue)"))
+    }
+
+    @Test func anActionLeftSentByACrashIsSentAgainAndCounted() async throws {
+        let (store, sideInputs) = try plannedStore()
+        let pending = try await store.pendingAccounts(after: -1, limit: 1)
+        let target = try #require(pending.first?.action(.revokeFacebook)?.id)
+        try await store.record([ActionUpdate(id: target, state: .sent, at: 1)])
+        let effects = RecordingEffects()
+        let (_, resent) = try await runner(store, sideInputs, effects).apply(command: "test")
+        #expect(resent == 1)
+        #expect(effects.log.contains("facebook 90"))
+        let summary = try #require(try store.applySummary())
+        #expect(summary.resent == 1)
+        var attempts = 0
+        try store.actions(limit: nil) { if $0.uid == "u0" && $0.kind == "revoke-facebook" { attempts = $0.attempts } }
+        #expect(attempts == 2)
+    }
+
+    @Test func theCapStopsBeforeTheFirstDeletionBeyondIt() async throws {
+        let (store, sideInputs) = try plannedStore()
+        let effects = RecordingEffects()
+        let (outcome, _) = try await runner(store, sideInputs, effects, cap: 3).apply(command: "test")
+        guard case .stoppedByGuard = outcome else { Issue.record("\(outcome)"); return }
+        #expect(effects.log.filter { $0.hasPrefix("delete ") }.count == 3)
+        #expect(effects.log.filter { $0.hasPrefix("data ") }.count == 3)
+        // The same cap in a later session counts the deletions already done: nothing more goes.
+        let later = RecordingEffects()
+        let (again, _) = try await runner(store, sideInputs, later, cap: 3).apply(command: "test")
+        guard case .stoppedByGuard = again else { Issue.record("\(again)"); return }
+        #expect(!later.log.contains { $0.hasPrefix("delete ") || $0.hasPrefix("data ") })
+    }
+
+    @Test func aConfigurationErrorStopsTheRunAndLeavesTheActionToResend() async throws {
+        let (store, sideInputs) = try plannedStore()
+        let (outcome, _) = try await runner(store, sideInputs, RecordingEffects(configurationErrorOnData: true)).apply(command: "test")
+        guard case .stoppedByConfiguration(let why) = outcome else { Issue.record("\(outcome)"); return }
+        #expect(why.contains("HTTP 401"))
+        let states = try states(store)
+        #expect(states.values.contains("sent"), "the refused action stays sent, to be sent again")
+        #expect(!states.values.contains("failed"))
+    }
+}
+
+@Suite struct DeletionPolicyTests {
+    func action(_ kind: ActionKind, _ state: ActionState, _ reason: String? = nil) -> PendingAction {
+        PendingAction(id: 1, kind: kind, state: state, detail: "", reason: reason)
+    }
+
+    @Test(arguments: [
+        ([ActionState.done, .done], NotRevocablePolicy.keep, NotRevocablePolicy.keep, "allow revocations done"),
+        ([.done, .notPossible], .keep, .keep, "block when_not_revocable: keep"),
+        ([.done, .notPossible], .delete, .keep, "allow when_not_revocable: delete"),
+        ([.failed, .notPossible], .delete, .keep, "block when_revocation_fails: keep"),
+        ([.failed, .done], .keep, .delete, "allow when_revocation_fails: delete"),
+        ([.sent, .done], .delete, .delete, "wait"),
+        ([], .keep, .keep, "allow no revocation planned"),
+    ])
+    func verdicts(states: [ActionState], notRevocable: NotRevocablePolicy, fails: NotRevocablePolicy, expected: String) {
+        let revocations = states.enumerated().map { action($0.offset == 0 ? .revokeApple : .revokeFacebook, $0.element, "why") }
+        let verdict = DeletionPolicy(whenNotRevocable: notRevocable, whenRevocationFails: fails).verdict(revocations: revocations)
+        switch verdict {
+        case .allow(let policy): #expect(("allow " + policy).hasPrefix(expected))
+        case .block(let policy, let reason):
+            #expect(("block " + policy).hasPrefix(expected))
+            #expect(reason.contains("why"))
+        case .wait: #expect(expected == "wait")
+        }
+    }
+
+    @Test func fixedPointNumbers() {
+        #expect(FixedPoint.text(1.005, places: 2) == "1.00" || FixedPoint.text(1.005, places: 2) == "1.01")
+        #expect(FixedPoint.text(12.5, places: 1) == "12.5")
+        #expect(FixedPoint.text(0.04, places: 1) == "0.0")
+        #expect(FixedPoint.text(-2.25, places: 3) == "-2.250")
+        #expect(FixedPoint.text(7, places: 0) == "7")
+    }
+}
+
+/// An in-memory account source: one batch of 8 accounts at a time.
+final class ListSource: AccountSource {
+    let path = "list"
+    let accounts: [Account]
+    var next: Int
+
+    init(_ accounts: [Account], from checkpoint: InputCheckpoint) {
+        self.accounts = accounts
+        next = Int(checkpoint.offset)
+    }
+
+    var totalBytes: Int64 { Int64(accounts.count) }
+
+    func nextBatch(records: Int, parts: Int) throws -> (any RawBatch)? {
+        guard next < accounts.count else { return nil }
+        let end = min(accounts.count, next + 8)
+        let records = accounts[next..<end].enumerated().map { DecodedRecord.account($0.element, SourcePosition(file: "list", line: next + $0.offset + 1)) }
+        next = end
+        return OneBatch(records: records, checkpoint: InputCheckpoint(offset: Int64(end), line: end + 1))
+    }
+}
+
+struct OneBatch: RawBatch {
+    let records: [DecodedRecord]
+    let checkpoint: InputCheckpoint
+    var partCount: Int { 1 }
+    func decode(part: Int) -> [DecodedRecord] { records }
+}
+
+final class FixedFingerprint: InputFingerprint {
+    func advance(to offset: Int64) throws -> String { "f\(offset)" }
+}
+
