@@ -161,7 +161,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         defer { withExtendedLifetime(lock) {} }
         let started = wallClockSeconds()
         let outcome = try PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf,
-                                        workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe")).run()
+                                        workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe"),
+                                        applyRequested: requestApply).run()
         Console.endProgress()
         let store = try StateStore(path: statePath)
         if requestApply, var run = try store.loadRun(), run.applyRequested != true {

@@ -60,6 +60,8 @@ struct PlanExecution {
     let asOf: Int64?
     let workers: Int
     let logger: Logger
+    /// `run --yes`: recorded from the start, so a `resume` after a crash during planning goes on to apply.
+    var applyRequested = false
 
     func run() throws -> PlanResult {
         let definition = context.definition
@@ -77,10 +79,11 @@ struct PlanExecution {
         let existing = try store.loadRun()
         let planAsOf = existing?.asOf ?? asOf ?? epochMilliseconds()
         let sideInputs = try SideInputReader.load(definition.inputs, relativeTo: context.folder)
-        let run = RunRecord(
+        var run = RunRecord(
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: try FileFingerprint.digest(of: context.path),
             asOf: planAsOf, createdAt: epochMilliseconds(), status: .planning, sourcePath: sourcePath,
             sourceFormat: definition.source.format.rawValue, sourceSize: live ? 0 : Int64(fileSize(sourcePath)), sideInputSHA256: sideDigests)
+        if applyRequested { run.applyRequested = true }
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, pool: WorkerPool(width: workers), logger: logger)
         if let stop = ProcessEnvironment.value("IDPIPE_STOP_AFTER_BATCHES").flatMap(Int.init) { runner.stopAfterBatches = stop }

@@ -25,10 +25,14 @@ struct Status: ParsableCommand {
                 Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input (interrupted or running; `idpipe plan` resumes it)")
             }
             Console.out("accounts: \(tally["accounts.read"]) read, \(tally["accounts.quarantined"]) quarantined")
+            // Before apply, the plan's counts; from apply on, where each action stands now.
+            let applying = run.status == .applying || run.status == .applied
+            let now = applying ? try store.actionStates() : [:]
             for kind in ActionKind.allCases {
-                let counts = ActionState.allCases.map { ($0, tally["actions.\(kind.rawValue).\($0.rawValue)"]) }.filter { $0.1 > 0 }
+                let counts = ActionState.allCases.map { ($0, applying ? now[kind]?[$0] ?? 0 : tally["actions.\(kind.rawValue).\($0.rawValue)"]) }.filter { $0.1 > 0 }
                 if !counts.isEmpty { Console.out("\(kind.rawValue): " + counts.map { "\($0.1) \($0.0.rawValue)" }.joined(separator: ", ")) }
             }
+            if let stop = run.applyStop { Console.out("last apply stopped: \(stop) (`idpipe resume --state \(state)` continues)") }
             if let verdict = run.guardVerdict { Console.out("guard: \(verdict)") }
         } catch let code as ExitCode {
             throw code
