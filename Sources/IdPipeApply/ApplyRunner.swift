@@ -79,8 +79,8 @@ public final class ApplyRunner: Sendable {
         let (session, resent) = try await store.beginApplySession(command: command, at: clock())
         if resent > 0 { logger.info("sending again \(resent) actions that were in flight when the last run stopped") }
         if let cap = settings.deletionCap {
-            let started = try await store.deletionsStarted()
-            budget.withLock { $0 = cap - started }
+            let counted = try await store.deletionsStarted()
+            budget.withLock { $0 = cap - counted }
         }
         let queue = DeleteQueue(highWater: 5 * IdentityToolkitClient.maxBatch)
         var outcome: ApplyOutcome
@@ -95,10 +95,10 @@ public final class ApplyRunner: Sendable {
             }
             outcome = try await finalOutcome()
         } catch is CancellationError {
-            _ = queue.drop()
+            queue.drop()
             outcome = stop.withLock { $0 } ?? .interrupted
         } catch let error as ConnectorError where error.stopsRun {
-            _ = queue.drop()
+            queue.drop()
             outcome = stop.withLock { $0 } ?? .stoppedByConfiguration(error.description)
         }
         try await store.saveTraffic(session: session, effects.traffic())

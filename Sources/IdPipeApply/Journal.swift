@@ -138,10 +138,7 @@ final class DeleteQueue: Sendable {
     }
 
     /// Empties the queue without sending (a stop): the accounts stay planned for the next run.
-    func drop() -> Int {
-        state.withLock { state in
-            defer { state.items = [] }
-            return state.items.count
-        }
+    func drop() {
+        state.withLock { $0.items = [] }
     }
 }

@@ -32,6 +32,12 @@ struct ExistingRunOptions: ParsableArguments {
     var out: String?
 
     var reportFolder: String { out ?? folder(of: state) }
+
+    /// The state store's path, or the command's failure when it does not exist.
+    func existingState() throws -> String {
+        guard fileExists(state) else { throw fail("the state store \(state) does not exist (run `idpipe plan PIPELINE --state \(state)` first)") }
+        return state
+    }
 }
 
 struct Apply: ParsableCommand {
@@ -50,8 +56,7 @@ struct Apply: ParsableCommand {
     @OptionGroup var reportOptions: ReportOptions
 
     func run() throws {
-        let state = location.state
-        guard fileExists(state) else { throw fail("the state store \(state) does not exist (run `idpipe plan PIPELINE --state \(state)` first)") }
+        let state = try location.existingState()
         try ApplyCommand(statePath: state, out: location.reportFolder, options: options, reveal: reportOptions.revealPersonalData).run(command: "apply", confirmed: options.yes)
     }
 }
@@ -77,7 +82,7 @@ struct RunPipeline: ParsableCommand {
     var asOf: String?
 
     func validate() throws {
-        if let asOf, Timestamp.parseRFC3339(asOf) == nil { throw ValidationError("--as-of '\(asOf)' is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)") }
+        try validateAsOf(asOf)
     }
 
     func run() throws {
@@ -114,8 +119,7 @@ struct Resume: ParsableCommand {
     @OptionGroup var reportOptions: ReportOptions
 
     func run() throws {
-        let state = location.state
-        guard fileExists(state) else { throw fail("the state store \(state) does not exist") }
+        let state = try location.existingState()
         let out = location.reportFolder
         let record: RunRecord
         do {
@@ -145,6 +149,10 @@ struct Resume: ParsableCommand {
             Console.out("Nothing to resume: every action of this run is final. `idpipe report --state \(state)` shows them.")
         }
     }
+}
+
+func validateAsOf(_ asOf: String?) throws {
+    if let asOf, Timestamp.parseRFC3339(asOf) == nil { throw ValidationError("--as-of '\(asOf)' is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)") }
 }
 
 func folder(of path: String) -> String {
@@ -246,8 +254,9 @@ struct ApplyCommand {
                     throw CommandError("\(context.path): the plan has open \(kind.rawValue) actions, but \(missing) is not configured")
                 }
             }
-            let sideInputs = try SideInputReader.load(context.definition.inputs, relativeTo: context.folder)
             let definition = context.definition
+            // Apply needs only the tokens: names, requests and protections are already in the plan.
+            let credentials = try definition.inputs.storedTokens.map { try SideInputReader.storedTokens(context.resolve($0)) } ?? [:]
             var settings = ApplySettings(policy: definition.stages.delete?.policy ?? DeletionPolicy(whenNotRevocable: .keep, whenRevocationFails: .keep),
                                          deletionCap: try deletionCap(definition.guards, store: store),
                                          accountsInFlight: definition.apply.accountsInFlight,
@@ -257,7 +266,7 @@ struct ApplyCommand {
                 run.status = .applying
                 try store.saveRun(run)
             }
-            let runner = ApplyRunner(store: store, effects: effects, credentials: sideInputs.credentials, settings: settings,
+            let runner = ApplyRunner(store: store, effects: effects, credentials: credentials, settings: settings,
                                      clock: { epochMilliseconds() }, monotonic: { wallClockSeconds() }, logger: logger)
             let started = wallClockSeconds()
             let (outcome, resent) = try runInterruptibly(runner, command: command)
@@ -329,13 +338,10 @@ struct ApplyCommand {
                     + "(sha256 \(run.sourceSHA256?.prefix(12) ?? "none") then, \(digest.prefix(12)) now); plan again into a new state store and review it")
             }
         }
-        for (role, path) in context.sideInputPaths {
-            guard fileExists(path) else { throw CommandError("refusing to apply: the side input '\(role)' (\(path)) is gone") }
-            let digest = try FileFingerprint.digest(of: path)
-            guard digest == run.sideInputSHA256[role] else {
-                throw CommandError("refusing to apply: the side input '\(role)' (\(path)) changed since the plan was made "
-                    + "(sha256 \(run.sideInputSHA256[role]?.prefix(12) ?? "none") then, \(digest.prefix(12)) now); plan again into a new state store")
-            }
+        let digests = try context.sideInputDigests()
+        for (role, path) in context.sideInputPaths where digests[role] != run.sideInputSHA256[role] {
+            throw CommandError("refusing to apply: the side input '\(role)' (\(path)) changed since the plan was made "
+                + "(sha256 \(run.sideInputSHA256[role]?.prefix(12) ?? "none") then, \(digests[role]?.prefix(12) ?? "none") now); plan again into a new state store")
         }
     }
 

@@ -43,6 +43,16 @@ struct PipelineContext {
             .compactMap { role, path in path.map { (role, resolve($0)) } }
     }
 
+    /// SHA-256 of each side input by role; a missing file names its pipeline key.
+    func sideInputDigests() throws -> [String: String] {
+        var digests: [String: String] = [:]
+        for (role, path) in sideInputPaths {
+            guard fileExists(path) else { throw CommandError("\(self.path): inputs.\(role): \(path) does not exist") }
+            digests[role] = try FileFingerprint.digest(of: path)
+        }
+        return digests
+    }
+
     func openSource(_ checkpoint: InputCheckpoint, services: Services?) throws -> any AccountSource {
         let source = definition.source
         switch source.format {

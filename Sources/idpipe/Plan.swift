@@ -32,7 +32,7 @@ struct Plan: ParsableCommand {
     var verbose = false
 
     func validate() throws {
-        if let asOf, Timestamp.parseRFC3339(asOf) == nil { throw ValidationError("--as-of '\(asOf)' is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)") }
+        try validateAsOf(asOf)
         if let workers, workers < 1 { throw ValidationError("--workers must be at least 1") }
     }
 
@@ -70,11 +70,7 @@ struct PlanExecution {
         defer { services?.shutdown() }
         let sourcePath = live ? "identitytoolkit:projects/\(services?.projectId ?? "")" : context.sourcePath
         guard live || fileExists(sourcePath) else { throw CommandError("\(context.path): source.path: the input \(sourcePath) does not exist") }
-        var sideDigests: [String: String] = [:]
-        for (role, path) in context.sideInputPaths {
-            guard fileExists(path) else { throw CommandError("\(context.path): inputs.\(role): \(path) does not exist") }
-            sideDigests[role] = try FileFingerprint.digest(of: path)
-        }
+        let sideDigests = try context.sideInputDigests()
         let store = try StateStore(path: statePath)
         let existing = try store.loadRun()
         let planAsOf = existing?.asOf ?? asOf ?? epochMilliseconds()

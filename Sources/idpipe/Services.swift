@@ -69,15 +69,8 @@ final class Services {
             apple = nil
         }
         if let config = services.facebook {
-            let secret: String
-            if let file = config.appSecretFile.map(context.resolve) {
-                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw CommandError("\(context.path): services.facebook.app_secret_file: cannot read \(file)")
-                }
-                secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            } else if let value = environment[config.appSecretEnv], !value.isEmpty {
-                secret = value
-            } else {
+            guard let secret = try Self.secret(context, file: config.appSecretFile, key: "services.facebook.app_secret_file",
+                                               environment: environment, variable: config.appSecretEnv) else {
                 throw CommandError("\(context.path): services.facebook: no app secret (set app_secret_file, or the environment variable \(config.appSecretEnv))")
             }
             facebook = FacebookClient(
@@ -90,15 +83,8 @@ final class Services {
         }
         if let url = context.definition.stages.delete?.dataWebhook {
             let config = services.webhook ?? WebhookServiceConfig()
-            var secret: String?
-            if let file = config.secretFile.map(context.resolve) {
-                guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
-                    throw CommandError("\(context.path): services.webhook.secret_file: cannot read \(file)")
-                }
-                secret = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            } else if let value = environment[config.secretEnv], !value.isEmpty {
-                secret = value
-            }
+            let secret = try Self.secret(context, file: config.secretFile, key: "services.webhook.secret_file",
+                                         environment: environment, variable: config.secretEnv)
             webhook = try DataWebhookClient(url: url, secret: secret,
                                             channel: Self.channel("data-webhook", transport, retry, config.maxInFlight, logger, &channels),
                                             rate: config.requestsPerSecond)
@@ -106,6 +92,18 @@ final class Services {
             webhook = nil
         }
         self.channels = channels
+    }
+
+    /// A secret from the file the pipeline names (relative to it), else from the environment variable; nil when neither.
+    private static func secret(_ context: PipelineContext, file: String?, key: String, environment: [String: String], variable: String) throws -> String? {
+        if let path = file.map(context.resolve) {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw CommandError("\(context.path): \(key): cannot read \(path)")
+            }
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        if let value = environment[variable], !value.isEmpty { return value }
+        return nil
     }
 
     private static func channel(_ service: String, _ transport: AsyncHTTPTransport, _ retry: RetryPolicy, _ maxInFlight: Int, _ logger: Logger,

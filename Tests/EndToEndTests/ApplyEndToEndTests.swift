@@ -102,6 +102,13 @@ func firstDifference(_ a: String, _ b: String) -> String {
         return relative
     }
 
+    /// The sandbox serving the sample accounts and tokens, and the sample cleanup pipeline pointed at it.
+    func sampleCleanup() throws -> (SandboxProcess, String) {
+        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
+                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path)
+        return (sandbox, try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox))
+    }
+
     func remove(_ relative: String) {
         try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(relative).path)
     }
@@ -149,9 +156,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
     }
 
     @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {
-        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
-                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path)
-        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox)
+        let (sandbox, pipeline) = try sampleCleanup()
         defer { remove(pipeline) }
         let out = Binary.temporaryDirectory()
         let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
@@ -174,9 +179,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
     }
 
     @Test func theDeletionCapStopsBeforeTheFirstDeletionBeyondIt() throws {
-        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
-                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path)
-        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox)
+        let (sandbox, pipeline) = try sampleCleanup()
         defer { remove(pipeline) }
         let out = Binary.temporaryDirectory()
         let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])

@@ -116,8 +116,3 @@ extension ActionKind {
     public var isRevocation: Bool { self == .revokeApple || self == .revokeFacebook || self == .revokeSessions }
     public var isDeletion: Bool { self == .deleteData || self == .deleteAccount }
 }
-
-extension ActionState {
-    /// No further change will come to it in this run.
-    public var isFinal: Bool { !(self == .planned || self == .sent) }
-}

@@ -55,10 +55,6 @@ public struct ApplySummary: Sendable {
         Double(sessions.reduce(Int64(0)) { $0 + max(0, ($1.endedAt ?? $1.startedAt) - $1.startedAt) }) / 1000
     }
 
-    public func count(_ kind: ActionKind, _ state: ActionState) -> Int {
-        kinds.first { $0.kind == kind }?.states[state] ?? 0
-    }
-
     /// Open actions (planned, or sent without an answer): zero once the run is complete.
     public var open: Int { kinds.reduce(0) { $0 + ($1.states[.planned] ?? 0) + ($1.states[.sent] ?? 0) } }
     public var failed: Int { kinds.reduce(0) { $0 + ($1.states[.failed] ?? 0) } }
