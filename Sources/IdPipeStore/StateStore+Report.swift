@@ -67,8 +67,12 @@ extension StateStore: ReportSource {
 
     public func applySummary() throws -> ApplySummary? {
         try queue.read { db in
+            // A session killed before it ended counts until its own last record (not the next session's).
             let sessions = try Row.fetchAll(db, sql: """
-                SELECT s.*, (SELECT max(updated_at) FROM action) AS last_record FROM apply_session s ORDER BY id
+                SELECT s.*, (SELECT max(x.updated_at) FROM action x WHERE x.updated_at >= s.started_at
+                               AND x.updated_at < coalesce((SELECT min(n.started_at) FROM apply_session n WHERE n.id > s.id), 9223372036854775807)
+                            ) AS last_record
+                FROM apply_session s ORDER BY id
                 """).map { row in
                 ApplySummary.Session(command: row["command"], startedAt: row["started_at"],
                                      endedAt: (row["ended_at"] as Int64?) ?? max(row["started_at"] as Int64, (row["last_record"] as Int64?) ?? 0),

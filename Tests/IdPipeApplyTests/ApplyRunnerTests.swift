@@ -147,6 +147,20 @@ final class RecordingEffects: RemoteEffects {
         #expect(attempts == 2)
     }
 
+    @Test func aKilledSessionCountsUntilItsOwnLastRecord() async throws {
+        let (store, _) = try plannedStore()
+        let ids = try await store.pendingAccounts(after: -1, limit: 2).flatMap { $0.actions.map(\.id) }
+        _ = try await store.beginApplySession(command: "apply", at: 1_000)
+        try await store.record([ActionUpdate(id: ids[0], state: .sent, at: 2_000)])
+        // Killed here: no end recorded. The next session starts later and ends.
+        let (second, _) = try await store.beginApplySession(command: "resume", at: 5_000)
+        try await store.record([ActionUpdate(id: ids[1], state: .sent, at: 6_000)])
+        try await store.endApplySession(second, at: 7_000, outcome: "completed")
+        let summary = try #require(try store.applySummary())
+        #expect(summary.sessions.map(\.endedAt) == [2_000, 7_000])
+        #expect(summary.seconds == 3)
+    }
+
     @Test func theCapStopsBeforeTheFirstDeletionBeyondIt() async throws {
         let (store, sideInputs) = try plannedStore()
         let effects = RecordingEffects()
