@@ -139,7 +139,7 @@ public final class ApplyRunner: Sendable {
         try await withThrowingTaskGroup(of: Void.self) { group in
             var running = 0
             var lastReport = 0.0
-            while !halted {
+            while !halted && !Task.isCancelled {
                 let window = try await store.pendingAccounts(after: after, limit: settings.window)
                 guard let last = window.last else { break }
                 after = last.sequence
