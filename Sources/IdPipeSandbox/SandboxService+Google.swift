@@ -44,9 +44,11 @@ extension SandboxService {
         }
         let scopes = (claims["scope"]?.string ?? "").split(separator: " ").map(String.init)
         let accepted = ["https://www.googleapis.com/auth/cloud-platform", "https://www.googleapis.com/auth/firebase", "https://www.googleapis.com/auth/identitytoolkit"]
-        guard scopes.contains(where: accepted.contains) else { return refuse("invalid_scope", "no scope that Identity Toolkit accepts") }
+            + Self.firestoreScopes + Self.storageScopes + Self.databaseScopes
+        guard scopes.contains(where: accepted.contains) else { return refuse("invalid_scope", "no scope that a sandbox service accepts") }
         let token = SandboxCrypto.randomToken("ya29.sandbox-")
         state.googleTokens[token] = now + google.tokenLifetime
+        state.googleScopes[token] = Set(scopes)
         return .json(200, .object([
             ("access_token", .string(token)), ("expires_in", .number(String(google.tokenLifetime))), ("token_type", .string("Bearer")),
         ]))

@@ -111,8 +111,13 @@ public final class SandboxService: Sendable {
         var random: SeededRandom
         var quotas: [String: QuotaBucket] = [:]
         var scripted: [ScriptedFault] = []
-        /// Google access tokens issued → expiry (Unix seconds).
+        /// Google access tokens issued → expiry (Unix seconds), and the scopes each was granted.
         var googleTokens: [String: Int64] = [:]
+        var googleScopes: [String: Set<String>] = [:]
+        /// The data stores: Firestore databases, Realtime Database instances, Storage buckets.
+        var firestore: [String: FirestoreDocument] = [:]
+        var database: [String: DatabaseNode] = [:]
+        var storage: [String: StorageBucket] = [:]
         /// Apple tokens: value → (kind, client id, revoked).
         var appleTokens: [String: AppleToken] = [:]
         var appleCodes: [String: AppleCode] = [:]
@@ -343,7 +348,7 @@ public final class SandboxService: Sendable {
     private func faultResponse(route: Route, status: Int, retryAfter: Int?) -> SandboxResponse {
         let headers = retryAfter.map { [("Retry-After", String($0))] } ?? []
         switch route.service {
-        case "identitytoolkit", "google-oauth":
+        case "identitytoolkit", "google-oauth", "firestore", "storage":
             let reason = status == 429 ? "RESOURCE_EXHAUSTED" : status == 503 ? "UNAVAILABLE" : "INTERNAL"
             return .json(status, .object([("error", .object([("code", .number(String(status))), ("message", .string(reason)), ("status", .string(reason))]))]), headers: headers)
         default:
@@ -374,6 +379,9 @@ public final class SandboxService: Sendable {
         case "apple": return apple(&state, route: route, request: request)
         case "facebook": return facebook(&state, route: route, request: request)
         case "webhook": return dataWebhook(&state, request: request)
+        case "firestore": return firestore(&state, route: route, request: request)
+        case "database": return realtimeDatabase(&state, route: route, request: request)
+        case "storage": return storage(&state, route: route, request: request)
         default: return .json(404, .object([("error", .object([("code", .number("404")), ("message", .string("NOT_FOUND : \(request.path)"))]))]))
         }
     }
@@ -403,6 +411,8 @@ public final class SandboxService: Sendable {
         switch (request.method, request.path) {
         case ("GET", "/__sandbox/health"):
             return .json(200, .object([("ok", .bool(true))]))
+        case ("GET", "/__sandbox/data"):
+            return .json(200, dataDump())
         case ("GET", "/__sandbox/ledger"):
             return .json(200, .object([("entries", .array(ledger.map(\.json)))]))
         case ("GET", "/__sandbox/stats"):
@@ -447,8 +457,10 @@ struct Route {
     let quotaClass: String?
     /// For Identity Toolkit: the project in the path.
     let project: String?
-    /// For Facebook: the user id in `/vX.Y/{id}/permissions`.
+    /// For Facebook: the user id in `/vX.Y/{id}/permissions`; Firestore: the database id; Storage: the bucket.
     let subject: String?
+    /// Firestore: what follows `…/documents`; Realtime Database: the path without `.json`; Storage: the object name.
+    var remainder = ""
 
     var isService: Bool { service != "unknown" }
 
@@ -456,7 +468,20 @@ struct Route {
         var path = request.path
         if path.hasPrefix("/identitytoolkit.googleapis.com") { path.removeFirst("/identitytoolkit.googleapis.com".count) }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-        if segments.count == 5, segments[1] == "v1", segments[2] == "projects", segments[4].hasPrefix("accounts:") {
+        if segments.count >= 7, segments[1] == "v1", segments[2] == "projects", segments[4] == "databases", segments[6].hasPrefix("documents") {
+            (service, project, subject, quotaClass) = ("firestore", segments[3], segments[5], nil)
+            remainder = String(path.dropFirst(["", "v1", "projects", segments[3], "databases", segments[5], "documents"].joined(separator: "/").count))
+            let method = segments.last!.split(separator: ":").dropFirst().last.map { ":" + $0 } ?? ""
+            name = "firestore:" + (method.isEmpty ? (segments.count % 2 == 0 ? "list" : "document") : method)
+        } else if segments.count >= 6, segments[1] == "storage", segments[2] == "v1", segments[3] == "b", segments[5] == "o" {
+            (service, project, subject, quotaClass) = ("storage", nil, segments[4], nil)
+            remainder = segments.count > 6 ? segments[6...].joined(separator: "/") : ""
+            name = "storage:" + (remainder.isEmpty ? "objects.list" : "objects.\(request.method.lowercased())")
+        } else if path.hasSuffix(".json") {
+            (service, project, subject, quotaClass) = ("database", nil, nil, nil)
+            remainder = String(path.dropLast(5))
+            name = "database:" + request.method
+        } else if segments.count == 5, segments[1] == "v1", segments[2] == "projects", segments[4].hasPrefix("accounts:") {
             let operation = segments[4]
             service = "identitytoolkit"
             name = operation
@@ -487,6 +512,12 @@ struct Route {
 enum SandboxTime {
     static func unixNow() -> Int64 { Int64(Date().timeIntervalSince1970) }
     static func unixMillisNow() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    static func formatRFC3339(_ millis: Int64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+    }
 
     static func parseRFC3339(_ text: String) -> Int64? {
         let formatter = ISO8601DateFormatter()

@@ -81,6 +81,8 @@ public enum SandboxSetup {
             lines += ["  facebook:", "    app_id: \"\(facebook.appId)\"", "    app_secret_file: \(folder)/\(facebookSecretFile)",
                       "    endpoint: http://127.0.0.1:\(port)"]
         }
+        lines += ["  firestore:", "    endpoint: http://127.0.0.1:\(port)/v1", "  realtime_database:", "    endpoint: http://127.0.0.1:\(port)",
+                  "  storage:", "    endpoint: http://127.0.0.1:\(port)/storage/v1"]
         lines.append("# stages.delete.data_webhook: http://127.0.0.1:\(port)/hooks/delete-user-data")
         try write(lines.joined(separator: "\n") + "\n", to: folder + "/" + clientServicesFile, secret: false)
     }

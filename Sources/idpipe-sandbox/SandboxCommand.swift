@@ -6,10 +6,11 @@ import IdPipeSandbox
 struct SandboxCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "idpipe-sandbox",
-        abstract: "A local, strict stand-in for Identity Toolkit, Google OAuth, Sign in with Apple and the Facebook Graph API.",
+        abstract: "A local, strict stand-in for Identity Toolkit, Google OAuth, Firestore, the Realtime Database, Cloud Storage, Sign in with Apple and the Facebook Graph API.",
         discussion: """
             It checks what the real services check (JWT signatures and claims, request fields against the Identity \
-            Toolkit schema, per-call limits, quotas), can inject faults, and keeps a ledger of every side effect.
+            Toolkit schema, per-call limits, quotas), can inject faults, and keeps a ledger of every side effect. \
+            `GET /__sandbox/data` dumps the data stores in the fixture's form.
             Start with `idpipe-sandbox init --dir DIR`, then `idpipe-sandbox serve --dir DIR --accounts EXPORT.json`.
             """,
         subcommands: [Init.self, Serve.self])
@@ -41,6 +42,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "Listen on this port (default: the one given to init).") var port: Int?
     @Option(help: "Load accounts from a `firebase auth:export` JSON file.") var accounts: String?
     @Option(help: "Learn the Apple tokens/codes and Facebook ids an app stored (idpipe's stored-tokens JSON Lines).") var storedTokens: String?
+    @Option(help: "Load Firestore documents, Realtime Database trees and Storage objects from a data fixture (see Samples/README.md).") var data: String?
     @Option(help: "Append each ledger entry to this file as a JSON line.") var ledger: String?
     @Option(help: "Share of service requests answered 503.") var fault503 = 0.0
     @Option(help: "Share of service requests answered 500.") var fault500 = 0.0
@@ -87,6 +89,11 @@ struct Serve: AsyncParsableCommand {
         if let storedTokens {
             guard let data = FileManager.default.contents(atPath: storedTokens) else { throw SandboxError("cannot read \(storedTokens)") }
             try service.loadStoredTokens(jsonLines: String(decoding: data, as: UTF8.self), file: storedTokens)
+        }
+        if let data {
+            guard let bytes = FileManager.default.contents(atPath: data) else { throw SandboxError("cannot read \(data)") }
+            let counts = try service.loadData(json: [UInt8](bytes), file: data)
+            loaded += "; data: \(counts.documents) documents, \(counts.nodes) database nodes, \(counts.objects) objects"
         }
         let server = try await SandboxServer.start(service: service, port: port ?? configuredPort)
         if server.port != configuredPort {
