@@ -10,7 +10,7 @@ rm -rf "$DIR"
 mkdir -p "$DIR"
 "$BIN/idpipe-sandbox" init --dir "$DIR/sandbox" --port 0 >/dev/null
 "$BIN/idpipe-sandbox" serve --dir "$DIR/sandbox" --port 0 --accounts Samples/accounts.json \
-  --stored-tokens Samples/stored-tokens.jsonl --ledger "$DIR/sandbox-ledger.jsonl" >"$DIR/sandbox.log" 2>&1 &
+  --stored-tokens Samples/stored-tokens.jsonl --data Samples/data.json --ledger "$DIR/sandbox-ledger.jsonl" >"$DIR/sandbox.log" 2>&1 &
 SANDBOX=$!
 trap 'kill $SANDBOX 2>/dev/null || true; wait $SANDBOX 2>/dev/null || true; rm -f "$PIPELINE"' EXIT INT TERM
 i=0

@@ -218,21 +218,42 @@ public final class ApplyRunner: Sendable {
             // The cap counts accounts whose deletion starts; one already started in an earlier session is counted.
             let alreadyStarted = account.actions.contains { $0.kind.isDeletion && ($0.state == .sent || $0.state == .done || $0.state == .failed) }
             if !alreadyStarted, !reserveDeletion() { return }
-            if let i = index(.deleteData), actions[i].isOpen {
-                let uid = account.uid
-                let key = idempotencyKey(uid)
-                actions[i] = try await perform(actions[i], policy: policy) { _ in
-                    try await self.effects.deleteData(uid: uid, idempotencyKey: key, run: self.settings.runKey)
-                    return .done("data deleted by the webhook")
+            // The webhook and each configured store at once; the account only once all of them are done.
+            let dataIndices = actions.indices.filter { actions[$0].kind.isDataDeletion && actions[$0].isOpen }
+            let results = try await withThrowingTaskGroup(of: (Int, PendingAction).self) { group in
+                for i in dataIndices {
+                    let action = actions[i]
+                    group.addTask { (i, try await self.deleteData(action, uid: account.uid, policy: policy)) }
                 }
-                if actions[i].state != .done, let j = index(.deleteAccount), actions[j].isOpen {
-                    try await close([actions[j]], .blocked, reason: "delete-data \(actions[i].state.rawValue): \(actions[i].reason ?? "")", policy: policy)
-                    return
-                }
+                var results: [(Int, PendingAction)] = []
+                for try await result in group { results.append(result) }
+                return results
+            }
+            for (i, action) in results { actions[i] = action }
+            let undone = actions.filter { $0.kind.isDataDeletion && $0.state != .done }
+            if !undone.isEmpty, let j = index(.deleteAccount), actions[j].isOpen {
+                let why = undone.map { "\($0.kind.rawValue) \($0.state.rawValue): \($0.reason ?? "")" }.joined(separator: "; ")
+                try await close([actions[j]], .blocked, reason: why, policy: policy)
+                return
             }
             if let i = index(.deleteAccount), actions[i].isOpen {
                 await queue.push(DeleteQueue.Item(actionId: actions[i].id, uid: account.uid, policy: policy))
             }
+        }
+    }
+
+    private func deleteData(_ action: PendingAction, uid: String, policy: String) async throws -> PendingAction {
+        let kind = action.kind
+        if kind == .deleteData {
+            let key = idempotencyKey(uid)
+            return try await perform(action, policy: policy) { _ in
+                try await self.effects.deleteData(uid: uid, idempotencyKey: key, run: self.settings.runKey)
+                return .done("data deleted by the webhook")
+            }
+        }
+        return try await perform(action, policy: policy) { _ in
+            let counts = try await self.effects.deletePaths(kind, uid: uid)
+            return .deleted("deleted " + PathCount.describe(counts), count: counts.reduce(0) { $0 + $1.count })
         }
     }
 
@@ -294,6 +315,8 @@ public final class ApplyRunner: Sendable {
             switch try await step(updated.firstSentAt!) {
             case .done(let result):
                 update = ActionUpdate(id: action.id, state: .done, result: result, policy: policy, at: clock())
+            case .deleted(let result, let count):
+                update = ActionUpdate(id: action.id, state: .done, result: result, policy: policy, at: clock(), count: count)
             case .notPossible(let reason):
                 update = ActionUpdate(id: action.id, state: .notPossible, reason: reason, policy: policy, at: clock())
             }

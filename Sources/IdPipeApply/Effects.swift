@@ -12,6 +12,8 @@ public enum NameCheck: Sendable, Equatable {
 /// How one step ended when it did not throw: done (with what happened) or not possible (with why).
 public enum StepResult: Sendable, Equatable {
     case done(String)
+    /// Done, having deleted this many items (a path deletion).
+    case deleted(String, count: Int)
     case notPossible(String)
 }
 
@@ -24,6 +26,10 @@ public protocol RemoteEffects: Sendable {
     func revokeFacebook(appScopedId: String) async throws
     func revokeSessions(uid: String, validSince: Int64) async throws
     func deleteData(uid: String, idempotencyKey: String, run: String) async throws
+    /// Dry run: what each configured path of a path deletion holds for the account (reads only).
+    func countPaths(_ kind: ActionKind, uid: String) async throws -> [PathCount]
+    /// Deletes what each configured path holds; returns how much there was.
+    func deletePaths(_ kind: ActionKind, uid: String) async throws -> [PathCount]
     /// Deletes up to 1000 accounts in one call; returns the ones that failed, with why.
     func deleteAccounts(_ uids: [String]) async throws -> [String: String]
     /// Batch deletes allowed per second (the pacing of the deletion queue).
@@ -38,11 +44,13 @@ public final class LiveEffects: RemoteEffects {
     let apple: AppleClient?
     let facebook: FacebookClient?
     let webhook: DataWebhookClient?
+    let dataStores: DataStores
     let channels: [ServiceChannel]
     public let batchDeleteRate: Double
 
     public init(identityToolkit: IdentityToolkitClient?, apple: AppleClient?, facebook: FacebookClient?, webhook: DataWebhookClient?,
-                channels: [ServiceChannel], batchDeleteRate: Double) {
+                dataStores: DataStores, channels: [ServiceChannel], batchDeleteRate: Double) {
+        self.dataStores = dataStores
         self.identityToolkit = identityToolkit
         self.apple = apple
         self.facebook = facebook
@@ -58,6 +66,7 @@ public final class LiveEffects: RemoteEffects {
         case .revokeApple: apple == nil ? "services.apple" : nil
         case .revokeFacebook: facebook == nil ? "services.facebook" : nil
         case .deleteData: webhook == nil ? "stages.delete.data_webhook" : nil
+        case .deleteFirestore, .deleteDatabase, .deleteStorage: dataStores.missingService(for: kind)
         }
     }
 
@@ -113,6 +122,14 @@ public final class LiveEffects: RemoteEffects {
 
     public func deleteData(uid: String, idempotencyKey: String, run: String) async throws {
         try await need(webhook, "stages.delete.data_webhook").deleteUserData(uid: uid, idempotencyKey: idempotencyKey, run: run)
+    }
+
+    public func countPaths(_ kind: ActionKind, uid: String) async throws -> [PathCount] {
+        try await dataStores.count(kind, uid: uid)
+    }
+
+    public func deletePaths(_ kind: ActionKind, uid: String) async throws -> [PathCount] {
+        try await dataStores.delete(kind, uid: uid)
     }
 
     public func deleteAccounts(_ uids: [String]) async throws -> [String: String] {

@@ -54,7 +54,8 @@ extension StateStore {
     public func deletionsStarted() async throws -> Int {
         try await queue.read { db in
             try Int.fetchOne(db, sql: """
-                SELECT count(DISTINCT seq) FROM action WHERE kind IN ('delete-data', 'delete-account') AND state IN ('sent', 'done', 'failed')
+                SELECT count(DISTINCT seq) FROM action
+                WHERE kind IN ('delete-data', 'delete-firestore', 'delete-database', 'delete-storage', 'delete-account') AND state IN ('sent', 'done', 'failed')
                 """) ?? 0
         }
     }
@@ -67,14 +68,57 @@ extension StateStore {
                 UPDATE action SET state = 'sent', attempts = attempts + 1, first_sent_at = coalesce(first_sent_at, ?), updated_at = ? WHERE id = ?
                 """)
             let final = try db.cachedStatement(sql: """
-                UPDATE action SET state = ?, result = ?, reason = coalesce(?, reason), policy = coalesce(?, policy), finished_at = ?, updated_at = ?
+                UPDATE action SET state = ?, result = ?, reason = coalesce(?, reason), policy = coalesce(?, policy), finished_at = ?, updated_at = ?,
+                  deleted_count = coalesce(?, deleted_count)
                 WHERE id = ?
                 """)
             for update in updates {
                 if update.state == .sent {
                     try sent.execute(arguments: [update.at, update.at, update.id])
                 } else {
-                    try final.execute(arguments: [update.state.rawValue, update.result, update.reason, update.policy, update.at, update.at, update.id])
+                    try final.execute(arguments: [update.state.rawValue, update.result, update.reason, update.policy, update.at, update.at,
+                                                  update.count, update.id])
+                }
+            }
+        }
+    }
+
+    // MARK: - The dry run's data counts
+
+    /// Planned path deletions (after `id`, in id order) that the dry run has not counted yet.
+    public func uncountedPathActions(after id: Int64, limit: Int) async throws -> [UncountedAction] {
+        try await queue.read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT id, seq, uid, kind FROM action
+                WHERE id > ? AND kind IN ('delete-firestore', 'delete-database', 'delete-storage') AND state = 'planned' AND dry_detail IS NULL
+                ORDER BY id LIMIT ?
+                """, arguments: [id, limit]).compactMap { row in
+                ActionKind(rawValue: row["kind"]).map { UncountedAction(id: row["id"], sequence: row["seq"], uid: row["uid"], kind: $0) }
+            }
+        }
+    }
+
+    /// How many planned path deletions are still uncounted.
+    public func uncountedPathActionCount() throws -> Int {
+        try queue.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT count(*) FROM action
+                WHERE kind IN ('delete-firestore', 'delete-database', 'delete-storage') AND state = 'planned' AND dry_detail IS NULL
+                """) ?? 0
+        }
+    }
+
+    /// Writes the dry run's counts (or why counting failed) in one transaction.
+    public func recordSurvey(_ results: [DataSurveyResult]) async throws {
+        guard !results.isEmpty else { return }
+        try await queue.write { db in
+            let statement = try db.cachedStatement(sql: "UPDATE action SET dry_count = ?, dry_detail = ? WHERE id = ?")
+            for result in results {
+                switch result.counts {
+                case .success(let counts):
+                    try statement.execute(arguments: [counts.reduce(0) { $0 + $1.count }, PathCount.describe(counts), result.id])
+                case .failure(let failure):
+                    try statement.execute(arguments: [nil as Int?, "not counted: " + failure.reason, result.id])
                 }
             }
         }

@@ -90,6 +90,15 @@ extension StateStore {
                 );
                 """)
         }
+        migrator.registerMigration("v3-data") { db in
+            try db.execute(sql: """
+                -- Deletions of configured data paths: what the dry run found (a total, and per path or why it could not
+                -- count), and what apply then deleted.
+                ALTER TABLE action ADD COLUMN dry_count INTEGER;
+                ALTER TABLE action ADD COLUMN dry_detail TEXT;
+                ALTER TABLE action ADD COLUMN deleted_count INTEGER;
+                """)
+        }
         return migrator
     }
 }

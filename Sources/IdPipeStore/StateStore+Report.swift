@@ -50,7 +50,8 @@ extension StateStore: ReportSource {
             while let row = try rows.next() {
                 try body(ReportAction(sequence: row["seq"], uid: row["uid"], kind: row["kind"], state: row["state"], detail: row["detail"],
                                       reason: row["reason"], value: row["value"], attempts: row["attempts"],
-                                      result: row["result"], policy: row["policy"], resent: row["resent"]))
+                                      result: row["result"], policy: row["policy"], resent: row["resent"],
+                                      wouldDelete: row["dry_count"], counted: row["dry_detail"], deleted: row["deleted_count"]))
             }
         }
     }
@@ -105,6 +106,47 @@ extension StateStore: ReportSource {
                 FROM service_stats GROUP BY service ORDER BY service
                 """).map { ServiceTraffic(service: $0["service"], requests: $0["requests"], retries: $0["retries"], throttled: $0["throttled"], failures: $0["failures"]) }
             return ApplySummary(kinds: kinds, policies: policies, reasons: reasons, traffic: traffic, sessions: sessions)
+        }
+    }
+
+    public func dataSummary(limit: Int) throws -> DataSummary? {
+        try queue.read { db in
+            let kindList = "('delete-firestore', 'delete-database', 'delete-storage')"
+            var kinds: [DataSummary.Kind] = []
+            for row in try Row.fetchAll(db, sql: """
+                SELECT kind, count(*) AS planned, count(dry_count) AS counted, coalesce(sum(dry_count), 0) AS would,
+                       coalesce(sum(CASE WHEN state = 'done' THEN deleted_count END), 0) AS deleted, sum(state = 'done') AS done,
+                       sum(state = 'planned' AND dry_detail IS NULL) AS uncounted
+                FROM action WHERE kind IN \(kindList) GROUP BY kind
+                """) {
+                guard let kind = ActionKind(rawValue: row["kind"]) else { continue }
+                var perPath: [PathCount] = []
+                let details = try String.fetchCursor(db, sql: "SELECT dry_detail FROM action WHERE kind = ? AND dry_count IS NOT NULL", arguments: [kind.rawValue])
+                while let detail = try details.next() {
+                    for count in DataSummary.parse(detail) {
+                        if let i = perPath.firstIndex(where: { $0.template == count.template }) {
+                            perPath[i].count += count.count
+                        } else {
+                            perPath.append(count)
+                        }
+                    }
+                }
+                kinds.append(DataSummary.Kind(kind: kind, planned: row["planned"], counted: row["counted"], wouldDelete: row["would"],
+                                              deleted: row["deleted"], done: row["done"], uncounted: row["uncounted"], perPath: perPath))
+            }
+            guard !kinds.isEmpty else { return nil }
+            kinds.sort { $0.kind.order < $1.kind.order }
+            let notCounted = try Row.fetchAll(db, sql: """
+                SELECT dry_detail AS reason, count(*) AS n FROM action WHERE kind IN \(kindList) AND dry_detail IS NOT NULL AND dry_count IS NULL
+                GROUP BY dry_detail ORDER BY n DESC, reason
+                """).map { (reason: $0["reason"] as String, count: $0["n"] as Int) }
+            let largest = try Row.fetchAll(db, sql: """
+                SELECT uid, kind, dry_count, dry_detail FROM action WHERE kind IN \(kindList) AND dry_count > 0
+                ORDER BY dry_count DESC, seq, kind LIMIT ?
+                """, arguments: [limit]).compactMap { row in
+                ActionKind(rawValue: row["kind"]).map { DataSummary.Largest(uid: row["uid"], kind: $0, count: row["dry_count"], detail: row["dry_detail"]) }
+            }
+            return DataSummary(kinds: kinds, notCounted: notCounted, largest: largest)
         }
     }
 }

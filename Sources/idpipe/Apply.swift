@@ -128,26 +128,40 @@ struct Resume: ParsableCommand {
         } catch let code as ExitCode { throw code } catch { throw fail("\(error)") }
         switch record.status {
         case .planning:
-            let context: PipelineContext
-            do { context = try PipelineContext(path: record.pipelinePath) } catch { throw fail("\(error)") }
-            let planExit = try planStage(context: context, statePath: state, out: out, asOf: nil, reveal: reportOptions.revealPersonalData,
-                                         verbose: options.verbose, requestApply: record.applyRequested == true, command: "resume")
-            guard record.applyRequested == true else {
-                if let planExit { throw planExit }
-                return
-            }
-            if planExit == Exit.stoppedByGuard { throw planExit! }
-            try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
-            if let planExit { throw planExit }
+            try planThenApply(record, state: state, out: out)
         case .applying:
             try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
         case .planned:
-            Console.out("Nothing to resume: the plan is complete and was not applied. `idpipe apply --state \(state)` carries it out.")
+            // A plan whose data counting stopped, or a `run --yes` stopped between its plan and its apply.
+            let uncounted: Int
+            do { uncounted = try StateStore(path: state).uncountedPathActionCount() } catch { throw fail("\(error)") }
+            guard uncounted > 0 || record.applyRequested == true else {
+                Console.out("Nothing to resume: the plan is complete and was not applied. `idpipe apply --state \(state)` carries it out.")
+                return
+            }
+            try planThenApply(record, state: state, out: out)
         case .stoppedByGuard:
             throw fail("the plan was stopped by a guard: \(record.guardVerdict ?? "")", code: Exit.stoppedByGuard)
         case .applied:
             Console.out("Nothing to resume: every action of this run is final. `idpipe report --state \(state)` shows them.")
         }
+    }
+}
+
+extension Resume {
+    /// Finishes the plan (and its data counts), then applies it when `run --yes` asked for that.
+    func planThenApply(_ record: RunRecord, state: String, out: String) throws {
+        let context: PipelineContext
+        do { context = try PipelineContext(path: record.pipelinePath) } catch { throw fail("\(error)") }
+        let planExit = try planStage(context: context, statePath: state, out: out, asOf: nil, reveal: reportOptions.revealPersonalData,
+                                     verbose: options.verbose, requestApply: record.applyRequested == true, command: "resume")
+        guard record.applyRequested == true else {
+            if let planExit { throw planExit }
+            return
+        }
+        if planExit == Exit.stoppedByGuard { throw planExit! }
+        try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
+        if let planExit { throw planExit }
     }
 }
 
@@ -173,6 +187,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                                         applyRequested: requestApply).run()
         Console.endProgress()
         let store = try StateStore(path: statePath)
+        if outcome.run.guardVerdict == nil, context.definition.stages.delete?.pathKinds.isEmpty == false {
+            try countData(context: context, store: store)
+        }
         if requestApply, var run = try store.loadRun(), run.applyRequested != true {
             run.applyRequested = true
             try store.saveRun(run)
@@ -199,6 +216,26 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         Console.endProgress()
         throw fail("\(error)")
     }
+}
+
+/// The dry run's reads of the configured data paths (resumable: what is counted stays counted).
+private func countData(context: PipelineContext, store: StateStore) throws {
+    let total = try store.uncountedPathActionCount()
+    guard total > 0 else { return }
+    guard context.definition.services.google != nil else {
+        Console.out("data: not counted: the pipeline has no services.google to read the configured paths with (apply needs it too).")
+        return
+    }
+    let started = wallClockSeconds()
+    let services = try Services(context, logger: Logger(label: "idpipe"))
+    defer { services.shutdown() }
+    let survey = DataSurvey(store: store, effects: services.effects(batchDeleteRate: 1), concurrency: context.definition.apply.accountsInFlight)
+    let (counted, failed) = try blocking {
+        try await survey.run { done, total in Console.progress("data: counted \(done) of \(total) path deletions") }
+    }
+    Console.endProgress()
+    Console.out("data: counted the configured paths of \(counted) path deletions in \(formatSeconds(wallClockSeconds() - started))"
+        + (failed > 0 ? "; \(failed) could not be counted (see Data to delete in the report)" : "") + ".")
 }
 
 private let loggingReady = Mutex(false)
@@ -240,15 +277,18 @@ struct ApplyCommand {
             }
             let context = try PipelineContext(path: run.pipelinePath)
             try checkUnchanged(run, context)
+            let uncounted = try store.uncountedPathActionCount()
+            if uncounted > 0 {
+                throw CommandError("the dry run has not finished counting the data of \(uncounted) path deletions, so the reviewed report is incomplete; "
+                    + "`idpipe resume --state \(statePath)` finishes counting (reads only)")
+            }
             let open = try store.actionStates().filter { _, states in (states[.planned] ?? 0) + (states[.sent] ?? 0) > 0 }
             if !confirmed && !confirm(open) {
                 throw fail("nothing was changed: apply changes accounts; pass --yes to carry out the plan in \(statePath)")
             }
             let services = try Services(context, logger: logger)
             defer { services.shutdown() }
-            let effects = LiveEffects(identityToolkit: services.identityToolkit, apple: services.apple, facebook: services.facebook,
-                                      webhook: services.webhook, channels: services.channels,
-                                      batchDeleteRate: context.definition.services.google?.batchDeletesPerSecond ?? 1)
+            let effects = services.effects(batchDeleteRate: context.definition.services.google?.batchDeletesPerSecond ?? 1)
             for kind in open.keys.sorted(by: { $0.order < $1.order }) {
                 if let missing = effects.missingService(for: kind) {
                     throw CommandError("\(context.path): the plan has open \(kind.rawValue) actions, but \(missing) is not configured")

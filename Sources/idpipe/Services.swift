@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import IdPipeApply
 import IdPipeConnect
 import IdPipeCore
 import IdPipeCrypto
@@ -15,6 +16,8 @@ final class Services {
     let apple: AppleClient?
     let facebook: FacebookClient?
     let webhook: DataWebhookClient?
+    /// The configured Firestore, Realtime Database and Cloud Storage paths, on their clients.
+    let dataStores: DataStores
     /// Every channel built, for the traffic figures of the report.
     let channels: [ServiceChannel]
 
@@ -24,6 +27,7 @@ final class Services {
         let services = context.definition.services
         var channels: [ServiceChannel] = []
         transport = AsyncHTTPTransport(connectionsPerHost: 64)
+        var googleTokens: (any AccessTokenSource)?
         if let google = services.google {
             let (base, emulator) = try IdentityToolkitClient.base(environment: environment, override: google.endpoint)
             let tokens: any AccessTokenSource
@@ -43,6 +47,7 @@ final class Services {
             rates.updates = google.updatesPerSecond
             rates.batchDeletes = google.batchDeletesPerSecond
             rates.reads = google.readsPerSecond
+            googleTokens = tokens
             identityToolkit = IdentityToolkitClient(
                 projectId: project, tenantId: google.tenantId, base: base, tokens: tokens,
                 channel: Self.channel("identitytoolkit", transport, retry, google.maxInFlight, logger, &channels), rates: rates)
@@ -91,7 +96,49 @@ final class Services {
         } else {
             webhook = nil
         }
+        dataStores = try Self.dataStores(context, tokens: googleTokens, project: projectId, transport: transport, retry: retry, logger: logger, &channels)
         self.channels = channels
+    }
+
+    /// Clients for the stores `stages.delete` names, signed in with `services.google`'s credentials.
+    private static func dataStores(_ context: PipelineContext, tokens: (any AccessTokenSource)?, project: String?, transport: AsyncHTTPTransport,
+                                   retry: RetryPolicy, logger: Logger, _ channels: inout [ServiceChannel]) throws -> DataStores {
+        let delete = context.definition.stages.delete
+        let services = context.definition.services
+        guard let delete, !delete.pathKinds.isEmpty else { return DataStores(config: delete, firestore: nil, database: nil, storage: nil) }
+        guard let tokens, let project else {
+            throw CommandError("\(context.path): stages.delete names Firestore, Realtime Database or Storage paths: services.google (credentials) signs in to them")
+        }
+        func base(_ config: DataServiceConfig?, _ production: String, _ service: String) throws -> Endpoint {
+            try Endpoint(config?.endpoint ?? production, service: service)
+        }
+        var firestore: FirestoreClient?
+        if let paths = delete.firestore {
+            let config = services.firestore ?? DataServiceConfig()
+            firestore = FirestoreClient(projectId: project, database: paths.database, base: try base(config, FirestoreClient.productionBase, "firestore"),
+                                        tokens: tokens, channel: channel("firestore", transport, retry, config.maxInFlight, logger, &channels),
+                                        rate: config.requestsPerSecond)
+        }
+        var database: DatabaseClient?
+        if let paths = delete.realtimeDatabase {
+            let config = services.realtimeDatabase ?? DataServiceConfig()
+            database = try DatabaseClient(url: paths.url, instance: paths.instance, override: try config.endpoint.map { try Endpoint($0, service: "database") },
+                                          tokens: tokens, channel: channel("database", transport, retry, config.maxInFlight, logger, &channels),
+                                          rate: config.requestsPerSecond)
+        }
+        var storage: StorageClient?
+        if delete.storage != nil {
+            let config = services.storage ?? DataServiceConfig()
+            storage = StorageClient(base: try base(config, StorageClient.productionBase, "storage"), tokens: tokens,
+                                    channel: channel("storage", transport, retry, config.maxInFlight, logger, &channels), rate: config.requestsPerSecond)
+        }
+        return DataStores(config: delete, firestore: firestore, database: database, storage: storage)
+    }
+
+    /// The remote effects apply and the dry run's data counts go through.
+    func effects(batchDeleteRate: Double) -> LiveEffects {
+        LiveEffects(identityToolkit: identityToolkit, apple: apple, facebook: facebook, webhook: webhook, dataStores: dataStores,
+                    channels: channels, batchDeleteRate: batchDeleteRate)
     }
 
     /// A secret from the file the pipeline names (relative to it), else from the environment variable; nil when neither.

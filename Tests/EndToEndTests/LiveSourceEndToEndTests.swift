@@ -7,14 +7,14 @@ final class SandboxProcess {
     let port: Int
     let directory: String
 
-    init(accounts: String, storedTokens: String? = nil, arguments: [String] = []) throws {
+    init(accounts: String, storedTokens: String? = nil, data: String? = nil, arguments: [String] = []) throws {
         directory = Binary.temporaryDirectory()
         let sandbox = URL(fileURLWithPath: Binary.path).deletingLastPathComponent().appendingPathComponent("idpipe-sandbox").path
         let (initCode, initOutput) = try Binary.run(["init", "--dir", directory + "/sandbox", "--port", "0"], executable: sandbox)
         guard initCode == 0 else { throw ToolFailure("idpipe-sandbox init: \(initOutput)") }
         process.executableURL = URL(fileURLWithPath: sandbox)
         process.arguments = ["serve", "--dir", directory + "/sandbox", "--port", "0", "--accounts", accounts]
-            + (storedTokens.map { ["--stored-tokens", $0] } ?? []) + arguments
+            + (storedTokens.map { ["--stored-tokens", $0] } ?? []) + (data.map { ["--data", $0] } ?? []) + arguments
         let pipe = Pipe()
         process.standardOutput = pipe
         process.standardError = pipe
@@ -40,6 +40,12 @@ final class SandboxProcess {
         let (_, body) = try Binary.run(["-s", "http://127.0.0.1:\(port)/__sandbox/ledger"], executable: "/usr/bin/curl")
         let document = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
         return document?["entries"] as? [[String: Any]] ?? []
+    }
+
+    /// What the data stores hold now: `firestore` {db: {path: fields}}, `database` {instance: tree}, `storage` {bucket: {name: …}}.
+    func data() throws -> [String: Any] {
+        let (_, body) = try Binary.run(["-s", "http://127.0.0.1:\(port)/__sandbox/data"], executable: "/usr/bin/curl")
+        return try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any] ?? [:]
     }
 
     /// The `services:` section the sandbox wrote for idpipe (its real port, absolute key paths).

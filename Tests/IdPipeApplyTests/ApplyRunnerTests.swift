@@ -34,6 +34,13 @@ final class RecordingEffects: RemoteEffects {
         if configurationErrorOnData { throw ConnectorError.configuration(service: "data-webhook", message: "HTTP 401") }
         note("data \(uid)")
     }
+    func countPaths(_ kind: ActionKind, uid: String) async throws -> [PathCount] {
+        [PathCount(template: "users/{uid}", count: 2)]
+    }
+    func deletePaths(_ kind: ActionKind, uid: String) async throws -> [PathCount] {
+        note("\(kind.rawValue) \(uid)")
+        return [PathCount(template: "users/{uid}", count: 2)]
+    }
     func deleteAccounts(_ uids: [String]) async throws -> [String: String] {
         for uid in uids { note("delete \(uid)") }
         return [:]

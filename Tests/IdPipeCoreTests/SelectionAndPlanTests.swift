@@ -81,7 +81,7 @@ import Testing
         for (policy, expected) in [(NotRevocablePolicy.keep, ActionState.blocked), (.delete, .planned)] {
             let plan = planner(policy)
             let revocations = plan.revocations(for: appleAndFacebook, credentials: nil)
-            let deletions = plan.deletions(after: revocations)
+            let deletions = plan.deletions(after: revocations, uid: "u1")
             #expect(deletions.map(\.kind) == [.deleteData, .deleteAccount])
             #expect(deletions.allSatisfy { $0.state == expected }, "\(policy)")
             #expect(deletions.allSatisfy { $0.detail.contains("when_not_revocable: \(policy.rawValue)") })

@@ -18,7 +18,11 @@ public struct EmulatorAccessToken: AccessTokenSource {
 /// refreshed `refreshMargin` seconds before they expire, so a run of many hours never meets an expired token.
 /// Concurrent callers share one refresh.
 public final class ServiceAccountAccessTokens: AccessTokenSource {
-    public static let scopes = ["https://www.googleapis.com/auth/cloud-platform", "https://www.googleapis.com/auth/identitytoolkit"]
+    /// The scopes the Admin SDKs ask for: Identity Toolkit and Firestore and Storage (under cloud-platform), and
+    /// the Realtime Database (which wants `firebase.database` with `userinfo.email`).
+    public static let scopes = ["https://www.googleapis.com/auth/cloud-platform", "https://www.googleapis.com/auth/identitytoolkit",
+                                "https://www.googleapis.com/auth/datastore", "https://www.googleapis.com/auth/devstorage.read_write",
+                                "https://www.googleapis.com/auth/firebase.database", "https://www.googleapis.com/auth/userinfo.email"]
     /// Google accepts assertions valid for at most an hour.
     static let assertionLifetime: Int64 = 3600
 

@@ -156,57 +156,34 @@ public final class IdentityToolkitClient: Sendable {
     }
 
     private func call(_ method: String, _ operation: String, body: JSONValue?, limiter: RateLimiter) async throws -> JSONValue {
-        let url = accountsBase + "/" + operation
-        let encoded = body?.encoded()
-        let service = channel.service
-        let tokens = self.tokens
-        var sentToken = ""
-        var refreshedOnce = false
-        var tokenRefused = false
-        let response = try await channel.send(limiter: limiter, make: {
-            if tokenRefused {
-                // A 401 answered the last attempt: this one goes out with a fresh token.
-                await tokens.invalidate(sentToken)
-                tokenRefused = false
-            }
-            sentToken = try await tokens.accessToken()
-            var headers = [
-                ("Authorization", "Bearer \(sentToken)"), ("X-Client-Version", "idpipe/\(IdPipeProduct.version)"),
-                ("User-Agent", IdPipeProduct.userAgent), ("Accept", "application/json"),
-            ]
-            if encoded != nil { headers.append(("Content-Type", "application/json")) }
-            return HTTPRequest(method: method, url: url, headers: headers, body: encoded)
-        }, judge: { response in
-            if (200..<300).contains(response.status) { return .success }
-            let error = GoogleError(response)
-            if error.isBackOff { return .retry(reason: error.code, throttled: true) }
-            if response.status == 401, !refreshedOnce {
-                refreshedOnce = true
-                tokenRefused = true
-                return .retry(reason: "401 \(error.code): fetching a new access token")
-            }
-            if response.status == 401 || response.status == 403 || error.isConfiguration {
-                return .fail(.configuration(service: service, message: "\(operation): HTTP \(response.status) \(error.code) \(error.detail)"))
-            }
-            return .fail(.rejected(service: service, code: error.code, message: error.detail))
-        })
-        guard let parsed = JSONValue.decode(response.body), parsed.object != nil else {
-            throw ConnectorError.badResponse(service: service, message: "\(operation): the body is not a JSON object")
-        }
-        return parsed
+        try await GoogleCall(channel: channel, tokens: tokens).object(method, accountsBase + "/" + operation, json: body, limiter: limiter,
+                                                                    operation: String(operation.prefix { $0 != "?" }))
     }
 }
 
-/// Google's error body: `{"error": {"code": 400, "message": "CODE : detail"}}`, split at the first ':' as the SDKs do.
+/// Google's error body: `{"error": {"code": 400, "message": "CODE : detail", "status": "NOT_FOUND"}}`, the message split at
+/// the first ':' as the SDKs do; Firestore and Storage send a plain message and a `status`, the Realtime Database
+/// `{"error": "text"}`.
 struct GoogleError {
     let code: String
     let detail: String
 
     init(_ response: HTTPResponse) {
-        let message = JSONValue.decode(response.body)?["error"]?["message"]?.string ?? "HTTP \(response.status)"
-        if let colon = message.firstIndex(of: ":") {
-            code = String(message[..<colon]).trimmingSpaces
-            detail = String(message[message.index(after: colon)...]).trimmingSpaces
+        let error = JSONValue.decode(response.body)?["error"]
+        if let text = error?.string {
+            code = "HTTP \(response.status)"
+            detail = text
+            return
+        }
+        let message = error?["message"]?.string ?? "HTTP \(response.status)"
+        let head = message.firstIndex(of: ":").map { String(message[..<$0]).trimmingSpaces } ?? message.trimmingSpaces
+        let isCode = !head.isEmpty && head.allSatisfy { ($0.isUppercase && $0.isASCII) || $0.isNumber || $0 == "_" }
+        if isCode {
+            code = head
+            detail = message.firstIndex(of: ":").map { String(message[message.index(after: $0)...]).trimmingSpaces } ?? ""
+        } else if let status = error?["status"]?.string {
+            code = status
+            detail = message
         } else {
             code = message.trimmingSpaces
             detail = ""

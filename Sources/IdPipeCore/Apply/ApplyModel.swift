@@ -56,9 +56,12 @@ public struct ActionUpdate: Sendable, Equatable {
     public var policy: String?
     /// Epoch ms.
     public var at: Int64
+    /// For path deletions: how many items (documents, nodes, objects) it deleted.
+    public var count: Int?
 
-    public init(id: Int64, state: ActionState, result: String? = nil, reason: String? = nil, policy: String? = nil, at: Int64) {
+    public init(id: Int64, state: ActionState, result: String? = nil, reason: String? = nil, policy: String? = nil, at: Int64, count: Int? = nil) {
         self.id = id
+        self.count = count
         self.state = state
         self.result = result
         self.reason = reason
@@ -114,5 +117,56 @@ public struct DeletionPolicy: Sendable, Equatable {
 
 extension ActionKind {
     public var isRevocation: Bool { self == .revokeApple || self == .revokeFacebook || self == .revokeSessions }
-    public var isDeletion: Bool { self == .deleteData || self == .deleteAccount }
+    public var isDeletion: Bool { isDataDeletion || self == .deleteAccount }
+    /// The user's data, deleted before the account: the webhook and the configured paths.
+    public var isDataDeletion: Bool { self == .deleteData || isPathDeletion }
+    /// Deletions of configured paths, counted by the dry run.
+    public var isPathDeletion: Bool { self == .deleteFirestore || self == .deleteDatabase || self == .deleteStorage }
+}
+
+/// What one configured path holds (dry run) or held (apply) for one account, by its `{uid}` template.
+public struct PathCount: Sendable, Equatable {
+    public var template: String
+    public var count: Int
+
+    public init(template: String, count: Int) {
+        self.template = template
+        self.count = count
+    }
+
+    /// `users/{uid}: 3; /presence/{uid}: 0`, the stored and reported form.
+    public static func describe(_ counts: [PathCount]) -> String {
+        counts.map { "\($0.template): \($0.count)" }.joined(separator: "; ")
+    }
+}
+
+/// A path deletion the dry run has yet to count.
+public struct UncountedAction: Sendable, Equatable {
+    public var id: Int64
+    public var sequence: Int64
+    public var uid: String
+    public var kind: ActionKind
+
+    public init(id: Int64, sequence: Int64, uid: String, kind: ActionKind) {
+        self.id = id
+        self.sequence = sequence
+        self.uid = uid
+        self.kind = kind
+    }
+}
+
+/// The dry run's finding for one path deletion: the counts, or why they could not be had.
+public struct DataSurveyResult: Sendable, Equatable {
+    public var id: Int64
+    public var counts: Result<[PathCount], SurveyFailure>
+
+    public init(id: Int64, counts: Result<[PathCount], SurveyFailure>) {
+        self.id = id
+        self.counts = counts
+    }
+}
+
+public struct SurveyFailure: Error, Sendable, Equatable {
+    public var reason: String
+    public init(reason: String) { self.reason = reason }
 }

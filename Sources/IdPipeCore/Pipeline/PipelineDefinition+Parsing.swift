@@ -152,7 +152,7 @@ extension PipelineDefinition {
             }
         }
         if let delete = keys["delete"] {
-            stages.delete = try delete.stage(defaults: DeleteConfig(), allowed: ["data_webhook", "accounts", "when_not_revocable", "when_revocation_fails"]) { config, entries in
+            stages.delete = try delete.stage(defaults: DeleteConfig(), allowed: ["data_webhook", "firestore", "realtime_database", "storage", "accounts", "when_not_revocable", "when_revocation_fails"]) { config, entries in
                 if let hook = entries["data_webhook"] {
                     let url = try hook.string()
                     guard url.hasPrefix("https://") || url.hasPrefix("http://127.0.0.1") || url.hasPrefix("http://localhost") else {
@@ -160,12 +160,76 @@ extension PipelineDefinition {
                     }
                     config.dataWebhook = url
                 }
+                config.firestore = try entries["firestore"].map(decodeFirestorePaths)
+                config.realtimeDatabase = try entries["realtime_database"].map(decodeDatabasePaths)
+                config.storage = try entries["storage"].map(decodeStoragePaths)
                 config.accounts = try entries["accounts"]?.bool() ?? true
                 config.whenNotRevocable = try entries["when_not_revocable"]?.oneOf(NotRevocablePolicy.self) ?? .keep
                 config.whenRevocationFails = try entries["when_revocation_fails"]?.oneOf(NotRevocablePolicy.self) ?? .keep
             }
         }
         return stages
+    }
+
+    /// A list of paths, each holding `{uid}` (without it, every account would delete the same data).
+    private static func templates(_ node: ConfigNode?, in parent: ConfigNode, _ check: (String) -> String?) throws -> [String] {
+        guard let node else { throw parent.error("missing key 'paths' (a list of paths with {uid})") }
+        let items = try node.list()
+        guard !items.isEmpty else { throw node.error("the list of paths is empty") }
+        return try items.map { item in
+            let path = try item.string()
+            guard path.contains(DataPath.placeholder) else {
+                throw item.error("'\(path)' has no {uid}: every selected account would delete the same data")
+            }
+            if let problem = check(path) { throw item.error("'\(path)': \(problem)") }
+            return path
+        }
+    }
+
+    private static func decodeFirestorePaths(_ node: ConfigNode) throws -> FirestorePaths {
+        let keys = try node.mapping(allowed: ["database", "mode", "paths"])
+        var config = FirestorePaths()
+        config.database = try keys["database"]?.string() ?? config.database
+        guard !config.database.isEmpty, !config.database.contains("/") else { throw keys["database"]!.error("a database id has no '/'") }
+        config.mode = try keys["mode"]?.oneOf(FirestoreDeleteMode.self) ?? .shallow
+        config.paths = try templates(keys["paths"], in: node) { path in
+            if path.hasPrefix("/") || path.hasSuffix("/") { return "a Firestore path has no leading or trailing '/' (users/{uid})" }
+            if path.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) { return "a segment is empty" }
+            return nil
+        }
+        return config
+    }
+
+    private static func decodeDatabasePaths(_ node: ConfigNode) throws -> DatabasePaths {
+        let keys = try node.mapping(allowed: ["url", "paths"])
+        guard let urlNode = keys["url"] else { throw node.error("missing key 'url' (https://<instance>.firebaseio.com)") }
+        let url = try urlNode.string()
+        guard let instance = DataPath.databaseInstance(url: url) else {
+            throw urlNode.error("'\(url)' is neither https://<instance>.firebaseio.com nor https://<instance>.<region>.firebasedatabase.app")
+        }
+        let paths = try templates(keys["paths"], in: node) { path in
+            if !path.hasPrefix("/") { return "a database path starts at the root with '/' (/users/{uid})" }
+            if path == "/" || path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) { return "a segment is empty" }
+            if path.hasSuffix(".json") { return "give the path without .json" }
+            return nil
+        }
+        var trimmed = url
+        while trimmed.hasSuffix("/") { trimmed.removeLast() }
+        return DatabasePaths(url: trimmed, instance: instance, paths: paths)
+    }
+
+    private static func decodeStoragePaths(_ node: ConfigNode) throws -> StoragePaths {
+        let keys = try node.mapping(allowed: ["paths"])
+        let paths = try templates(keys["paths"], in: node) { path in
+            guard let slash = path.firstIndex(of: "/"), slash != path.startIndex else { return "a storage path is bucket/prefix (my-app.appspot.com/users/{uid}/)" }
+            if path[slash...].count < 2 { return "the prefix after the bucket is empty" }
+            if path[..<slash].contains(DataPath.placeholder) { return "{uid} belongs in the prefix, not in the bucket name" }
+            if path.hasSuffix(DataPath.placeholder) {
+                return "a prefix ending in {uid} also matches every account whose uid starts with this one (users/abc matches users/abcd/…): end it with '/' for a folder"
+            }
+            return nil
+        }
+        return StoragePaths(paths: paths)
     }
 
     private static func decodeGuards(_ node: ConfigNode) throws -> GuardsConfig {

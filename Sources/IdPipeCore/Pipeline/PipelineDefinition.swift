@@ -125,10 +125,28 @@ public struct RevokeConfig: Sendable, Equatable {
 
 public struct DeleteConfig: Sendable, Equatable {
     public var dataWebhook: String?
+    public var firestore: FirestorePaths?
+    public var realtimeDatabase: DatabasePaths?
+    public var storage: StoragePaths?
     public var accounts = true
     public var whenNotRevocable: NotRevocablePolicy = .keep
     /// When a revocation was tried and failed (after its retries): keep the account by default.
     public var whenRevocationFails: NotRevocablePolicy = .keep
+
+    /// The configured path deletions, in execution order.
+    public var pathKinds: [ActionKind] {
+        [firestore != nil ? .deleteFirestore : nil, realtimeDatabase != nil ? .deleteDatabase : nil, storage != nil ? .deleteStorage : nil].compactMap { $0 }
+    }
+
+    /// The `{uid}` paths of one kind of path deletion.
+    public func paths(_ kind: ActionKind) -> [String] {
+        switch kind {
+        case .deleteFirestore: firestore?.paths ?? []
+        case .deleteDatabase: realtimeDatabase?.paths ?? []
+        case .deleteStorage: storage?.paths ?? []
+        default: []
+        }
+    }
 
     public var policy: DeletionPolicy { DeletionPolicy(whenNotRevocable: whenNotRevocable, whenRevocationFails: whenRevocationFails) }
 }

@@ -5,6 +5,21 @@ public struct ServicesConfig: Sendable, Equatable {
     public var apple: AppleServiceConfig?
     public var facebook: FacebookServiceConfig?
     public var webhook: WebhookServiceConfig?
+    /// The data stores of `stages.delete` (signed in with `services.google`'s credentials).
+    public var firestore: DataServiceConfig?
+    public var realtimeDatabase: DataServiceConfig?
+    public var storage: DataServiceConfig?
+    public init() {}
+}
+
+/// Firestore, the Realtime Database or Cloud Storage: where to reach it and how hard to push it. None of them
+/// has a per-project quota like batch delete's; the defaults stay well under their documented sustained rates.
+public struct DataServiceConfig: Sendable, Equatable {
+    /// Replaces the production base: `https://firestore.googleapis.com/v1`, the database URL's origin (the
+    /// instance then goes in `?ns=`, as for the emulator), or `https://storage.googleapis.com/storage/v1`.
+    public var endpoint: String?
+    public var requestsPerSecond: Double = 200
+    public var maxInFlight = 16
     public init() {}
 }
 
@@ -61,7 +76,7 @@ public struct FacebookServiceConfig: Sendable, Equatable {
 
 extension PipelineDefinition {
     static func decodeServices(_ node: ConfigNode) throws -> ServicesConfig {
-        let keys = try node.mapping(allowed: ["google", "apple", "facebook", "webhook"])
+        let keys = try node.mapping(allowed: ["google", "apple", "facebook", "webhook", "firestore", "realtime_database", "storage"])
         var services = ServicesConfig()
         if let google = keys["google"] {
             let entries = try google.mapping(allowed: ["project_id", "tenant_id", "credentials", "endpoint", "updates_per_second",
@@ -118,7 +133,19 @@ extension PipelineDefinition {
             config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
             services.webhook = config
         }
+        services.firestore = try keys["firestore"].map(decodeDataService)
+        services.realtimeDatabase = try keys["realtime_database"].map(decodeDataService)
+        services.storage = try keys["storage"].map(decodeDataService)
         return services
+    }
+
+    private static func decodeDataService(_ node: ConfigNode) throws -> DataServiceConfig {
+        let entries = try node.mapping(allowed: ["endpoint", "requests_per_second", "max_in_flight"])
+        var config = DataServiceConfig()
+        config.endpoint = try entries["endpoint"].map(endpoint)
+        config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
+        config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+        return config
     }
 
     private static func rate(_ node: ConfigNode) throws -> Double {

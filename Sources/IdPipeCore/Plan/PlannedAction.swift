@@ -5,6 +5,12 @@ public enum ActionKind: String, Sendable, Codable, CaseIterable {
     case revokeFacebook = "revoke-facebook"
     case revokeSessions = "revoke-sessions"
     case deleteData = "delete-data"
+    /// The configured Firestore paths of the account (`stages.delete.firestore`).
+    case deleteFirestore = "delete-firestore"
+    /// The configured Realtime Database paths.
+    case deleteDatabase = "delete-database"
+    /// The configured Cloud Storage prefixes.
+    case deleteStorage = "delete-storage"
     case deleteAccount = "delete-account"
 
     /// The service the action goes to.
@@ -14,6 +20,9 @@ public enum ActionKind: String, Sendable, Codable, CaseIterable {
         case .revokeApple: "apple"
         case .revokeFacebook: "facebook"
         case .deleteData: "data-webhook"
+        case .deleteFirestore: "firestore"
+        case .deleteDatabase: "database"
+        case .deleteStorage: "storage"
         }
     }
 

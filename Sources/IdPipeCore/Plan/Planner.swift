@@ -16,7 +16,7 @@ public struct Planner: Sendable {
     /// sessions, and each `accounts:update` would cost one of the project's 10 updates per second for nothing.
     public func cleanup(for account: Account, credentials: StoredCredentials?) -> [PlannedAction] {
         var revocations = self.revocations(for: account, credentials: credentials)
-        let deletions = self.deletions(after: revocations)
+        let deletions = self.deletions(after: revocations, uid: account.localId)
         if deletions.contains(where: { $0.kind == .deleteAccount && $0.state == .planned }) {
             revocations.removeAll { $0.kind == .revokeSessions }
         }
@@ -66,7 +66,7 @@ public struct Planner: Sendable {
     }
 
     /// Data and account deletion, after the revocations: what the revocations allow under the pipeline's policy.
-    public func deletions(after revocations: [PlannedAction]) -> [PlannedAction] {
+    public func deletions(after revocations: [PlannedAction], uid: String) -> [PlannedAction] {
         guard let delete = stages.delete else { return [] }
         let notPossible = revocations.filter { $0.state == .notPossible }
         var state = ActionState.planned
@@ -87,9 +87,40 @@ public struct Planner: Sendable {
         if delete.dataWebhook != nil {
             actions.append(PlannedAction(kind: .deleteData, state: state, detail: "data webhook; " + policyNote, reason: reason))
         }
-        if delete.accounts {
+        var unreachable: [String] = []
+        for kind in delete.pathKinds {
+            let detail = Self.pathDetail(kind, delete) + "; " + policyNote
+            let refusal = delete.paths(kind).lazy.compactMap { template -> DataPathRefusal? in
+                if case .failure(let refusal) = DataPath.expand(template, uid: uid, kind: kind) { return refusal }
+                return nil
+            }.first
+            if let refusal {
+                actions.append(PlannedAction(kind: kind, state: .notPossible, detail: detail, reason: refusal.reason))
+                unreachable.append("\(kind.rawValue): \(refusal.reason)")
+            } else {
+                actions.append(PlannedAction(kind: kind, state: state, detail: detail, reason: reason))
+            }
+        }
+        if delete.accounts, !unreachable.isEmpty, state == .planned {
+            // The account goes only after its data: data that cannot be reached keeps it for a person to look at.
+            actions.append(PlannedAction(kind: .deleteAccount, state: .blocked, detail: "accounts:batchDelete force; kept: its data cannot be deleted",
+                                         reason: unreachable.joined(separator: "; ")))
+        } else if delete.accounts {
             actions.append(PlannedAction(kind: .deleteAccount, state: state, detail: "accounts:batchDelete force (ends its Firebase sessions); " + policyNote, reason: reason))
         }
         return actions
+    }
+
+    /// What a path deletion covers, in the plan's words: the `{uid}` paths and where they are.
+    static func pathDetail(_ kind: ActionKind, _ delete: DeleteConfig) -> String {
+        let paths = delete.paths(kind).joined(separator: ", ")
+        switch kind {
+        case .deleteFirestore:
+            let config = delete.firestore!
+            return "Firestore \(config.database) \(config.mode.rawValue): \(paths)"
+        case .deleteDatabase: return "Realtime Database \(delete.realtimeDatabase!.instance): \(paths)"
+        case .deleteStorage: return "Cloud Storage prefixes: \(paths)"
+        default: return paths
+        }
     }
 }

@@ -23,6 +23,7 @@ public struct JSONReport {
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
         out.write("},\n")
         if let summary = try source.applySummary() { out.write("  \"apply\": " + Self.apply(summary) + ",\n") }
+        if let data = try source.dataSummary(limit: 0) { out.write("  \"data\": " + Self.data(data) + ",\n") }
         out.write("  \"accounts\": [")
         var actionsBySequence: [Int64: [ReportAction]] = [:]
         var first = true
@@ -48,7 +49,11 @@ public struct JSONReport {
             parts.append("\"actions\": [" + actions.map { action in
                 "{\"kind\": \(JSONText.string(action.kind)), \"state\": \(JSONText.string(action.state)), \"detail\": \(JSONText.string(action.detail)), "
                     + "\"reason\": \(JSONText.string(action.reason)), \"value\": \(JSONText.string(action.value.map { masking.name($0) })), "
-                    + "\"result\": \(JSONText.string(action.result)), \"policy\": \(JSONText.string(action.policy)), \"attempts\": \(action.attempts)}"
+                    + "\"result\": \(JSONText.string(action.result)), \"policy\": \(JSONText.string(action.policy)), \"attempts\": \(action.attempts)"
+                    + (ActionKind(rawValue: action.kind)?.isPathDeletion == true
+                        ? ", \"wouldDelete\": \(action.wouldDelete.map(String.init) ?? "null"), \"counted\": \(JSONText.string(action.counted)), "
+                            + "\"deleted\": \(action.deleted.map(String.init) ?? "null")" : "")
+                    + "}"
             }.joined(separator: ", ") + "]")
             out.write("{" + parts.joined(separator: ", ") + "}")
         }
@@ -65,6 +70,16 @@ public struct JSONReport {
 }
 
 extension JSONReport {
+    static func data(_ summary: DataSummary) -> String {
+        let kinds = summary.kinds.map { kind in
+            let paths = kind.perPath.map { "{\"path\": \(JSONText.string($0.template)), \"wouldDelete\": \($0.count)}" }
+            return "\(JSONText.string(kind.kind.rawValue)): {\"unit\": \(JSONText.string(kind.unit)), \"accounts\": \(kind.planned), \"counted\": \(kind.counted), "
+                + "\"wouldDelete\": \(kind.wouldDelete), \"done\": \(kind.done), \"deleted\": \(kind.deleted), \"paths\": [\(paths.joined(separator: ", "))]}"
+        }
+        let notCounted = summary.notCounted.map { "{\"reason\": \(JSONText.string($0.reason)), \"count\": \($0.count)}" }
+        return "{\(kinds.joined(separator: ", ")), \"notCounted\": [\(notCounted.joined(separator: ", "))]}"
+    }
+
     static func apply(_ summary: ApplySummary) -> String {
         let outcomes = summary.kinds.map { figures in
             let states = ActionState.allCases.compactMap { state in figures.states[state].map { "\(JSONText.string(state.rawValue)): \($0)" } }
@@ -102,14 +117,16 @@ public struct CSVLedger {
     }
 
     /// `attempts` counts sends; `resent` the sends after an interruption (the answer to the earlier one was never recorded).
-    public static let header = "sequence,uid,action,service,state,detail,reason,value,result,policy,attempts,resent"
+    /// `would_delete` is the dry run's count for a path deletion (`counted` has it per path), `deleted` what apply removed.
+    public static let header = "sequence,uid,action,service,state,detail,reason,value,result,policy,attempts,resent,would_delete,counted,deleted"
 
     public func render(into out: inout some TextOutputStream) throws {
         out.write(Self.header + "\n")
         try source.actions(limit: nil) { action in
             let service = ActionKind(rawValue: action.kind)?.service ?? ""
             let fields = ["\(action.sequence)", action.uid, action.kind, service, action.state, action.detail, action.reason ?? "",
-                          action.value.map { masking.name($0) } ?? "", action.result ?? "", action.policy ?? "", "\(action.attempts)", "\(action.resent)"]
+                          action.value.map { masking.name($0) } ?? "", action.result ?? "", action.policy ?? "", "\(action.attempts)", "\(action.resent)",
+                          action.wouldDelete.map(String.init) ?? "", action.counted ?? "", action.deleted.map(String.init) ?? ""]
             out.write(fields.map(Self.escape).joined(separator: ",") + "\n")
         }
     }

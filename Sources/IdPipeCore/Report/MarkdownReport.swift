@@ -96,6 +96,8 @@ public struct MarkdownReport {
             }
         }
 
+        if let data = try source.dataSummary(limit: listLimit) { dataSection(&out, data, applied: applied != nil) }
+
         if let applied { outcomes(&out, applied) }
 
         let repairs = tally.group("repairs.")
@@ -121,6 +123,40 @@ public struct MarkdownReport {
             if quarantined > rows.count { out.write("\n… and \(quarantined - rows.count) more in the JSON report.\n") }
         }
         if let applied { timing(&out, applied) }
+    }
+
+    /// The blast radius of the configured data paths, counted by reading them during the dry run, and (after apply)
+    /// what was deleted.
+    private func dataSection(_ out: inout some TextOutputStream, _ data: DataSummary, applied: Bool) {
+        section(&out, "Data to delete")
+        out.write("Counted during the dry run by reading each configured path of each account whose deletion is planned (nothing was changed by counting).")
+        out.write(applied ? " \"deleted\" is what apply removed; a repeat after an interruption counts only what was left.\n\n" : "\n\n")
+        var header = ["action", "what", "accounts", "counted", "would delete"]
+        if applied { header += ["done", "deleted"] }
+        table(&out, header, data.kinds.map { kind in
+            var row = ["`\(kind.kind.rawValue)`", kind.unit, "\(kind.planned)", "\(kind.counted)", "\(kind.wouldDelete)"]
+            if applied { row += ["\(kind.done)", "\(kind.deleted)"] }
+            return row
+        })
+        out.write("\n")
+        table(&out, ["action", "path", "would delete"], data.kinds.flatMap { kind in
+            kind.perPath.map { ["`\(kind.kind.rawValue)`", "`\($0.template)`", "\($0.count) \(kind.unit)"] }
+        })
+        let uncounted = data.kinds.reduce(0) { $0 + $1.uncounted }
+        if uncounted > 0 {
+            out.write("\n**\(uncounted) path deletions are not counted yet**: the pipeline has no `services.google` to read them with, "
+                + "or counting was interrupted (`idpipe resume` finishes it). Apply refuses until they are counted.\n")
+        }
+        if !data.notCounted.isEmpty {
+            out.write("\n### Not counted, and why\n\n")
+            table(&out, ["reason", "actions"], data.notCounted.map { [$0.reason, "\($0.count)"] })
+        }
+        if !data.largest.isEmpty {
+            out.write("\n### The accounts with the most data\n\n")
+            table(&out, ["uid", "action", "would delete", "per path"], data.largest.map {
+                [$0.uid, "`\($0.kind.rawValue)`", "\($0.count)", $0.detail]
+            })
+        }
     }
 
     /// What apply did: states per action, the rule behind each deletion, and why anything did not happen.

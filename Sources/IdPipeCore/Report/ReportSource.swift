@@ -51,9 +51,16 @@ public struct ReportAction: Sendable {
     public var result: String?
     public var policy: String?
     public var resent: Int
+    /// Path deletions: the dry run's count and per-path detail, and what apply deleted.
+    public var wouldDelete: Int?
+    public var counted: String?
+    public var deleted: Int?
 
     public init(sequence: Int64, uid: String, kind: String, state: String, detail: String, reason: String?, value: String?, attempts: Int,
-                result: String? = nil, policy: String? = nil, resent: Int = 0) {
+                result: String? = nil, policy: String? = nil, resent: Int = 0, wouldDelete: Int? = nil, counted: String? = nil, deleted: Int? = nil) {
+        self.wouldDelete = wouldDelete
+        self.counted = counted
+        self.deleted = deleted
         self.result = result
         self.policy = policy
         self.resent = resent
@@ -86,4 +93,6 @@ public protocol ReportSource {
     func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws
     /// What apply did; nil before the first apply.
     func applySummary() throws -> ApplySummary?
+    /// The configured data paths; nil when the pipeline has none. `largest` lists at most `limit` accounts.
+    func dataSummary(limit: Int) throws -> DataSummary?
 }

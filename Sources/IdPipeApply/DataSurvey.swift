@@ -1,0 +1,59 @@
+import IdPipeConnect
+import IdPipeCore
+import IdPipeStore
+
+/// The dry run's reads of the configured data paths: for each planned path deletion, how many documents, nodes
+/// or objects each path holds, written to the state store as it goes. Resumable: a count once written is kept,
+/// and a later run counts only what is left.
+public final class DataSurvey: Sendable {
+    let store: StateStore
+    let effects: any RemoteEffects
+    let concurrency: Int
+
+    public init(store: StateStore, effects: any RemoteEffects, concurrency: Int) {
+        self.store = store
+        self.effects = effects
+        self.concurrency = max(1, concurrency)
+    }
+
+    /// Counts every uncounted action; `onProgress` gets (counted so far, total at the start).
+    /// A configuration error (a refused credential) stops it; any other failure is recorded for that action.
+    public func run(onProgress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> (counted: Int, failed: Int) {
+        let total = try store.uncountedPathActionCount()
+        guard total > 0 else { return (0, 0) }
+        var after: Int64 = 0
+        var counted = 0, failed = 0
+        while true {
+            let window = try await store.uncountedPathActions(after: after, limit: 500)
+            guard let last = window.last else { break }
+            after = last.id
+            let results = try await withThrowingTaskGroup(of: DataSurveyResult.self) { group in
+                var results: [DataSurveyResult] = []
+                var next = window.makeIterator()
+                func start(_ action: UncountedAction) {
+                    group.addTask { DataSurveyResult(id: action.id, counts: try await self.count(action)) }
+                }
+                for _ in 0..<concurrency { if let action = next.next() { start(action) } }
+                while let result = try await group.next() {
+                    results.append(result)
+                    if let action = next.next() { start(action) }
+                }
+                return results
+            }
+            try await store.recordSurvey(results)
+            for result in results {
+                if case .failure = result.counts { failed += 1 } else { counted += 1 }
+            }
+            onProgress?(counted + failed, total)
+        }
+        return (counted, failed)
+    }
+
+    private func count(_ action: UncountedAction) async throws -> Result<[PathCount], SurveyFailure> {
+        do {
+            return .success(try await effects.countPaths(action.kind, uid: action.uid))
+        } catch let error as ConnectorError where !error.stopsRun {
+            return .failure(SurveyFailure(reason: error.description))
+        }
+    }
+}
