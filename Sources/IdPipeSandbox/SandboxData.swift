@@ -26,13 +26,14 @@ final class FirestoreDocument {
         return child?.document(segments.dropFirst(2), create: create)
     }
 
-    /// Drops documents that neither exist nor hold anything, from the leaves up.
-    func prune() {
-        for (collection, documents) in collections {
-            for (id, document) in documents {
-                document.prune()
-                if !document.hasData { collections[collection]?[id] = nil }
-            }
+    /// Drops the documents along `segments` that neither exist nor hold anything any more, from the deepest up.
+    func prune(_ segments: ArraySlice<String>) {
+        guard segments.count >= 2 else { return }
+        let collection = segments[segments.startIndex], id = segments[segments.startIndex + 1]
+        guard let child = collections[collection]?[id] else { return }
+        child.prune(segments.dropFirst(2))
+        if child.fields == nil, child.collections.isEmpty {
+            collections[collection]?[id] = nil
             if collections[collection]?.isEmpty == true { collections[collection] = nil }
         }
     }

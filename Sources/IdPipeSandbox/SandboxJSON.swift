@@ -133,13 +133,15 @@ enum SJSON: Equatable, Sendable {
             case UInt8(ascii: "{"):
                 index += 1
                 var members: [(String, SJSON)] = []
+                var keys = Set<String>()
                 skipSpace()
                 if index < bytes.count, bytes[index] == UInt8(ascii: "}") { index += 1; return .object(members) }
                 while true {
                     skipSpace()
                     guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw fail("expected a key") }
                     let key = try string()
-                    guard !members.contains(where: { $0.0 == key }) else { throw fail("duplicate key \"\(key)\"") }
+                    // A set, not a scan: a fixture object may hold tens of thousands of keys.
+                    guard keys.insert(key).inserted else { throw fail("duplicate key \"\(key)\"") }
                     skipSpace()
                     guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw fail("expected ':'") }
                     index += 1

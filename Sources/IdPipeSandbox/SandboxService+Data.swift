@@ -129,7 +129,7 @@ extension SandboxService {
         let document = root.document(segments[...], create: false)
         let existed = document?.fields != nil
         document?.fields = nil
-        if existed { root.prune() }
+        if existed { root.prune(segments[...]) }
         Self.record(&state, service: "firestore", action: "delete-document", target: "\(databaseId)/\(path)", changed: existed)
     }
 
@@ -195,7 +195,7 @@ extension SandboxService {
             return Self.googleError(refusal.status, refusal.message)
         }
         let bucket = route.subject ?? ""
-        guard var contents = state.storage[bucket] else { return Self.googleError(404, "The specified bucket does not exist.") }
+        guard let contents = state.storage[bucket] else { return Self.googleError(404, "The specified bucket does not exist.") }
         let query = Dictionary(request.query, uniquingKeysWith: { first, _ in first })
         switch (request.method, route.remainder) {
         case ("GET", ""):
@@ -212,8 +212,7 @@ extension SandboxService {
             if more, let last = page.last { members.append(("nextPageToken", .string(Self.pageToken(last)))) }
             return .json(200, .object(members))
         case ("DELETE", let name) where !name.isEmpty:
-            let existed = contents.remove(name)
-            state.storage[bucket] = contents
+            let existed = state.storage[bucket]!.remove(name)
             Self.record(&state, service: "storage", action: "delete-object", target: "\(bucket)/\(name)", changed: existed)
             return existed ? .empty(204) : Self.googleError(404, "No such object: \(bucket)/\(name)")
         default:
