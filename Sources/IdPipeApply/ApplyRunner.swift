@@ -253,7 +253,8 @@ public final class ApplyRunner: Sendable {
         }
         return try await perform(action, policy: policy) { _ in
             let counts = try await self.effects.deletePaths(kind, uid: uid)
-            return .deleted("deleted " + PathCount.describe(counts), count: counts.reduce(0) { $0 + $1.count })
+            // The count goes in its own column: after a crash, a repeat finds only what the first send left.
+            return .deleted("every configured path emptied", count: counts.reduce(0) { $0 + $1.count })
         }
     }
 

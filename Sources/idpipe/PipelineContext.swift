@@ -102,6 +102,7 @@ struct PipelineContext {
         if let delete = d.stages.delete {
             var what: [String] = []
             if delete.dataWebhook != nil { what.append("data through the webhook") }
+            for kind in delete.pathKinds { what.append(Planner.pathDetail(kind, delete)) }
             if delete.accounts { what.append("accounts (batch delete)") }
             lines.append("delete: " + what.joined(separator: ", then ") + "; when a revocation is not possible: \(delete.whenNotRevocable.rawValue)")
         } else {

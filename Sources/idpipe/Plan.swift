@@ -9,8 +9,10 @@ import Glibc
 
 struct Plan: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Dry run: read the accounts, plan every action, write the report. Changes nothing.",
+        abstract: "Dry run: read the accounts, plan every action, count the data it would delete, write the report. Changes nothing.",
         discussion: """
+            With Firestore, Realtime Database or Storage paths in stages.delete, it reads each planned path (with \
+            services.google's credentials) and reports how many documents, nodes and objects each would delete. \
             Writes OUT/plan.md (for a reviewer), OUT/plan.json (for machines), OUT/ledger.csv (one line per planned action) \
             and, for migrations, the auth:import file. Interrupted (Ctrl-C, kill -9, power loss), the same command \
             resumes from the last checkpoint and ends with the same report.

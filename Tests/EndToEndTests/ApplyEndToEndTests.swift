@@ -96,6 +96,9 @@ func firstDifference(_ a: String, _ b: String) -> String {
             services = services.replacingOccurrences(of: "  google:\n", with: "  google:\n    updates_per_second: 400\n    batch_deletes_per_second: 10\n    reads_per_second: 1000\n")
                 .replacingOccurrences(of: "  apple:\n", with: "  apple:\n    requests_per_second: 400\n")
                 .replacingOccurrences(of: "  facebook:\n", with: "  facebook:\n    requests_per_second: 400\n")
+                .replacingOccurrences(of: "  firestore:\n", with: "  firestore:\n    requests_per_second: 5000\n")
+                .replacingOccurrences(of: "  realtime_database:\n", with: "  realtime_database:\n    requests_per_second: 5000\n")
+                .replacingOccurrences(of: "  storage:\n", with: "  storage:\n    requests_per_second: 5000\n")
         }
         let relative = "Pipelines/.test-\(UUID().uuidString).yaml"
         try (text + "\n" + services).write(toFile: Binary.root.appendingPathComponent(relative).path, atomically: true, encoding: .utf8)
@@ -307,7 +310,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
                 .split(separator: "\n").filter { !$0.hasPrefix("| Pipeline |") && !Self.isDataTotalsRow($0) }.joined(separator: "\n")
         }
         let (crashedReport, referenceReport) = (try outcomes(out), try outcomes(referenceOut))
-        #expect(crashedReport == referenceReport, "first difference: \(firstDifference(crashedReport, referenceReport))")
+        #expect(crashedReport == referenceReport ? true : false, "first difference: \(firstDifference(crashedReport, referenceReport))")
         // Attempts and resends differ by nature; so does what a data deletion sent again found left to delete.
         func ledgerWithoutAttempts(_ folder: String) throws -> [String] {
             let rows = LedgerRow.parse(try String(contentsOfFile: folder + "/ledger.csv", encoding: .utf8))
@@ -315,7 +318,8 @@ func firstDifference(_ a: String, _ b: String) -> String {
             return rows.map { row in row.enumerated().filter { !dropped.contains($0.offset) }.map(\.element).joined(separator: ",") }
         }
         let (crashedRows, referenceRows) = (try ledgerWithoutAttempts(out), try ledgerWithoutAttempts(referenceOut))
-        #expect(crashedRows == referenceRows, "first difference: \(firstDifference(crashedRows.joined(separator: "\n"), referenceRows.joined(separator: "\n")))")
+        #expect(crashedRows.count == referenceRows.count)
+        #expect(crashedRows == referenceRows ? true : false, "first difference: \(firstDifference(crashedRows.joined(separator: "\n"), referenceRows.joined(separator: "\n")))")
         let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
         #expect(report.contains("session(s)"))
     }

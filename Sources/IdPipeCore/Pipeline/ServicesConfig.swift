@@ -13,13 +13,14 @@ public struct ServicesConfig: Sendable, Equatable {
 }
 
 /// Firestore, the Realtime Database or Cloud Storage: where to reach it and how hard to push it. None of them
-/// has a per-project quota like batch delete's; the defaults stay well under their documented sustained rates.
+/// has a per-project request quota like batch delete's; the defaults keep a run from hogging a production store.
+/// A recursive Firestore path costs one listing per collection and document it walks.
 public struct DataServiceConfig: Sendable, Equatable {
     /// Replaces the production base: `https://firestore.googleapis.com/v1`, the database URL's origin (the
     /// instance then goes in `?ns=`, as for the emulator), or `https://storage.googleapis.com/storage/v1`.
     public var endpoint: String?
-    public var requestsPerSecond: Double = 200
-    public var maxInFlight = 16
+    public var requestsPerSecond: Double = 500
+    public var maxInFlight = 32
     public init() {}
 }
 

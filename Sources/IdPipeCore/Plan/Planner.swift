@@ -112,7 +112,7 @@ public struct Planner: Sendable {
     }
 
     /// What a path deletion covers, in the plan's words: the `{uid}` paths and where they are.
-    static func pathDetail(_ kind: ActionKind, _ delete: DeleteConfig) -> String {
+    public static func pathDetail(_ kind: ActionKind, _ delete: DeleteConfig) -> String {
         let paths = delete.paths(kind).joined(separator: ", ")
         switch kind {
         case .deleteFirestore:
