@@ -140,7 +140,12 @@ import Testing
         #expect(header == ["alg": "RS256", "typ": "JWT", "kid": "0123456789abcdef"])
         #expect(claims?["iss"] == "sa@demo-probe.iam.gserviceaccount.com")
         #expect(claims?["aud"] == "https://oauth2.googleapis.com/token")
-        #expect(claims?["scope"] == "https://www.googleapis.com/auth/cloud-platform https://www.googleapis.com/auth/identitytoolkit")
+        // Identity Toolkit, Firestore, Storage and the Realtime Database (which wants firebase.database with userinfo.email).
+        #expect(claims?["scope"]?.string?.split(separator: " ") == [
+            "https://www.googleapis.com/auth/cloud-platform", "https://www.googleapis.com/auth/identitytoolkit",
+            "https://www.googleapis.com/auth/datastore", "https://www.googleapis.com/auth/devstorage.read_write",
+            "https://www.googleapis.com/auth/firebase.database", "https://www.googleapis.com/auth/userinfo.email",
+        ])
         let iat = try #require(claims?["iat"]?.int)
         #expect(claims?["exp"]?.int == iat + 3600)
     }
