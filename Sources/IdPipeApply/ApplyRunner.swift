@@ -189,19 +189,7 @@ public final class ApplyRunner: Sendable {
             }
         }
 
-        let revocationIndices = actions.indices.filter { actions[$0].kind.isRevocation && actions[$0].isOpen }
-        if !revocationIndices.isEmpty {
-            let results = try await withThrowingTaskGroup(of: (Int, PendingAction).self) { group in
-                for i in revocationIndices {
-                    let action = actions[i]
-                    group.addTask { (i, try await self.revoke(action, account: account)) }
-                }
-                var results: [(Int, PendingAction)] = []
-                for try await result in group { results.append(result) }
-                return results
-            }
-            for (i, action) in results { actions[i] = action }
-        }
+        try await Self.concurrently(&actions, where: { $0.kind.isRevocation }) { action in try await self.revoke(action, account: account) }
 
         let open = actions.filter { $0.kind.isDeletion && $0.isOpen }
         guard !open.isEmpty else { return }
@@ -219,17 +207,9 @@ public final class ApplyRunner: Sendable {
             let alreadyStarted = account.actions.contains { $0.kind.isDeletion && ($0.state == .sent || $0.state == .done || $0.state == .failed) }
             if !alreadyStarted, !reserveDeletion() { return }
             // The webhook and each configured store at once; the account only once all of them are done.
-            let dataIndices = actions.indices.filter { actions[$0].kind.isDataDeletion && actions[$0].isOpen }
-            let results = try await withThrowingTaskGroup(of: (Int, PendingAction).self) { group in
-                for i in dataIndices {
-                    let action = actions[i]
-                    group.addTask { (i, try await self.deleteData(action, uid: account.uid, policy: policy)) }
-                }
-                var results: [(Int, PendingAction)] = []
-                for try await result in group { results.append(result) }
-                return results
+            try await Self.concurrently(&actions, where: { $0.kind.isDataDeletion }) { action in
+                try await self.deleteData(action, uid: account.uid, policy: policy)
             }
-            for (i, action) in results { actions[i] = action }
             let undone = actions.filter { $0.kind.isDataDeletion && $0.state != .done }
             if !undone.isEmpty, let j = index(.deleteAccount), actions[j].isOpen {
                 let why = undone.map { "\($0.kind.rawValue) \($0.state.rawValue): \($0.reason ?? "")" }.joined(separator: "; ")
@@ -240,6 +220,24 @@ public final class ApplyRunner: Sendable {
                 await queue.push(DeleteQueue.Item(actionId: actions[i].id, uid: account.uid, policy: policy))
             }
         }
+    }
+
+    /// Runs `step` at once on each open action that `matches`, and puts what it returns in the action's place.
+    private static func concurrently(_ actions: inout [PendingAction], where matches: (PendingAction) -> Bool,
+                                     _ step: @escaping @Sendable (PendingAction) async throws -> PendingAction) async throws {
+        let indices = actions.indices.filter { actions[$0].isOpen && matches(actions[$0]) }
+        guard !indices.isEmpty else { return }
+        let snapshot = actions
+        let results = try await withThrowingTaskGroup(of: (Int, PendingAction).self) { group in
+            for i in indices {
+                let action = snapshot[i]
+                group.addTask { (i, try await step(action)) }
+            }
+            var results: [(Int, PendingAction)] = []
+            for try await result in group { results.append(result) }
+            return results
+        }
+        for (i, action) in results { actions[i] = action }
     }
 
     private func deleteData(_ action: PendingAction, uid: String, policy: String) async throws -> PendingAction {
@@ -254,7 +252,7 @@ public final class ApplyRunner: Sendable {
         return try await perform(action, policy: policy) { _ in
             let counts = try await self.effects.deletePaths(kind, uid: uid)
             // The count goes in its own column: after a crash, a repeat finds only what the first send left.
-            return .deleted("every configured path emptied", count: counts.reduce(0) { $0 + $1.count })
+            return .deleted("every configured path emptied", count: PathCount.total(counts))
         }
     }
 

@@ -16,11 +16,9 @@ public final class DataSurvey: Sendable {
         self.concurrency = max(1, concurrency)
     }
 
-    /// Counts every uncounted action; `onProgress` gets (counted so far, total at the start).
-    /// A configuration error (a refused credential) stops it; any other failure is recorded for that action.
-    public func run(onProgress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> (counted: Int, failed: Int) {
-        let total = try store.uncountedPathActionCount()
-        guard total > 0 else { return (0, 0) }
+    /// Counts every uncounted action (`total` of them, as `uncountedPathActionCount` said); `onProgress` gets (counted
+    /// so far, total). A configuration error (a refused credential) stops it; any other failure is recorded for that action.
+    public func run(total: Int, onProgress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> (counted: Int, failed: Int) {
         var after: Int64 = 0
         var counted = 0, failed = 0
         while true {

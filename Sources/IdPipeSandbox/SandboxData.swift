@@ -171,8 +171,6 @@ extension SandboxService {
     }
 
     /// Everything the data stores hold now, in the fixture's form (keys sorted): what tests compare.
-    public var dataText: String { dataDump().text }
-
     func dataDump() -> SJSON {
         state.withLock { state in
             let firestore = state.firestore.keys.sorted().map { database -> (String, SJSON) in

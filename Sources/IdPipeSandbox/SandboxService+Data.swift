@@ -8,20 +8,37 @@ extension SandboxService {
                                 "https://www.googleapis.com/auth/devstorage.read_write"]
     static let databaseScopes = ["https://www.googleapis.com/auth/firebase.database", "https://www.googleapis.com/auth/firebase"]
 
-    /// nil when the bearer token is one the sandbox issued, unexpired, with one of `scopes` (and every one of `alsoNeeded`).
-    func refuseToken(_ state: State, _ request: SandboxRequest, scopes: [String], alsoNeeded: [String] = []) -> (status: Int, message: String)? {
+    enum GoogleBearer {
+        /// The emulator's `Bearer owner`, when the sandbox accepts it.
+        case owner
+        case missing
+        /// Not issued by the sandbox, or expired.
+        case unknown
+        case issued(scopes: Set<String>)
+    }
+
+    /// What the request's Google bearer token is.
+    func googleBearer(_ state: State, _ request: SandboxRequest) -> GoogleBearer {
         let bearer = request.header("Authorization") ?? ""
         let token = bearer.lowercased().hasPrefix("bearer ") ? String(bearer.dropFirst(7)) : ""
-        if token.lowercased() == "owner" && state.config.acceptOwnerToken { return nil }
-        guard !token.isEmpty else { return (401, "The request does not have valid authentication credentials.") }
-        guard let expires = state.googleTokens[token], expires > SandboxTime.unixNow() else {
-            return (401, "Request had invalid authentication credentials. Expected OAuth 2 access token.")
+        if token.lowercased() == "owner" && state.config.acceptOwnerToken { return .owner }
+        guard !token.isEmpty else { return .missing }
+        guard let expires = state.googleTokens[token], expires > SandboxTime.unixNow() else { return .unknown }
+        return .issued(scopes: state.googleScopes[token] ?? [])
+    }
+
+    /// nil when the bearer token is one the sandbox issued, unexpired, with one of `scopes` (and every one of `alsoNeeded`).
+    func refuseToken(_ state: State, _ request: SandboxRequest, scopes: [String], alsoNeeded: [String] = []) -> (status: Int, message: String)? {
+        switch googleBearer(state, request) {
+        case .owner: return nil
+        case .missing: return (401, "The request does not have valid authentication credentials.")
+        case .unknown: return (401, "Request had invalid authentication credentials. Expected OAuth 2 access token.")
+        case .issued(let granted):
+            guard scopes.contains(where: granted.contains), alsoNeeded.allSatisfy(granted.contains) else {
+                return (403, "Request had insufficient authentication scopes.")
+            }
+            return nil
         }
-        let granted = state.googleScopes[token] ?? []
-        guard scopes.contains(where: granted.contains), alsoNeeded.allSatisfy(granted.contains) else {
-            return (403, "Request had insufficient authentication scopes.")
-        }
-        return nil
     }
 
     static func statusError(_ status: Int, _ code: String, _ message: String) -> SandboxResponse {
@@ -69,13 +86,13 @@ extension SandboxService {
             let after = body["pageToken"]?.string.flatMap(Self.decodePageToken)
             let (page, more) = Self.page(ids, after: after, size: size > 0 ? size : Int.max)
             var members: [(String, SJSON)] = [("collectionIds", .array(page.map(SJSON.string)))]
-            if more, let last = page.last { members.append(("nextPageToken", .string(Self.pageToken(last)))) }
+            Self.appendPageToken(&members, page, more: more)
             return .json(200, .object(members))
         case ("GET", "") where segments.count % 2 == 0 && !segments.isEmpty:
             guard let document = root.document(segments[...], create: false), let fields = document.fields else {
                 return Self.statusError(404, "NOT_FOUND", "Document \"\(prefix)/\(rest)\" not found.")
             }
-            return .json(200, Self.firestoreJSON(name: "\(prefix)/\(rest)", fields: Self.masked(fields, query)))
+            return .json(200, Self.firestoreJSON(name: "\(prefix)/\(rest)", fields: Self.masked(fields, query), time: Self.timestamp()))
         case ("GET", "") where segments.count % 2 == 1:
             let parent = root.document(segments.dropLast(), create: false)
             let documents = parent?.collections[segments.last!] ?? [:]
@@ -86,12 +103,13 @@ extension SandboxService {
             }
             let size = Int(query["pageSize"] ?? "") ?? 0
             let (page, more) = Self.page(ids, after: query["pageToken"].flatMap(Self.decodePageToken), size: size > 0 ? min(size, 300) : 300)
+            let time = Self.timestamp()
             var members: [(String, SJSON)] = [("documents", .array(page.map { id in
                 let name = "\(prefix)/\(rest)/\(id)"
                 guard let fields = documents[id]!.fields else { return .object([("name", .string(name))]) }
-                return Self.firestoreJSON(name: name, fields: Self.masked(fields, query))
+                return Self.firestoreJSON(name: name, fields: Self.masked(fields, query), time: time)
             }))]
-            if more, let last = page.last { members.append(("nextPageToken", .string(Self.pageToken(last)))) }
+            Self.appendPageToken(&members, page, more: more)
             return .json(200, .object(members))
         case ("DELETE", "") where segments.count % 2 == 0 && !segments.isEmpty:
             deleteDocument(&state, root: root, databaseId: databaseId, path: rest)
@@ -133,10 +151,9 @@ extension SandboxService {
         Self.record(&state, service: "firestore", action: "delete-document", target: "\(databaseId)/\(path)", changed: existed)
     }
 
-    static func firestoreJSON(name: String, fields: SJSON?) -> SJSON {
+    static func firestoreJSON(name: String, fields: SJSON?, time: String) -> SJSON {
         var members: [(String, SJSON)] = [("name", .string(name))]
         if let fields { members.append(("fields", .object((fields.members ?? []).map { ($0.0, firestoreValue($0.1)) }))) }
-        let time = timestamp()
         members += [("createTime", .string(time)), ("updateTime", .string(time))]
         return .object(members)
     }
@@ -209,7 +226,7 @@ extension SandboxService {
                                 ("size", .string(metadata["size"]?.int.map { String($0) } ?? "0")),
                                 ("contentType", metadata["contentType"] ?? .string("application/octet-stream"))])
             })))
-            if more, let last = page.last { members.append(("nextPageToken", .string(Self.pageToken(last)))) }
+            Self.appendPageToken(&members, page, more: more)
             return .json(200, .object(members))
         case ("DELETE", let name) where !name.isEmpty:
             let existed = state.storage[bucket]!.remove(name)
@@ -236,6 +253,10 @@ extension SandboxService {
             bytes.append(byte)
         }
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func appendPageToken(_ members: inout [(String, SJSON)], _ page: [String], more: Bool) {
+        if more, let last = page.last { members.append(("nextPageToken", .string(pageToken(last)))) }
     }
 
     static func page(_ ids: [String], after: String?, size: Int) -> ([String], more: Bool) {

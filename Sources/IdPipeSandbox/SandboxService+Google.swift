@@ -57,16 +57,10 @@ extension SandboxService {
     // MARK: Identity Toolkit
 
     func identityToolkit(_ state: inout State, route: Route, request: SandboxRequest) -> SandboxResponse {
-        let bearer = request.header("Authorization") ?? ""
-        let token = bearer.lowercased().hasPrefix("bearer ") ? String(bearer.dropFirst(7)) : ""
-        let isOwner = token.lowercased() == "owner" && state.config.acceptOwnerToken
-        if !isOwner {
-            guard !token.isEmpty else {
-                return Self.googleError(403, "PERMISSION_DENIED : The request is missing a valid API key.")
-            }
-            guard let expires = state.googleTokens[token], expires > SandboxTime.unixNow() else {
-                return Self.googleError(401, "UNAUTHENTICATED : Request had invalid authentication credentials. Expected OAuth 2 access token.")
-            }
+        switch googleBearer(state, request) {
+        case .missing: return Self.googleError(403, "PERMISSION_DENIED : The request is missing a valid API key.")
+        case .unknown: return Self.googleError(401, "UNAUTHENTICATED : Request had invalid authentication credentials. Expected OAuth 2 access token.")
+        case .owner, .issued: break
         }
         guard route.project == state.config.projectId else {
             return Self.googleError(400, "PROJECT_NOT_FOUND : \(route.project ?? "")")

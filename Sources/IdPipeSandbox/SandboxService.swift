@@ -238,13 +238,6 @@ public final class SandboxService: Sendable {
         }
     }
 
-    public func setQuotas(_ quotas: SandboxConfig.Quotas) {
-        state.withLock { state in
-            state.config.quotas = quotas
-            state.quotas = [:]
-        }
-    }
-
     public func script(_ faults: [ScriptedFault]) {
         state.withLock { $0.scripted.append(contentsOf: faults) }
     }

@@ -2,6 +2,16 @@ import GRDB
 import IdPipeCore
 
 extension StateStore {
+    /// SQL lists of action kinds, from `ActionKind` itself.
+    static func sqlList(_ kinds: [ActionKind]) -> String {
+        "(" + kinds.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
+    }
+
+    static let deletionKinds = sqlList(ActionKind.allCases.filter(\.isDeletion))
+    static let pathKinds = sqlList(ActionKind.allCases.filter(\.isPathDeletion))
+    /// A planned path deletion the dry run has not counted yet.
+    static let uncounted = "kind IN \(pathKinds) AND state = 'planned' AND dry_detail IS NULL"
+
     /// Starts an apply session. Actions left `sent` by an earlier process are counted as resent now:
     /// they will be sent again (they are idempotent), and the report says how many.
     public func beginApplySession(command: String, at: Int64) async throws -> (session: Int64, resent: Int) {
@@ -54,8 +64,7 @@ extension StateStore {
     public func deletionsStarted() async throws -> Int {
         try await queue.read { db in
             try Int.fetchOne(db, sql: """
-                SELECT count(DISTINCT seq) FROM action
-                WHERE kind IN ('delete-data', 'delete-firestore', 'delete-database', 'delete-storage', 'delete-account') AND state IN ('sent', 'done', 'failed')
+                SELECT count(DISTINCT seq) FROM action WHERE kind IN \(Self.deletionKinds) AND state IN ('sent', 'done', 'failed')
                 """) ?? 0
         }
     }
@@ -89,11 +98,9 @@ extension StateStore {
     public func uncountedPathActions(after id: Int64, limit: Int) async throws -> [UncountedAction] {
         try await queue.read { db in
             try Row.fetchAll(db, sql: """
-                SELECT id, seq, uid, kind FROM action
-                WHERE id > ? AND kind IN ('delete-firestore', 'delete-database', 'delete-storage') AND state = 'planned' AND dry_detail IS NULL
-                ORDER BY id LIMIT ?
+                SELECT id, uid, kind FROM action WHERE id > ? AND \(Self.uncounted) ORDER BY id LIMIT ?
                 """, arguments: [id, limit]).compactMap { row in
-                ActionKind(rawValue: row["kind"]).map { UncountedAction(id: row["id"], sequence: row["seq"], uid: row["uid"], kind: $0) }
+                ActionKind(rawValue: row["kind"]).map { UncountedAction(id: row["id"], uid: row["uid"], kind: $0) }
             }
         }
     }
@@ -101,10 +108,7 @@ extension StateStore {
     /// How many planned path deletions are still uncounted.
     public func uncountedPathActionCount() throws -> Int {
         try queue.read { db in
-            try Int.fetchOne(db, sql: """
-                SELECT count(*) FROM action
-                WHERE kind IN ('delete-firestore', 'delete-database', 'delete-storage') AND state = 'planned' AND dry_detail IS NULL
-                """) ?? 0
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM action WHERE \(Self.uncounted)") ?? 0
         }
     }
 
@@ -116,7 +120,7 @@ extension StateStore {
             for result in results {
                 switch result.counts {
                 case .success(let counts):
-                    try statement.execute(arguments: [counts.reduce(0) { $0 + $1.count }, PathCount.describe(counts), result.id])
+                    try statement.execute(arguments: [PathCount.total(counts), PathCount.describe(counts), result.id])
                 case .failure(let failure):
                     try statement.execute(arguments: [nil as Int?, "not counted: " + failure.reason, result.id])
                 }

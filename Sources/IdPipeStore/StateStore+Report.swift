@@ -7,8 +7,11 @@ extension StateStore: ReportSource {
         return run
     }
 
+    /// The totals only (the checkpoint's seen-id hashes are for resuming a plan, not for reports).
     public func tally() throws -> Tally {
-        try loadCheckpoint()?.tally ?? Tally()
+        try queue.read { db in
+            try String.fetchOne(db, sql: "SELECT tally FROM checkpoint WHERE id = 1").map { try JSONCoding.decode(Tally.self, $0) } ?? Tally()
+        }
     }
 
     static func condition(_ list: AccountList?) -> String {
@@ -111,28 +114,30 @@ extension StateStore: ReportSource {
 
     public func dataSummary(limit: Int) throws -> DataSummary? {
         try queue.read { db in
-            let kindList = "('delete-firestore', 'delete-database', 'delete-storage')"
+            let kindList = Self.pathKinds
+            // Per-path totals: one pass over the counted actions, in the order paths were configured.
+            var perPath: [ActionKind: [PathCount]] = [:]
+            let details = try Row.fetchCursor(db, sql: "SELECT kind, dry_detail FROM action WHERE kind IN \(kindList) AND dry_count IS NOT NULL")
+            while let row = try details.next() {
+                guard let kind = ActionKind(rawValue: row["kind"]) else { continue }
+                for count in PathCount.parse(row["dry_detail"]) {
+                    if let i = perPath[kind, default: []].firstIndex(where: { $0.template == count.template }) {
+                        perPath[kind]![i].count += count.count
+                    } else {
+                        perPath[kind, default: []].append(count)
+                    }
+                }
+            }
             var kinds: [DataSummary.Kind] = []
             for row in try Row.fetchAll(db, sql: """
                 SELECT kind, count(*) AS planned, count(dry_count) AS counted, coalesce(sum(dry_count), 0) AS would,
                        coalesce(sum(CASE WHEN state = 'done' THEN deleted_count END), 0) AS deleted, sum(state = 'done') AS done,
-                       sum(state = 'planned' AND dry_detail IS NULL) AS uncounted
+                       sum(\(Self.uncounted)) AS uncounted
                 FROM action WHERE kind IN \(kindList) GROUP BY kind
                 """) {
                 guard let kind = ActionKind(rawValue: row["kind"]) else { continue }
-                var perPath: [PathCount] = []
-                let details = try String.fetchCursor(db, sql: "SELECT dry_detail FROM action WHERE kind = ? AND dry_count IS NOT NULL", arguments: [kind.rawValue])
-                while let detail = try details.next() {
-                    for count in DataSummary.parse(detail) {
-                        if let i = perPath.firstIndex(where: { $0.template == count.template }) {
-                            perPath[i].count += count.count
-                        } else {
-                            perPath.append(count)
-                        }
-                    }
-                }
                 kinds.append(DataSummary.Kind(kind: kind, planned: row["planned"], counted: row["counted"], wouldDelete: row["would"],
-                                              deleted: row["deleted"], done: row["done"], uncounted: row["uncounted"], perPath: perPath))
+                                              deleted: row["deleted"], done: row["done"], uncounted: row["uncounted"], perPath: perPath[kind] ?? []))
             }
             guard !kinds.isEmpty else { return nil }
             kinds.sort { $0.kind.order < $1.kind.order }
@@ -140,6 +145,7 @@ extension StateStore: ReportSource {
                 SELECT dry_detail AS reason, count(*) AS n FROM action WHERE kind IN \(kindList) AND dry_detail IS NOT NULL AND dry_count IS NULL
                 GROUP BY dry_detail ORDER BY n DESC, reason
                 """).map { (reason: $0["reason"] as String, count: $0["n"] as Int) }
+            guard limit > 0 else { return DataSummary(kinds: kinds, notCounted: notCounted, largest: []) }
             let largest = try Row.fetchAll(db, sql: """
                 SELECT uid, kind, dry_count, dry_detail FROM action WHERE kind IN \(kindList) AND dry_count > 0
                 ORDER BY dry_count DESC, seq, kind LIMIT ?

@@ -91,18 +91,27 @@ struct RunPipeline: ParsableCommand {
         let out = location.out ?? "out/\(context.definition.name)"
         let statePath = location.state ?? "\(out)/state.sqlite"
         let apply = options.yes || context.definition.apply.unattended
-        let planExit = try planStage(context: context, statePath: statePath, out: out, asOf: asOf.flatMap(Timestamp.parseRFC3339),
-                                     reveal: reportOptions.revealPersonalData, verbose: options.verbose, requestApply: apply, command: "run")
-        guard apply else {
-            Console.out("Dry run: nothing was changed. Pass --yes (or set apply.unattended: true in the pipeline) to apply the plan.")
-            if let planExit { throw planExit }
-            return
-        }
-        if planExit == Exit.stoppedByGuard { throw planExit! }
-        try ApplyCommand(statePath: statePath, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "run", confirmed: true)
-        // Quarantined input rows still make the run "done, with failures".
-        if let planExit { throw planExit }
+        try planThenApply(context: context, statePath: statePath, out: out, asOf: asOf.flatMap(Timestamp.parseRFC3339), apply: apply,
+                          options: options, reveal: reportOptions.revealPersonalData, command: "run")
     }
+}
+
+/// Plans (or finishes a plan and its data counts), then applies it when asked; `run` and `resume` end this way.
+/// Quarantined input rows still make the run "done, with failures".
+func planThenApply(context: PipelineContext, statePath: String, out: String, asOf: Int64?, apply: Bool, options: ApplyOptions, reveal: Bool,
+                   command: String) throws {
+    let planExit = try planStage(context: context, statePath: statePath, out: out, asOf: asOf, reveal: reveal, verbose: options.verbose,
+                                 requestApply: apply, command: command)
+    guard apply else {
+        if command == "run" {
+            Console.out("Dry run: nothing was changed. Pass --yes (or set apply.unattended: true in the pipeline) to apply the plan.")
+        }
+        if let planExit { throw planExit }
+        return
+    }
+    if planExit == Exit.stoppedByGuard { throw planExit! }
+    try ApplyCommand(statePath: statePath, out: out, options: options, reveal: reveal).run(command: command, confirmed: true)
+    if let planExit { throw planExit }
 }
 
 struct Resume: ParsableCommand {
@@ -128,7 +137,7 @@ struct Resume: ParsableCommand {
         } catch let code as ExitCode { throw code } catch { throw fail("\(error)") }
         switch record.status {
         case .planning:
-            try planThenApply(record, state: state, out: out)
+            try finishAndApply(record, state: state, out: out)
         case .applying:
             try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
         case .planned:
@@ -139,7 +148,7 @@ struct Resume: ParsableCommand {
                 Console.out("Nothing to resume: the plan is complete and was not applied. `idpipe apply --state \(state)` carries it out.")
                 return
             }
-            try planThenApply(record, state: state, out: out)
+            try finishAndApply(record, state: state, out: out)
         case .stoppedByGuard:
             throw fail("the plan was stopped by a guard: \(record.guardVerdict ?? "")", code: Exit.stoppedByGuard)
         case .applied:
@@ -150,18 +159,11 @@ struct Resume: ParsableCommand {
 
 extension Resume {
     /// Finishes the plan (and its data counts), then applies it when `run --yes` asked for that.
-    func planThenApply(_ record: RunRecord, state: String, out: String) throws {
+    func finishAndApply(_ record: RunRecord, state: String, out: String) throws {
         let context: PipelineContext
         do { context = try PipelineContext(path: record.pipelinePath) } catch { throw fail("\(error)") }
-        let planExit = try planStage(context: context, statePath: state, out: out, asOf: nil, reveal: reportOptions.revealPersonalData,
-                                     verbose: options.verbose, requestApply: record.applyRequested == true, command: "resume")
-        guard record.applyRequested == true else {
-            if let planExit { throw planExit }
-            return
-        }
-        if planExit == Exit.stoppedByGuard { throw planExit! }
-        try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
-        if let planExit { throw planExit }
+        try planThenApply(context: context, statePath: state, out: out, asOf: nil, apply: record.applyRequested == true, options: options,
+                                 reveal: reportOptions.revealPersonalData, command: "resume")
     }
 }
 
@@ -229,9 +231,9 @@ private func countData(context: PipelineContext, store: StateStore) throws {
     let started = wallClockSeconds()
     let services = try Services(context, logger: Logger(label: "idpipe"))
     defer { services.shutdown() }
-    let survey = DataSurvey(store: store, effects: services.effects(batchDeleteRate: 1), concurrency: context.definition.apply.accountsInFlight)
+    let survey = DataSurvey(store: store, effects: services.effects(), concurrency: context.definition.apply.accountsInFlight)
     let (counted, failed) = try blocking {
-        try await survey.run { done, total in Console.progress("data: counted \(done) of \(total) path deletions") }
+        try await survey.run(total: total) { done, total in Console.progress("data: counted \(done) of \(total) path deletions") }
     }
     Console.endProgress()
     Console.out("data: counted the configured paths of \(counted) path deletions in \(formatSeconds(wallClockSeconds() - started))"
@@ -288,7 +290,7 @@ struct ApplyCommand {
             }
             let services = try Services(context, logger: logger)
             defer { services.shutdown() }
-            let effects = services.effects(batchDeleteRate: context.definition.services.google?.batchDeletesPerSecond ?? 1)
+            let effects = services.effects()
             for kind in open.keys.sorted(by: { $0.order < $1.order }) {
                 if let missing = effects.missingService(for: kind) {
                     throw CommandError("\(context.path): the plan has open \(kind.rawValue) actions, but \(missing) is not configured")

@@ -18,6 +18,8 @@ final class Services {
     let webhook: DataWebhookClient?
     /// The configured Firestore, Realtime Database and Cloud Storage paths, on their clients.
     let dataStores: DataStores
+    /// `services.google.batch_deletes_per_second`: the pacing of apply's deletion queue.
+    let batchDeleteRate: Double
     /// Every channel built, for the traffic figures of the report.
     let channels: [ServiceChannel]
 
@@ -28,6 +30,7 @@ final class Services {
         var channels: [ServiceChannel] = []
         transport = AsyncHTTPTransport(connectionsPerHost: 64)
         var googleTokens: (any AccessTokenSource)?
+        batchDeleteRate = services.google?.batchDeletesPerSecond ?? 1
         if let google = services.google {
             let (base, emulator) = try IdentityToolkitClient.base(environment: environment, override: google.endpoint)
             let tokens: any AccessTokenSource
@@ -136,7 +139,7 @@ final class Services {
     }
 
     /// The remote effects apply and the dry run's data counts go through.
-    func effects(batchDeleteRate: Double) -> LiveEffects {
+    func effects() -> LiveEffects {
         LiveEffects(identityToolkit: identityToolkit, apple: apple, facebook: facebook, webhook: webhook, dataStores: dataStores,
                     channels: channels, batchDeleteRate: batchDeleteRate)
     }

@@ -4,18 +4,20 @@ import Testing
 /// What the sandbox's ledger says happened, indexed for the ordering checks.
 struct SandboxLedger {
     let entries: [[String: Any]]
+    /// (service, action, target) of every entry that changed something, in order; and where each first stands.
+    let changes: [String]
+    private let firstIndex: [String: Int]
 
     init(_ entries: [[String: Any]]) {
         self.entries = entries
-    }
-
-    /// (service, action, target) of every entry that changed something, in order.
-    var changes: [String] {
-        entries.filter { $0["changed"] as? Bool == true }.map { "\($0["service"] ?? "") \($0["action"] ?? "") \($0["target"] ?? "")" }
+        changes = entries.filter { $0["changed"] as? Bool == true }.map { "\($0["service"] ?? "") \($0["action"] ?? "") \($0["target"] ?? "")" }
+        var firstIndex: [String: Int] = [:]
+        for (index, change) in changes.enumerated() where firstIndex[change] == nil { firstIndex[change] = index }
+        self.firstIndex = firstIndex
     }
 
     func firstChange(_ service: String, _ action: String, _ target: String) -> Int? {
-        changes.firstIndex(of: "\(service) \(action) \(target)")
+        firstIndex["\(service) \(action) \(target)"]
     }
 
     /// Effects recorded as changes more than once: none may exist.

@@ -85,6 +85,6 @@ import Testing
     @Test func describedCountsReadBack() {
         let counts = [PathCount(template: "users/{uid}", count: 3), PathCount(template: "/presence/{uid}", count: 0)]
         #expect(PathCount.describe(counts) == "users/{uid}: 3; /presence/{uid}: 0")
-        #expect(DataSummary.parse(PathCount.describe(counts)) == counts)
+        #expect(PathCount.parse(PathCount.describe(counts)) == counts)
     }
 }

@@ -63,7 +63,7 @@ public final class AppleClient: Sendable {
         self.credentials = credentials
         self.endpoint = endpoint
         self.channel = channel
-        limiter = RateLimiter(rate: rate, burst: max(1, rate), clock: channel.clock)
+        limiter = .perSecond(rate, clock: channel.clock)
     }
 
     /// The ES256 client secret: header `{alg, kid}`, claims `{iss, iat, exp, aud, sub}`. Reused until an hour

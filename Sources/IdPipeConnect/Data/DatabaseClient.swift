@@ -18,7 +18,7 @@ public final class DatabaseClient: Sendable {
             namespace = ""
         }
         call = GoogleCall(channel: channel, tokens: tokens)
-        limiter = RateLimiter(rate: rate, burst: max(1, rate), clock: channel.clock)
+        limiter = .perSecond(rate, clock: channel.clock)
     }
 
     private func url(_ path: String, _ query: String = "") -> String {

@@ -1,3 +1,5 @@
+import IdPipeCore
+
 /// Cloud Firestore REST v1, the subset a data deletion needs: get a document, list a collection's documents
 /// (with the missing ones that still have subcollections), list a document's collection ids, and `commit`
 /// deletes in batches of up to 500 writes.
@@ -18,13 +20,13 @@ public final class FirestoreClient: Sendable {
         documentsName = "projects/\(projectId)/databases/\(database)/documents"
         documentsURL = base.url("/projects/\(PathSegment.escape(projectId))/databases/\(PathSegment.escape(database))/documents")
         call = GoogleCall(channel: channel, tokens: tokens)
-        limiter = RateLimiter(rate: rate, burst: max(1, rate), clock: channel.clock)
+        limiter = .perSecond(rate, clock: channel.clock)
     }
 
     // MARK: - Reads
 
     /// `GET …/documents/{path}?mask.fieldPaths=__name__`: whether the document exists (its fields are not fetched).
-    public func exists(_ path: String) async throws -> Bool {
+    func exists(_ path: String) async throws -> Bool {
         let response = try await call.send("GET", "\(documentsURL)/\(PathSegment.escapePath(path))?mask.fieldPaths=__name__", json: nil,
                                            limiter: limiter, accept: [404], operation: "documents.get")
         return response.status != 404
@@ -32,7 +34,7 @@ public final class FirestoreClient: Sendable {
 
     /// One page of `GET …/documents/{collection}?showMissing=true`: each document's path and whether it exists
     /// (a missing document has no fields and no createTime, but has subcollections).
-    public func listDocuments(collection: String, pageToken: String?) async throws -> (documents: [(path: String, exists: Bool)], next: String?) {
+    func listDocuments(collection: String, pageToken: String?) async throws -> (documents: [(path: String, exists: Bool)], next: String?) {
         var url = "\(documentsURL)/\(PathSegment.escapePath(collection))?pageSize=\(Self.pageSize)&showMissing=true&mask.fieldPaths=__name__"
         if let pageToken { url += "&pageToken=\(FormBody.escape(pageToken))" }
         let body = try await call.object("GET", url, json: nil, limiter: limiter, operation: "documents.list")
@@ -42,11 +44,11 @@ public final class FirestoreClient: Sendable {
             }
             return (path, document["createTime"]?.string != nil)
         }
-        return (documents, Self.token(body))
+        return (documents, GoogleCall.nextPageToken(body))
     }
 
     /// `POST …/documents[/{path}]:listCollectionIds`, every page: the ids of the collections directly under a document.
-    public func collectionIds(under document: String) async throws -> [String] {
+    func collectionIds(under document: String) async throws -> [String] {
         let url = "\(documentsURL)/\(PathSegment.escapePath(document)):listCollectionIds"
         var ids: [String] = []
         var token: String?
@@ -55,7 +57,7 @@ public final class FirestoreClient: Sendable {
             if let token { request["pageToken"] = .string(token) }
             let body = try await call.object("POST", url, json: .object(request), limiter: limiter, operation: "listCollectionIds")
             ids += (body["collectionIds"]?.array ?? []).compactMap(\.string)
-            token = Self.token(body)
+            token = GoogleCall.nextPageToken(body)
         } while token != nil
         return ids
     }
@@ -66,7 +68,7 @@ public final class FirestoreClient: Sendable {
     /// `recursive`) or a collection (always whole, with its subcollections).
     public func documents(at path: String, recursive: Bool) async throws -> [String] {
         var found: [String] = []
-        if path.split(separator: "/").count % 2 == 1 {
+        if DataPath.isCollection(path) {
             try await walkCollection(path, into: &found)
         } else {
             if recursive { try await walkDocument(path, into: &found) }
@@ -110,10 +112,5 @@ public final class FirestoreClient: Sendable {
     private func relative(_ name: String) -> String? {
         guard name.hasPrefix(documentsName + "/") else { return nil }
         return String(name.dropFirst(documentsName.count + 1))
-    }
-
-    private static func token(_ body: JSONValue) -> String? {
-        guard let token = body["nextPageToken"]?.string, !token.isEmpty else { return nil }
-        return token
     }
 }

@@ -11,7 +11,7 @@ public final class StorageClient: Sendable {
     public init(base: Endpoint, tokens: any AccessTokenSource, channel: ServiceChannel, rate: Double) {
         self.base = base
         call = GoogleCall(channel: channel, tokens: tokens)
-        limiter = RateLimiter(rate: rate, burst: max(1, rate), clock: channel.clock)
+        limiter = .perSecond(rate, clock: channel.clock)
     }
 
     /// `GET /b/{bucket}/o?prefix=…`, every page: the names of the objects under the prefix.
@@ -29,7 +29,7 @@ public final class StorageClient: Sendable {
                 }
                 names.append(name)
             }
-            token = body["nextPageToken"]?.string.flatMap { $0.isEmpty ? nil : $0 }
+            token = GoogleCall.nextPageToken(body)
         } while token != nil
         return names
     }

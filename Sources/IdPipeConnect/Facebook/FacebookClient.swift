@@ -35,7 +35,7 @@ public final class FacebookClient: Sendable {
         self.credentials = credentials
         self.endpoint = endpoint
         self.channel = channel
-        limiter = RateLimiter(rate: rate, burst: max(1, rate), clock: channel.clock)
+        limiter = .perSecond(rate, clock: channel.clock)
     }
 
     /// `GET /oauth/access_token?client_id&client_secret&grant_type=client_credentials`, fetched once per run.

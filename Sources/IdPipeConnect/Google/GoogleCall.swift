@@ -43,6 +43,12 @@ struct GoogleCall: Sendable {
         })
     }
 
+    /// A list answer's next page token; nil on the last page (Google may send it blank instead of leaving it out).
+    static func nextPageToken(_ body: JSONValue) -> String? {
+        guard let token = body["nextPageToken"]?.string, !token.isEmpty else { return nil }
+        return token
+    }
+
     /// Sends and parses a JSON object answer.
     func object(_ method: String, _ url: String, json body: JSONValue?, limiter: RateLimiter, operation: String) async throws -> JSONValue {
         let response = try await send(method, url, json: body?.encoded(), limiter: limiter, operation: operation)

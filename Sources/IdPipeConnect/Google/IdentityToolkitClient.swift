@@ -67,7 +67,7 @@ public final class IdentityToolkitClient: Sendable {
         self.channel = channel
         updates = RateLimiter(rate: rates.updates, clock: channel.clock)
         batchDeletes = RateLimiter(rate: rates.batchDeletes, clock: channel.clock)
-        reads = RateLimiter(rate: rates.reads, burst: max(1, rates.reads), clock: channel.clock)
+        reads = .perSecond(rates.reads, clock: channel.clock)
         batchCreates = RateLimiter(rate: rates.batchCreates, clock: channel.clock)
     }
 
@@ -92,8 +92,7 @@ public final class IdentityToolkitClient: Sendable {
         var query = "maxResults=\(maxResults)"
         if let pageToken, !pageToken.isEmpty { query += "&nextPageToken=\(FormBody.escape(pageToken))" }
         let body = try await call("GET", "accounts:batchGet?" + query, body: nil, limiter: reads)
-        let token = body["nextPageToken"]?.string
-        return UserPage(users: try users(in: body, call: "batchGet"), nextPageToken: token?.isEmpty == false ? token : nil)
+        return UserPage(users: try users(in: body, call: "batchGet"), nextPageToken: GoogleCall.nextPageToken(body))
     }
 
     /// `POST accounts:lookup {localId: [...]}`; up to 100 ids. Missing accounts are simply absent.

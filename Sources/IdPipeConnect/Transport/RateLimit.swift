@@ -39,6 +39,11 @@ public final class RateLimiter: Sendable {
     private let bucket: Mutex<TokenBucket>
     private let clock: any ServiceClock
 
+    /// A limiter that allows a second's worth of requests at once (services without a strict per-second quota).
+    public static func perSecond(_ rate: Double, clock: any ServiceClock) -> RateLimiter {
+        RateLimiter(rate: rate, burst: max(1, rate), clock: clock)
+    }
+
     public init(rate: Double, burst: Double = 1, clock: any ServiceClock) {
         self.bucket = Mutex(TokenBucket(rate: rate, burst: burst))
         self.clock = clock

@@ -15,7 +15,7 @@ public final class DataWebhookClient: Sendable {
         self.url = url
         self.secret = secret.map { Array($0.utf8) }
         self.channel = channel
-        limiter = RateLimiter(rate: rate, burst: max(1, rate), clock: channel.clock)
+        limiter = .perSecond(rate, clock: channel.clock)
     }
 
     /// The body for one account: stable for a given key, so a repeat is byte for byte the same request.

@@ -138,18 +138,28 @@ public struct PathCount: Sendable, Equatable {
     public static func describe(_ counts: [PathCount]) -> String {
         counts.map { "\($0.template): \($0.count)" }.joined(separator: "; ")
     }
+
+    /// Reads back `describe`.
+    public static func parse(_ detail: String) -> [PathCount] {
+        detail.split(separator: "; ").compactMap { part in
+            guard let colon = part.lastIndex(of: ":"), let count = Int(part[part.index(after: colon)...].drop { $0 == " " }) else { return nil }
+            return PathCount(template: String(part[..<colon]), count: count)
+        }
+    }
+
+    public static func total(_ counts: [PathCount]) -> Int {
+        counts.reduce(0) { $0 + $1.count }
+    }
 }
 
 /// A path deletion the dry run has yet to count.
 public struct UncountedAction: Sendable, Equatable {
     public var id: Int64
-    public var sequence: Int64
     public var uid: String
     public var kind: ActionKind
 
-    public init(id: Int64, sequence: Int64, uid: String, kind: ActionKind) {
+    public init(id: Int64, uid: String, kind: ActionKind) {
         self.id = id
-        self.sequence = sequence
         self.uid = uid
         self.kind = kind
     }

@@ -34,16 +34,21 @@ public struct StoragePaths: Sendable, Equatable {
 public enum DataPath {
     public static let placeholder = "{uid}"
 
-    /// The path for `uid`, or why this account's uid cannot be put in a path of `kind` (a uid holding `/` would
-    /// reach outside the user's own data).
-    public static func expand(_ template: String, uid: String, kind: ActionKind) -> Result<String, DataPathRefusal> {
-        if uid.isEmpty || uid.contains("/") { return .failure(DataPathRefusal(reason: "the uid contains '/' or is empty: it cannot name a path")) }
+    /// Why `uid` cannot be put in a path of `kind` (a uid holding `/` would reach outside the user's own data), or nil.
+    public static func refusal(uid: String, kind: ActionKind) -> DataPathRefusal? {
+        if uid.isEmpty || uid.contains("/") { return DataPathRefusal(reason: "the uid contains '/' or is empty: it cannot name a path") }
         if kind == .deleteDatabase, uid.contains(where: { ".$#[]".contains($0) }) {
-            return .failure(DataPathRefusal(reason: "the uid contains one of . $ # [ ], which a Realtime Database key cannot hold"))
+            return DataPathRefusal(reason: "the uid contains one of . $ # [ ], which a Realtime Database key cannot hold")
         }
         if kind == .deleteFirestore, uid == "." || uid == ".." || (uid.hasPrefix("__") && uid.hasSuffix("__")) {
-            return .failure(DataPathRefusal(reason: "the uid is not a valid Firestore document id"))
+            return DataPathRefusal(reason: "the uid is not a valid Firestore document id")
         }
+        return nil
+    }
+
+    /// The path for `uid`, or why it cannot have one.
+    public static func expand(_ template: String, uid: String, kind: ActionKind) -> Result<String, DataPathRefusal> {
+        if let refusal = refusal(uid: uid, kind: kind) { return .failure(refusal) }
         return .success(template.replacing(placeholder, with: uid))
     }
 

@@ -5,10 +5,13 @@ public struct Planner: Sendable {
 
     public let stages: StagesConfig
     public let asOf: Int64
+    /// What each configured path deletion covers, in the plan's words: the same for every account.
+    let pathDetails: [ActionKind: String]
 
     public init(stages: StagesConfig, asOf: Int64) {
         self.stages = stages
         self.asOf = asOf
+        pathDetails = Dictionary(uniqueKeysWithValues: (stages.delete?.pathKinds ?? []).map { ($0, Self.pathDetail($0, stages.delete!)) })
     }
 
     /// Everything a selected account goes through: its revocations, then its data and account deletion.
@@ -89,12 +92,8 @@ public struct Planner: Sendable {
         }
         var unreachable: [String] = []
         for kind in delete.pathKinds {
-            let detail = Self.pathDetail(kind, delete) + "; " + policyNote
-            let refusal = delete.paths(kind).lazy.compactMap { template -> DataPathRefusal? in
-                if case .failure(let refusal) = DataPath.expand(template, uid: uid, kind: kind) { return refusal }
-                return nil
-            }.first
-            if let refusal {
+            let detail = pathDetails[kind, default: ""] + "; " + policyNote
+            if let refusal = DataPath.refusal(uid: uid, kind: kind) {
                 actions.append(PlannedAction(kind: kind, state: .notPossible, detail: detail, reason: refusal.reason))
                 unreachable.append("\(kind.rawValue): \(refusal.reason)")
             } else {

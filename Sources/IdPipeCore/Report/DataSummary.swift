@@ -1,5 +1,5 @@
 /// The configured data paths: what the dry run counted and what apply deleted.
-public struct DataSummary: Sendable, Equatable {
+public struct DataSummary: Sendable {
     public struct Kind: Sendable, Equatable {
         public var kind: ActionKind
         /// Path deletions in the plan (one per selected account), whatever their state.
@@ -60,17 +60,5 @@ public struct DataSummary: Sendable, Equatable {
         self.kinds = kinds
         self.notCounted = notCounted
         self.largest = largest
-    }
-
-    public static func == (a: DataSummary, b: DataSummary) -> Bool {
-        a.kinds == b.kinds && a.largest == b.largest && a.notCounted.map { "\($0.reason)\u{1}\($0.count)" } == b.notCounted.map { "\($0.reason)\u{1}\($0.count)" }
-    }
-
-    /// Reads back `PathCount.describe`: `users/{uid}: 3; /presence/{uid}: 0`.
-    public static func parse(_ detail: String) -> [PathCount] {
-        detail.split(separator: "; ").compactMap { part in
-            guard let colon = part.lastIndex(of: ":"), let count = Int(part[part.index(after: colon)...].drop { $0 == " " }) else { return nil }
-            return PathCount(template: String(part[..<colon]), count: count)
-        }
     }
 }

@@ -25,13 +25,10 @@ public struct JSONReport {
         if let summary = try source.applySummary() { out.write("  \"apply\": " + Self.apply(summary) + ",\n") }
         if let data = try source.dataSummary(limit: 0) { out.write("  \"data\": " + Self.data(data) + ",\n") }
         out.write("  \"accounts\": [")
+        // Each account's actions, by input sequence (an account without a row has none).
         var actionsBySequence: [Int64: [ReportAction]] = [:]
+        try source.actions(limit: nil) { actionsBySequence[$0.sequence, default: []].append($0) }
         var first = true
-        // Accounts and their actions are both in input order: read actions lazily alongside.
-        var pendingActions: [ReportAction] = []
-        try source.actions(limit: nil) { pendingActions.append($0) }
-        for action in pendingActions { actionsBySequence[action.sequence, default: []].append(action) }
-        pendingActions = []
         try source.accounts(nil, limit: nil) { account in
             out.write(first ? "\n    " : ",\n    ")
             first = false
