@@ -33,6 +33,8 @@ public struct ApplySettings: Sendable {
     /// Identifies the run in webhook idempotency keys (stable across sessions of one run).
     public var runKey: String
     public var window = 1000
+    /// Accounts waiting for a batch-delete slot before producers wait (5 batches).
+    public var deletionQueueLimit = 5 * IdentityToolkitClient.maxBatch
 
     public init(policy: DeletionPolicy, deletionCap: Int?, accountsInFlight: Int, runKey: String) {
         self.policy = policy
@@ -82,11 +84,15 @@ public final class ApplyRunner: Sendable {
             let counted = try await store.deletionsStarted()
             budget.withLock { $0 = cap - counted }
         }
-        let queue = DeleteQueue(highWater: 5 * IdentityToolkitClient.maxBatch)
+        let queue = DeleteQueue(highWater: settings.deletionQueueLimit)
         var outcome: ApplyOutcome
         do {
             try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask { try await self.runDeletions(queue) }
+                group.addTask {
+                    // However the deletions end (a cancel ends them mid-sleep), producers parked on a full queue must wake.
+                    defer { queue.close() }
+                    try await self.runDeletions(queue)
+                }
                 group.addTask {
                     defer { queue.close() }
                     try await self.feed(queue, started: started, session: session, onProgress: onProgress)
@@ -101,8 +107,13 @@ public final class ApplyRunner: Sendable {
             queue.drop()
             outcome = stop.withLock { $0 } ?? .stoppedByConfiguration(error.description)
         }
-        try await store.saveTraffic(session: session, effects.traffic())
-        try await store.endApplySession(session, at: clock(), outcome: Self.describe(outcome))
+        // Recorded even when the run was cancelled: in a task of its own, which does not inherit the cancellation
+        // (the store's async writes refuse to start in a cancelled task).
+        let traffic = effects.traffic(), ended = clock(), described = Self.describe(outcome), store = self.store
+        try await Task {
+            try await store.saveTraffic(session: session, traffic)
+            try await store.endApplySession(session, at: ended, outcome: described)
+        }.value
         return (outcome, resent)
     }
 
@@ -374,6 +385,8 @@ public final class ApplyRunner: Sendable {
             while true {
                 let wait = nextSlot - monotonic()
                 if wait > 0 { try await Task.sleep(nanoseconds: UInt64(wait * 1e9)) }
+                // After a configuration stop, nothing more is sent: the queued accounts stay planned.
+                if case .stoppedByConfiguration = stop.withLock({ $0 }) { break }
                 guard let batch = await queue.take(max: IdentityToolkitClient.maxBatch) else { break }
                 nextSlot = monotonic() + interval
                 group.addTask { try await self.deleteBatch(batch) }

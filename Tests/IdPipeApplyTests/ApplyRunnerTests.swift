@@ -11,11 +11,12 @@ final class RecordingEffects: RemoteEffects {
     let calls = Mutex<[String]>([])
     let failApple: Set<String>
     let configurationErrorOnData: Bool
-    let batchDeleteRate = 1000.0
+    let batchDeleteRate: Double
 
-    init(failApple: Set<String> = [], configurationErrorOnData: Bool = false) {
+    init(failApple: Set<String> = [], configurationErrorOnData: Bool = false, batchDeleteRate: Double = 1000) {
         self.failApple = failApple
         self.configurationErrorOnData = configurationErrorOnData
+        self.batchDeleteRate = batchDeleteRate
     }
 
     var log: [String] { calls.withLock { $0 } }
@@ -84,10 +85,11 @@ final class RecordingEffects: RemoteEffects {
     }
 
     func runner(_ store: StateStore, _ sideInputs: SideInputs, _ effects: RecordingEffects, cap: Int? = nil,
-                failing: NotRevocablePolicy = .keep) -> ApplyRunner {
-        ApplyRunner(store: store, effects: effects, credentials: sideInputs.credentials,
-                    settings: ApplySettings(policy: DeletionPolicy(whenNotRevocable: .delete, whenRevocationFails: failing), deletionCap: cap,
-                                            accountsInFlight: 4, runKey: "k"),
+                failing: NotRevocablePolicy = .keep, queueLimit: Int? = nil) -> ApplyRunner {
+        var settings = ApplySettings(policy: DeletionPolicy(whenNotRevocable: .delete, whenRevocationFails: failing), deletionCap: cap,
+                                     accountsInFlight: 4, runKey: "k")
+        if let queueLimit { settings.deletionQueueLimit = queueLimit }
+        return ApplyRunner(store: store, effects: effects, credentials: sideInputs.credentials, settings: settings,
                     clock: { 1_800_000_000_000 }, monotonic: { let elapsed = ContinuousClock.now - Self.start
                         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 }, logger: Logger(label: "test"))
     }
@@ -120,6 +122,24 @@ final class RecordingEffects: RemoteEffects {
         let (second, _) = try await runner(store, sideInputs, again).apply(command: "test")
         #expect(second == .completed(failed: 0))
         #expect(again.log.isEmpty)
+    }
+
+    /// Ctrl-C while producers wait on a full deletion queue and the deletions sleep until their next slot: the run
+    /// ends (interrupted) instead of waiting forever for a queue nobody takes from.
+    @Test func aCancelWhileTheDeletionQueueIsFullEndsTheRun() async throws {
+        let (store, sideInputs) = try plannedStore()
+        let effects = RecordingEffects(batchDeleteRate: 0.1)  // one batch, then the next slot is 10 s away
+        let apply = runner(store, sideInputs, effects, queueLimit: 1)
+        let run = Task { try await apply.apply(command: "test").outcome }
+        while !effects.log.contains(where: { $0.hasPrefix("delete ") }) { try await Task.sleep(for: .milliseconds(10)) }
+        try await Task.sleep(for: .milliseconds(300))  // the other accounts reach the full queue and wait there
+        run.cancel()
+        let once = FirstOf()
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<ApplyOutcome?, Never>) in
+            Task { let outcome = try? await run.value; if once.claim() { continuation.resume(returning: outcome) } }
+            Task { try? await Task.sleep(for: .seconds(8)); if once.claim() { continuation.resume(returning: nil) } }
+        }
+        #expect(outcome == .interrupted, "the run did not end within 8 s of the cancel")
     }
 
     @Test(arguments: [(NotRevocablePolicy.keep, "blocked"), (.delete, "done")])
@@ -261,3 +281,9 @@ final class FixedFingerprint: InputFingerprint {
     func advance(to offset: Int64) throws -> String { "f\(offset)" }
 }
 
+
+/// True for the first caller only.
+final class FirstOf: Sendable {
+    private let taken = Mutex(false)
+    func claim() -> Bool { taken.withLock { taken in defer { taken = true }; return !taken } }
+}
