@@ -5,6 +5,13 @@ final class FirestoreDocument {
     var fields: SJSON?
     var collections: [String: [String: FirestoreDocument]] = [:]
 
+    /// The segments of a document path (collection/id/…): non-empty, an even number of them; nil for anything else.
+    static func segments(_ path: Substring) -> [String]? {
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        guard !segments.isEmpty, segments.count % 2 == 0, !segments.contains(where: \.isEmpty) else { return nil }
+        return segments
+    }
+
     /// It exists or holds an existing document somewhere below it.
     var hasData: Bool {
         fields != nil || collections.values.contains { $0.values.contains { $0.hasData } }
@@ -144,8 +151,7 @@ extension SandboxService {
             for (database, documents) in document["firestore"]?.members ?? [] {
                 let root = state.firestore[database] ?? FirestoreDocument()
                 for (path, fields) in documents.members ?? [] {
-                    let segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
-                    guard segments.count % 2 == 0, !segments.contains(where: \.isEmpty), fields.members != nil else {
+                    guard let segments = FirestoreDocument.segments(path[...]), fields.members != nil else {
                         throw SandboxError("\(file): firestore.\(database): '\(path)' is not a document path with an object of fields")
                     }
                     root.document(segments[...], create: true)!.fields = fields

@@ -131,7 +131,7 @@ extension SandboxService {
             guard let members = write.members, members.count == 1, let name = write["delete"]?.string else {
                 return Self.statusError(400, "INVALID_ARGUMENT", "The sandbox's commit takes only writes of the form {\"delete\": name}.")
             }
-            guard name.hasPrefix(prefix + "/"), name.dropFirst(prefix.count + 1).split(separator: "/", omittingEmptySubsequences: false).count % 2 == 0 else {
+            guard name.hasPrefix(prefix + "/"), FirestoreDocument.segments(name.dropFirst(prefix.count + 1)) != nil else {
                 return Self.statusError(400, "INVALID_ARGUMENT", "Document name \"\(name)\" lacks \"\(prefix)/\" or is not a document path.")
             }
             paths.append(String(name.dropFirst(prefix.count + 1)))
@@ -142,8 +142,9 @@ extension SandboxService {
         return .json(200, .object([("writeResults", .array(paths.map { _ in .object([]) })), ("commitTime", .string(time))]))
     }
 
+    /// `path` is a checked document path (`FirestoreDocument.segments` accepts it).
     private func deleteDocument(_ state: inout State, root: FirestoreDocument, databaseId: String, path: String) {
-        let segments = path.split(separator: "/").map(String.init)
+        let segments = FirestoreDocument.segments(path[...]) ?? []
         let document = root.document(segments[...], create: false)
         let existed = document?.fields != nil
         document?.fields = nil

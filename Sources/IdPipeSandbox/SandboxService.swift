@@ -12,7 +12,8 @@ public struct SandboxRequest: Sendable {
     public init(method: String, target: String, headers: [(String, String)], body: [UInt8]) {
         self.method = method
         let parts = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false)
-        path = SandboxForm.unescape(parts[0])
+        // In a path '+' is a plus (only a form or query string reads it as a space).
+        path = parts[0].removingPercentEncoding ?? String(parts[0])
         query = parts.count > 1 ? SandboxForm.decode(String(parts[1])) : []
         self.headers = headers
         self.body = body
