@@ -48,6 +48,7 @@ import Testing
         ("storage:\n      paths:\n        - bucket/users/{uid}", "also matches every account whose uid starts with this one"),
         ("storage:\n      paths:\n        - /users/{uid}/", "a storage path is bucket/prefix"),
         ("storage:\n      paths: []", "the list of paths is empty"),
+        ("storage:\n      paths:\n        - \"b/a; b/{uid}/\"", "does not take '; '"),
     ])
     func refusesPathsThatWouldReachTheWrongData(yaml: String, message: String) {
         let indented = yaml.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n")

@@ -181,6 +181,8 @@ extension PipelineDefinition {
             guard path.contains(DataPath.placeholder) else {
                 throw item.error("'\(path)' has no {uid}: every selected account would delete the same data")
             }
+            // The state store keeps per-path counts as "path: n; path: n".
+            if path.contains("; ") { throw item.error("'\(path)': idpipe does not take '; ' in a data path") }
             if let problem = check(path) { throw item.error("'\(path)': \(problem)") }
             return path
         }
