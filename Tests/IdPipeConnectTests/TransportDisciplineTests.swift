@@ -49,6 +49,14 @@ import Testing
         #expect(delays == [0.5, 1, 2, 4, 8, 10, 10, nil])
     }
 
+    @Test func throttlingHasItsOwnLargerBudget() {
+        let policy = RetryPolicy(maxAttempts: 3, maxThrottledAttempts: 5, jitter: { 1 })
+        #expect(policy.delay(afterAttempt: 3, throttled: 0, retryAfter: nil) == nil, "three failures spend the budget")
+        #expect(policy.delay(afterAttempt: 4, throttled: 2, retryAfter: nil) != nil, "two failures and two 429s do not")
+        #expect(policy.delay(afterAttempt: 4, throttled: 4, retryAfter: nil) != nil)
+        #expect(policy.delay(afterAttempt: 5, throttled: 5, retryAfter: nil) == nil, "five 429s spend the throttling budget")
+    }
+
     @Test func jitterScalesEachDelay() {
         let policy = RetryPolicy(baseDelay: 1, jitter: { 0.5 })
         #expect(policy.delay(afterAttempt: 3, retryAfter: nil) == 2)
@@ -59,6 +67,12 @@ import Testing
         #expect(policy.delay(afterAttempt: 1, retryAfter: 7) == 7)
         #expect(policy.delay(afterAttempt: 5, retryAfter: 1) == 8)
         #expect(policy.delay(afterAttempt: 1, retryAfter: 3600) == 60)
+    }
+
+    @Test func retryAfterIsSpreadSoAThrottledCrowdDoesNotReturnAtOnce() {
+        let policy = RetryPolicy(baseDelay: 0.5, maxRetryAfter: 60, jitter: { 0.5 })
+        #expect(policy.delay(afterAttempt: 1, retryAfter: 2) == 3)
+        #expect(policy.delay(afterAttempt: 1, retryAfter: 50) == 60)
     }
 
     @Test(arguments: [
@@ -113,6 +127,18 @@ import Testing
             _ = try await channel(stub).send(limiter: nil, make: { request }, judge: { _ in .success })
         }
         #expect(stub.requests.count == 4)
+    }
+
+    @Test func aLongThrottleOutlastsTheFailureBudget() async throws {
+        // Ten 429s and two 503s: more than the 4 attempts a fault may take, fewer than the 24 for throttling.
+        let throttled = Array(repeating: StubTransport.Answer.response(HTTPResponse(status: 429)), count: 5)
+        let stub = StubTransport(throttled + [.response(HTTPResponse(status: 503))] + throttled
+                                 + [.response(HTTPResponse(status: 503)), .response(HTTPResponse(status: 200))])
+        let channel = channel(stub)
+        let response = try await channel.send(limiter: nil, make: { request }, judge: { _ in .success })
+        #expect(response.status == 200)
+        #expect(stub.requests.count == 13)
+        #expect(channel.stats.throttled == 10)
     }
 
     @Test func aRefusalIsNotRetried() async throws {

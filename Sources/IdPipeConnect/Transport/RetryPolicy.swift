@@ -1,9 +1,12 @@
 import IdPipeCore
 
-/// Exponential backoff with jitter. A `Retry-After` from the service wins when it asks for longer.
+/// Exponential backoff with jitter. A `Retry-After` from the service wins when it asks for longer, and is spread too.
 public struct RetryPolicy: Sendable {
-    /// Attempts in all, the first one included.
+    /// Attempts that fail (a 5xx, a dropped connection, a timeout), the first one included, before giving up.
     public var maxAttempts: Int
+    /// Attempts the service turns away for its rate (a 429), before giving up. Many more: a quota is the normal
+    /// state of a large run, not a fault, and a request turned away was not served.
+    public var maxThrottledAttempts: Int
     public var baseDelay: Double
     public var maxDelay: Double
     /// The longest `Retry-After` honoured; a longer one is cut to this (and logged).
@@ -11,22 +14,25 @@ public struct RetryPolicy: Sendable {
     /// A factor in [0.5, 1] applied to each backoff; replaced by a constant in tests.
     public var jitter: @Sendable () -> Double
 
-    public init(maxAttempts: Int = 8, baseDelay: Double = 0.5, maxDelay: Double = 30, maxRetryAfter: Double = 300,
+    public init(maxAttempts: Int = 8, maxThrottledAttempts: Int = 24, baseDelay: Double = 0.5, maxDelay: Double = 30, maxRetryAfter: Double = 300,
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) }) {
         self.maxAttempts = maxAttempts
+        self.maxThrottledAttempts = maxThrottledAttempts
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
         self.maxRetryAfter = maxRetryAfter
         self.jitter = jitter
     }
 
-    /// The wait before attempt `attempt + 1`, after attempt `attempt` (1-based) failed transiently;
-    /// nil when the budget is spent.
-    public func delay(afterAttempt attempt: Int, retryAfter: Double?) -> Double? {
-        guard attempt < maxAttempts else { return nil }
+    /// The wait before attempt `attempt + 1`, after attempt `attempt` (1-based) failed transiently, `throttled`
+    /// of the attempts so far having been turned away for the rate; nil when either budget is spent.
+    public func delay(afterAttempt attempt: Int, throttled: Int = 0, retryAfter: Double?) -> Double? {
+        guard attempt - throttled < maxAttempts, throttled < maxThrottledAttempts else { return nil }
         let exponential = min(maxDelay, baseDelay * Double(1 << min(attempt - 1, 30))) * jitter()
         guard let retryAfter else { return exponential }
-        return max(exponential, min(retryAfter, maxRetryAfter))
+        // Up to half as long again, at random: the requests one throttled moment turned away would otherwise all
+        // come back at the same instant and be turned away together again.
+        return max(exponential, min(retryAfter * (2 - jitter()), maxRetryAfter))
     }
 
     /// `Retry-After` as delta-seconds or an IMF-fixdate (`Wed, 21 Oct 2026 07:28:00 GMT`), relative to `unixNow`.

@@ -46,7 +46,7 @@ public final class ServiceChannel: Sendable {
     /// attempt through `limiter`, until `judge` calls the response a success or a failure, or retries run out.
     nonisolated(nonsending) public func send(limiter: RateLimiter?, make: () async throws -> HTTPRequest,
                      judge: (HTTPResponse) -> ResponseVerdict) async throws -> HTTPResponse {
-        var attempt = 0
+        var attempt = 0, throttledAttempts = 0
         while true {
             attempt += 1
             try await limiter?.acquire()
@@ -77,10 +77,13 @@ public final class ServiceChannel: Sendable {
                     if let header = response.header("Retry-After") {
                         retryAfter = RetryPolicy.parseRetryAfter(header, unixNow: clock.unixTime())
                     }
-                    if throttled { counters.withLock { $0.throttled += 1 } }
+                    if throttled {
+                        throttledAttempts += 1
+                        counters.withLock { $0.throttled += 1 }
+                    }
                 }
             }
-            guard let wait = retry.delay(afterAttempt: attempt, retryAfter: retryAfter) else {
+            guard let wait = retry.delay(afterAttempt: attempt, throttled: throttledAttempts, retryAfter: retryAfter) else {
                 counters.withLock { $0.failures += 1 }
                 logger.warning("\(service) \(request.method) \(ServiceChannel.pathOnly(request.url)): giving up after \(attempt) attempts: \(reason)")
                 throw ConnectorError.exhausted(service: service, attempts: attempt, last: reason)
