@@ -24,6 +24,19 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         }
     }
 
+    /// Another connection to an existing store, for reading only (the reports read on several at once: WAL lets them).
+    public init(readingFrom path: String) throws {
+        self.path = path
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        do {
+            queue = try DatabaseQueue(path: path, configuration: configuration)
+        } catch {
+            throw StoreError.cannotOpen(path: path, underlying: "\(error)")
+        }
+    }
+
     /// An in-memory store, for tests.
     public init() throws {
         path = ":memory:"

@@ -3,7 +3,7 @@ import IdPipeStore
 
 /// Writes the three reports of a run from its state store.
 struct ReportWriter {
-    let store: StateStore
+    var store: StateStore
     let out: String
     let reveal: Bool
     let listLimit: Int
@@ -22,8 +22,17 @@ struct ReportWriter {
         }
     }
 
+    /// The three files at once, each read on its own connection to the store.
     func writeAll() throws -> [String] {
-        try Format.allCases.map { try write($0) }
+        let formats = Format.allCases
+        let written = WorkerPool(width: formats.count).map(formats.count) { index -> Result<String, any Error> in
+            Result {
+                var writer = self
+                if index > 0 && store.path != ":memory:" { writer.store = try StateStore(readingFrom: store.path) }
+                return try writer.write(formats[index])
+            }
+        }
+        return try written.map { try $0.get() }
     }
 
     func write(_ format: Format, to path: String? = nil) throws -> String {

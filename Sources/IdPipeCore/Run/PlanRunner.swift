@@ -1,4 +1,6 @@
+import Dispatch
 import Logging
+import Synchronization
 
 /// Hashes an input as it is read, so a resumed or applied run can prove the input did not change.
 public protocol InputFingerprint: AnyObject {
@@ -97,12 +99,15 @@ public final class PlanRunner {
         try sink?.truncate(to: checkpoint.importFileLength)
 
         let source = try openSource(checkpoint.input)
+        // Batch N is written while batch N + 1 is read and decoded; the writes stay in order, each with its checkpoint.
+        let committer = OrderedCommitter(store: store)
+        defer { _ = try? committer.drain() }
         var seen = Set(checkpoint.seenIdHashes)
         var tally = checkpoint.tally
         let started = clock()
         var batches = 0
         let processor = self.processor
-        while let batch = try source.nextBatch(records: batchRecords, parts: pool.width) {
+        while try committer.check(), let batch = try source.nextBatch(records: batchRecords, parts: pool.width) {
             let parts = pool.map(batch.partCount) { part -> [ProcessedRecord] in
                 batch.decode(part: part).map { record in
                     switch record {
@@ -149,12 +154,16 @@ public final class PlanRunner {
             checkpoint = PlanCheckpoint(input: input, inputPrefixSHA256: digest, tally: tally, nextSequence: sequence, seenIdHashes: [],
                                         importFileLength: sink?.length ?? 0)
             next.checkpoint = checkpoint
-            try store.commit(next)
+            committer.submit(next)
             batches += 1
             progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
                                    quarantined: tally["accounts.quarantined"], elapsedSeconds: clock() - started))
-            if let stop = stopAfterBatches, batches >= stop { return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed) }
+            if let stop = stopAfterBatches, batches >= stop {
+                try committer.drain()
+                return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed)
+            }
         }
+        try committer.drain()
         try sink?.finish()
         run.sourceSHA256 = try fingerprint.advance(to: source.totalBytes)
         run.guardVerdict = Guards.verdict(pipeline.guards, tally: tally)
@@ -173,6 +182,41 @@ public final class PlanRunner {
         for (role, digest) in new.sideInputSHA256 where existing.sideInputSHA256[role] != digest {
             throw PlanError.changedSinceInterruptedRun("the side input '\(role)'")
         }
+    }
+}
+
+/// Writes plan batches to the store on one background thread, in the order they were submitted, one at a time:
+/// `submit` waits while the batch before is still being written, so at most two batches are held. A failed
+/// write stops the ones after it; `check` and `drain` rethrow it.
+final class OrderedCommitter: Sendable {
+    private let store: any PlanStore
+    private let queue = DispatchQueue(label: "idpipe.plan.commit")
+    private let writing = DispatchSemaphore(value: 1)
+    private let failure = Mutex<(any Error)?>(nil)
+
+    init(store: any PlanStore) {
+        self.store = store
+    }
+
+    func submit(_ batch: PlanBatch) {
+        writing.wait()
+        queue.async { [self] in
+            defer { writing.signal() }
+            guard failure.withLock({ $0 == nil }) else { return }
+            do { try store.commit(batch) } catch { failure.withLock { $0 = error } }
+        }
+    }
+
+    /// Rethrows a failed write; true otherwise (so it can lead a `while` condition).
+    func check() throws -> Bool {
+        if let error = failure.withLock({ $0 }) { throw error }
+        return true
+    }
+
+    /// Waits until every submitted batch is written.
+    func drain() throws {
+        queue.sync {}
+        _ = try check()
     }
 }
 

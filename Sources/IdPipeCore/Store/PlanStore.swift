@@ -84,8 +84,9 @@ public struct PlanBatch: Sendable {
     }
 }
 
-/// The checkpoint store the planner writes to. Implemented on SQLite by IdPipeStore.
-public protocol PlanStore: AnyObject {
+/// The checkpoint store the planner writes to. Implemented on SQLite by IdPipeStore. `commit` is called from a
+/// background thread, one batch at a time and in order.
+public protocol PlanStore: AnyObject, Sendable {
     func loadRun() throws -> RunRecord?
     func saveRun(_ run: RunRecord) throws
     func loadCheckpoint() throws -> PlanCheckpoint?
