@@ -232,7 +232,9 @@ private func fieldCallback(_ data: UnsafeMutableRawPointer?, _ length: Int, _ co
 
 private func recordCallback(_ terminator: Int32, _ context: UnsafeMutableRawPointer?) {
     let sink = Unmanaged<FieldSink>.fromOpaque(context!).takeUnretainedValue()
-    sink.records.append(CSVRecord(bytes: sink.bytes, fieldEnds: sink.fieldEnds, firstLine: 0, lastLine: 0, endOffset: 0))
+    // Copies of exactly the record's size. Handing over the sink's own arrays would give every record a buffer as
+    // large as the largest record so far, and make the sink allocate a new one of that size for the next.
+    sink.records.append(CSVRecord(bytes: Array(sink.bytes[...]), fieldEnds: Array(sink.fieldEnds[...]), firstLine: 0, lastLine: 0, endOffset: 0))
     sink.bytes.removeAll(keepingCapacity: true)
     sink.fieldEnds.removeAll(keepingCapacity: true)
 }

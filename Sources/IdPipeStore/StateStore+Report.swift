@@ -32,31 +32,56 @@ extension StateStore: ReportSource {
 
     public func accounts(_ list: AccountList?, limit: Int?, _ body: (ReportAccount) throws -> Void) throws {
         try queue.read { db in
-            let sql = """
-                SELECT a.*, (SELECT value FROM action x WHERE x.seq = a.seq AND x.kind = 'update-name') AS new_name
-                FROM account a WHERE \(Self.condition(list)) ORDER BY a.seq \(limit.map { "LIMIT \($0)" } ?? "")
-                """
-            let rows = try Row.fetchCursor(db, sql: sql)
-            while let row = try rows.next() {
-                try body(ReportAccount(
-                    sequence: row["seq"], uid: row["uid"], file: row["file"], line: row["line"], relay: row["relay"],
-                    consentReview: row["consent_review"], selection: row["selection"], selectionDetail: row["selection_detail"],
-                    nameOutcome: row["name_outcome"], email: row["email"], displayName: row["display_name"], phone: row["phone"],
-                    providers: row["providers"], deletionRequest: row["deletion_request"], newName: row["new_name"]))
-            }
+            let rows = try Row.fetchCursor(db, sql: Self.accountSQL(list, limit: limit))
+            while let row = try rows.next() { try body(Self.account(row)) }
         }
     }
 
     public func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws {
         try queue.read { db in
             let rows = try Row.fetchCursor(db, sql: "SELECT * FROM action ORDER BY seq, step \(limit.map { "LIMIT \($0)" } ?? "")")
-            while let row = try rows.next() {
-                try body(ReportAction(sequence: row["seq"], uid: row["uid"], kind: row["kind"], state: row["state"], detail: row["detail"],
-                                      reason: row["reason"], value: row["value"], attempts: row["attempts"],
-                                      result: row["result"], policy: row["policy"], resent: row["resent"],
-                                      wouldDelete: row["dry_count"], counted: row["dry_detail"], deleted: row["deleted_count"]))
+            while let row = try rows.next() { try body(Self.action(row)) }
+        }
+    }
+
+    /// Both in one pass: two cursors in sequence order, merged, so memory stays flat however many accounts there are.
+    public func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws {
+        try queue.read { db in
+            let accounts = try Row.fetchCursor(db, sql: Self.accountSQL(nil, limit: nil))
+            let actions = try Row.fetchCursor(db, sql: "SELECT * FROM action ORDER BY seq, step")
+            var next = try actions.next().map(Self.action)
+            while let row = try accounts.next() {
+                let account = Self.account(row)
+                var own: [ReportAction] = []
+                while let action = next, action.sequence <= account.sequence {
+                    if action.sequence == account.sequence { own.append(action) }
+                    next = try actions.next().map(Self.action)
+                }
+                try body(account, own)
             }
         }
+    }
+
+    private static func accountSQL(_ list: AccountList?, limit: Int?) -> String {
+        """
+        SELECT a.*, (SELECT value FROM action x WHERE x.seq = a.seq AND x.kind = 'update-name') AS new_name
+        FROM account a WHERE \(condition(list)) ORDER BY a.seq \(limit.map { "LIMIT \($0)" } ?? "")
+        """
+    }
+
+    private static func account(_ row: Row) -> ReportAccount {
+        ReportAccount(
+            sequence: row["seq"], uid: row["uid"], file: row["file"], line: row["line"], relay: row["relay"],
+            consentReview: row["consent_review"], selection: row["selection"], selectionDetail: row["selection_detail"],
+            nameOutcome: row["name_outcome"], email: row["email"], displayName: row["display_name"], phone: row["phone"],
+            providers: row["providers"], deletionRequest: row["deletion_request"], newName: row["new_name"])
+    }
+
+    private static func action(_ row: Row) -> ReportAction {
+        ReportAction(sequence: row["seq"], uid: row["uid"], kind: row["kind"], state: row["state"], detail: row["detail"],
+                     reason: row["reason"], value: row["value"], attempts: row["attempts"],
+                     result: row["result"], policy: row["policy"], resent: row["resent"],
+                     wouldDelete: row["dry_count"], counted: row["dry_detail"], deleted: row["deleted_count"])
     }
 
     public func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws {

@@ -25,11 +25,8 @@ public struct JSONReport {
         if let summary = try source.applySummary() { out.write("  \"apply\": " + Self.apply(summary) + ",\n") }
         if let data = try source.dataSummary(limit: 0) { out.write("  \"data\": " + Self.data(data) + ",\n") }
         out.write("  \"accounts\": [")
-        // Each account's actions, by input sequence (an account without a row has none).
-        var actionsBySequence: [Int64: [ReportAction]] = [:]
-        try source.actions(limit: nil) { actionsBySequence[$0.sequence, default: []].append($0) }
         var first = true
-        try source.accounts(nil, limit: nil) { account in
+        try source.accountsWithActions { account, actions in
             out.write(first ? "\n    " : ",\n    ")
             first = false
             var parts: [String] = [
@@ -42,7 +39,6 @@ public struct JSONReport {
                 "\"selection\": \(JSONText.string(account.selection))", "\"selectionDetail\": \(JSONText.string(account.selectionDetail))",
                 "\"deletionRequest\": \(JSONText.string(account.deletionRequest))", "\"name\": \(JSONText.string(account.nameOutcome))",
             ]
-            let actions = actionsBySequence.removeValue(forKey: account.sequence) ?? []
             parts.append("\"actions\": [" + actions.map { action in
                 "{\"kind\": \(JSONText.string(action.kind)), \"state\": \(JSONText.string(action.state)), \"detail\": \(JSONText.string(action.detail)), "
                     + "\"reason\": \(JSONText.string(action.reason)), \"value\": \(JSONText.string(action.value.map { masking.name($0) })), "

@@ -90,6 +90,8 @@ public protocol ReportSource {
     func count(_ list: AccountList) throws -> Int
     func accounts(_ list: AccountList?, limit: Int?, _ body: (ReportAccount) throws -> Void) throws
     func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws
+    /// Every account with its actions, in input order (without holding all actions at once).
+    func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws
     func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws
     /// What apply did; nil before the first apply.
     func applySummary() throws -> ApplySummary?

@@ -25,9 +25,11 @@ public enum EmailNormalizer {
         if let problem = checkLocalPart(local) { return .failure(problem) }
         guard !domain.isEmpty else { return .failure("has no domain") }
 
-        let localText = String(Substring(local))
         switch normalizeDomain(Substring(domain), repairs: &repairs) {
-        case .success(let domainText): return .success(localText + "@" + domainText)
+        case .success(let domainText):
+            // Most addresses are already normal: keep the original string rather than build a new one.
+            if text.utf8.count == raw.utf8.count && domainText.utf8.elementsEqual(domain) { return .success(raw) }
+            return .success(String(Substring(local)) + "@" + domainText)
         case .failure(let reason): return .failure(reason)
         }
     }
