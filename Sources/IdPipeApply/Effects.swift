@@ -70,24 +70,27 @@ public final class LiveEffects: RemoteEffects {
         }
     }
 
-    private func need<T>(_ client: T?, _ key: String) throws -> T {
-        guard let client else { throw ConnectorError.configuration(service: "idpipe", message: "\(key) is not configured") }
+    /// The client `kind` needs; a configuration error naming the missing pipeline keys when there is none.
+    private func need<T>(_ client: T?, for kind: ActionKind) throws -> T {
+        guard let client else {
+            throw ConnectorError.configuration(service: "idpipe", message: "\(missingService(for: kind) ?? kind.rawValue) is not configured")
+        }
         return client
     }
 
     public func displayName(uid: String) async throws -> NameCheck {
-        let users = try await need(identityToolkit, "services.google").lookup(localIds: [uid])
+        let users = try await need(identityToolkit, for: .updateName).lookup(localIds: [uid])
         guard let user = users.first(where: { $0["localId"]?.string == uid }) else { return .missing }
         let name = user["displayName"]?.string ?? ""
         return name.isEmpty ? .empty : .present(name)
     }
 
     public func setDisplayName(uid: String, name: String) async throws {
-        try await need(identityToolkit, "services.google").update(localId: uid, displayName: name)
+        try await need(identityToolkit, for: .updateName).update(localId: uid, displayName: name)
     }
 
     public func revokeApple(_ token: StoredAppleToken, now: Int64) async throws -> StepResult {
-        let client = try need(apple, "services.apple")
+        let client = try need(apple, for: .revokeApple)
         switch token.kind {
         case .refreshToken, .accessToken:
             try await client.revoke(token: token.token.value, hint: token.kind == .refreshToken ? .refreshToken : .accessToken)
@@ -113,15 +116,15 @@ public final class LiveEffects: RemoteEffects {
     }
 
     public func revokeFacebook(appScopedId: String) async throws {
-        try await need(facebook, "services.facebook").revokeLogin(appScopedId: appScopedId)
+        try await need(facebook, for: .revokeFacebook).revokeLogin(appScopedId: appScopedId)
     }
 
     public func revokeSessions(uid: String, validSince: Int64) async throws {
-        try await need(identityToolkit, "services.google").update(localId: uid, validSince: validSince)
+        try await need(identityToolkit, for: .revokeSessions).update(localId: uid, validSince: validSince)
     }
 
     public func deleteData(uid: String, idempotencyKey: String, run: String) async throws {
-        try await need(webhook, "stages.delete.data_webhook").deleteUserData(uid: uid, idempotencyKey: idempotencyKey, run: run)
+        try await need(webhook, for: .deleteData).deleteUserData(uid: uid, idempotencyKey: idempotencyKey, run: run)
     }
 
     public func countPaths(_ kind: ActionKind, uid: String) async throws -> [PathCount] {
@@ -133,7 +136,7 @@ public final class LiveEffects: RemoteEffects {
     }
 
     public func deleteAccounts(_ uids: [String]) async throws -> [String: String] {
-        let failures = try await need(identityToolkit, "services.google").batchDelete(localIds: uids)
+        let failures = try await need(identityToolkit, for: .deleteAccount).batchDelete(localIds: uids)
         return Dictionary(failures.map { ($0.localId, $0.message) }, uniquingKeysWith: { first, _ in first })
     }
 

@@ -11,7 +11,6 @@ struct SchemaValidator: Sendable {
     private let operations: [String: Operation]
     /// Schema name → property name → property description (type, format, enum, items, ref).
     private let schemas: [String: [String: SJSON]]
-    let sourceSHA256: String
 
     init(json: String = IdentityToolkitSchema.json) {
         let document = (try? SJSON.parse(json)) ?? .object([])
@@ -27,7 +26,6 @@ struct SchemaValidator: Sendable {
             schemas[name] = Dictionary((properties.members ?? []).map { ($0.0, $0.1) }, uniquingKeysWith: { first, _ in first })
         }
         self.schemas = schemas
-        sourceSHA256 = document["source_sha256"]?.string ?? ""
     }
 
     func operation(_ name: String) -> Operation? { operations[name] }

@@ -8,6 +8,7 @@ extension StateStore {
     }
 
     static let deletionKinds = sqlList(ActionKind.allCases.filter(\.isDeletion))
+    static let openStates = "(" + ActionState.allCases.filter(\.isOpen).map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
     static let pathKinds = sqlList(ActionKind.allCases.filter(\.isPathDeletion))
     /// A planned path deletion the dry run has not counted yet.
     static let uncounted = "kind IN \(pathKinds) AND state = 'planned' AND dry_detail IS NULL"
@@ -33,7 +34,7 @@ extension StateStore {
     public func pendingAccounts(after sequence: Int64, limit: Int) async throws -> [PendingAccount] {
         try await queue.read { db in
             let sequences = try Int64.fetchAll(db, sql: """
-                SELECT seq FROM action WHERE seq > ? AND state IN ('planned', 'sent') GROUP BY seq ORDER BY seq LIMIT ?
+                SELECT seq FROM action WHERE seq > ? AND state IN \(Self.openStates) GROUP BY seq ORDER BY seq LIMIT ?
                 """, arguments: [sequence, limit])
             guard let first = sequences.first, let last = sequences.last else { return [] }
             let wanted = Set(sequences)

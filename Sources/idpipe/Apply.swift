@@ -284,7 +284,7 @@ struct ApplyCommand {
                 throw CommandError("the dry run has not finished counting the data of \(uncounted) path deletions, so the reviewed report is incomplete; "
                     + "`idpipe resume --state \(statePath)` finishes counting (reads only)")
             }
-            let open = try store.actionStates().filter { _, states in (states[.planned] ?? 0) + (states[.sent] ?? 0) > 0 }
+            let open = try store.actionStates().filter { _, states in states.open > 0 }
             if !confirmed && !confirm(open) {
                 throw fail("nothing was changed: apply changes accounts; pass --yes to carry out the plan in \(statePath)")
             }
@@ -391,7 +391,7 @@ struct ApplyCommand {
     func confirm(_ open: [ActionKind: [ActionState: Int]]) -> Bool {
         guard isatty(0) == 1 else { return false }
         for (kind, states) in open.sorted(by: { $0.key.order < $1.key.order }) {
-            Console.out("  \(kind.rawValue): \((states[.planned] ?? 0) + (states[.sent] ?? 0)) to do")
+            Console.out("  \(kind.rawValue): \(states.open) to do")
         }
         Console.writeAll(1, "Apply these actions to the live accounts? Type 'yes': ")
         guard let answer = readLine() else { return false }

@@ -20,8 +20,7 @@ public struct PendingAction: Sendable, Equatable {
         self.firstSentAt = firstSentAt
     }
 
-    /// Still to do: never sent, or sent without an answer recorded (the process stopped in between).
-    public var isOpen: Bool { state == .planned || state == .sent }
+    public var isOpen: Bool { state.isOpen }
 }
 
 /// An account with at least one open action, and all of its actions (closed ones decide what the open ones may do).
@@ -92,23 +91,18 @@ public struct DeletionPolicy: Sendable, Equatable {
     /// Judges an account's deletion on the final states of its revocations.
     public func verdict(revocations: [PendingAction]) -> Verdict {
         if revocations.contains(where: \.isOpen) { return .wait }
-        let failed = revocations.filter { $0.state == .failed }
-        let notPossible = revocations.filter { $0.state == .notPossible }
-        func why(_ actions: [PendingAction], _ label: String) -> String {
-            actions.map { "\($0.kind.rawValue) \(label): \($0.reason ?? "no reason recorded")" }.joined(separator: "; ")
-        }
-        if !failed.isEmpty {
-            let reason = why(failed, "failed")
-            switch whenRevocationFails {
-            case .keep: return .block(policy: "when_revocation_fails: keep", reason: reason)
-            case .delete: return .allow(policy: "when_revocation_fails: delete (\(reason))")
-            }
-        }
-        if !notPossible.isEmpty {
-            let reason = why(notPossible, "not possible")
-            switch whenNotRevocable {
-            case .keep: return .block(policy: "when_not_revocable: keep", reason: reason)
-            case .delete: return .allow(policy: "when_not_revocable: delete (\(reason))")
+        // A failure is judged before a revocation that was never possible.
+        let rules: [(ActionState, String, String, NotRevocablePolicy)] = [
+            (.failed, "failed", "when_revocation_fails", whenRevocationFails),
+            (.notPossible, "not possible", "when_not_revocable", whenNotRevocable),
+        ]
+        for (state, label, key, policy) in rules {
+            let held = revocations.filter { $0.state == state }
+            guard !held.isEmpty else { continue }
+            let reason = held.map { "\($0.kind.rawValue) \(label): \($0.reason ?? "no reason recorded")" }.joined(separator: "; ")
+            switch policy {
+            case .keep: return .block(policy: "\(key): keep", reason: reason)
+            case .delete: return .allow(policy: "\(key): delete (\(reason))")
             }
         }
         return .allow(policy: revocations.isEmpty ? "no revocation planned" : "revocations done")

@@ -40,6 +40,14 @@ public enum ActionState: String, Sendable, Codable, CaseIterable {
     case notPossible = "not-possible"
     /// It waits on something that did not happen (a revocation that is not possible, with policy keep).
     case blocked
+
+    /// Still to do: never sent, or sent without an answer recorded (the process stopped in between).
+    public var isOpen: Bool { self == .planned || self == .sent }
+}
+
+extension Dictionary where Key == ActionState, Value == Int {
+    /// How many of the tallied actions are still to do.
+    public var open: Int { reduce(0) { $0 + ($1.key.isOpen ? $1.value : 0) } }
 }
 
 public struct PlannedAction: Sendable, Equatable {

@@ -56,7 +56,7 @@ public struct ApplySummary: Sendable {
     }
 
     /// Open actions (planned, or sent without an answer): zero once the run is complete.
-    public var open: Int { kinds.reduce(0) { $0 + ($1.states[.planned] ?? 0) + ($1.states[.sent] ?? 0) } }
+    public var open: Int { kinds.reduce(0) { $0 + $1.states.open } }
     public var failed: Int { kinds.reduce(0) { $0 + ($1.states[.failed] ?? 0) } }
 }
 
