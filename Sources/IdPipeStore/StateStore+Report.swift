@@ -39,7 +39,7 @@ extension StateStore: ReportSource {
 
     public func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws {
         try queue.read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT * FROM action ORDER BY seq, step \(limit.map { "LIMIT \($0)" } ?? "")")
+            let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step \(limit.map { "LIMIT \($0)" } ?? "")")
             while let row = try rows.next() { try body(Self.action(row)) }
         }
     }
@@ -48,7 +48,7 @@ extension StateStore: ReportSource {
     public func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws {
         try queue.read { db in
             let accounts = try Row.fetchCursor(db, sql: Self.accountSQL(nil, limit: nil))
-            let actions = try Row.fetchCursor(db, sql: "SELECT * FROM action ORDER BY seq, step")
+            let actions = try Row.fetchCursor(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step")
             var next = try actions.next().map(Self.action)
             while let row = try accounts.next() {
                 let account = Self.account(row)
@@ -64,24 +64,26 @@ extension StateStore: ReportSource {
 
     private static func accountSQL(_ list: AccountList?, limit: Int?) -> String {
         """
-        SELECT a.*, (SELECT value FROM action x WHERE x.seq = a.seq AND x.kind = 'update-name') AS new_name
+        SELECT a.seq, a.uid, a.file, a.line, a.relay, a.consent_review, a.selection, a.selection_detail, a.name_outcome, a.email,
+               a.display_name, a.phone, a.providers, a.deletion_request,
+               (SELECT value FROM action x WHERE x.seq = a.seq AND x.kind = 'update-name') AS new_name
         FROM account a WHERE \(condition(list)) ORDER BY a.seq \(limit.map { "LIMIT \($0)" } ?? "")
         """
     }
 
+    // Rows are read by position (in the order of the SELECT lists): a lookup by name costs more than the value.
     private static func account(_ row: Row) -> ReportAccount {
         ReportAccount(
-            sequence: row["seq"], uid: row["uid"], file: row["file"], line: row["line"], relay: row["relay"],
-            consentReview: row["consent_review"], selection: row["selection"], selectionDetail: row["selection_detail"],
-            nameOutcome: row["name_outcome"], email: row["email"], displayName: row["display_name"], phone: row["phone"],
-            providers: row["providers"], deletionRequest: row["deletion_request"], newName: row["new_name"])
+            sequence: row[0], uid: row[1], file: row[2], line: row[3], relay: row[4], consentReview: row[5], selection: row[6],
+            selectionDetail: row[7], nameOutcome: row[8], email: row[9], displayName: row[10], phone: row[11], providers: row[12],
+            deletionRequest: row[13], newName: row[14])
     }
 
+    private static let actionColumns = "seq, uid, kind, state, detail, reason, value, attempts, result, policy, resent, dry_count, dry_detail, deleted_count"
+
     private static func action(_ row: Row) -> ReportAction {
-        ReportAction(sequence: row["seq"], uid: row["uid"], kind: row["kind"], state: row["state"], detail: row["detail"],
-                     reason: row["reason"], value: row["value"], attempts: row["attempts"],
-                     result: row["result"], policy: row["policy"], resent: row["resent"],
-                     wouldDelete: row["dry_count"], counted: row["dry_detail"], deleted: row["deleted_count"])
+        ReportAction(sequence: row[0], uid: row[1], kind: row[2], state: row[3], detail: row[4], reason: row[5], value: row[6], attempts: row[7],
+                     result: row[8], policy: row[9], resent: row[10], wouldDelete: row[11], counted: row[12], deleted: row[13])
     }
 
     public func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws {

@@ -36,6 +36,38 @@ import Testing
     }
 }
 
+extension EmailNormalizerTests {
+    /// The one-pass check may only say "already normal" where the full path returns the address unchanged with no
+    /// repair; and it must say so for ordinary addresses, or it saves nothing.
+    @Test(arguments: [
+        ("jane@example.com", true), ("a.b-c+tag@mail.example.co.uk", true), ("x@a1.io", true), ("7@b.c", true),
+        ("abc123@privaterelay.appleid.com", true), ("o'brien@example.ie", true), ("a@xn--bcher-kva.example", true),
+        (String(repeating: "l", count: 64) + "@example.com", true), ("j@" + String(repeating: "d", count: 63) + ".com", true),
+        (String(repeating: "l", count: 65) + "@example.com", false), ("j@" + String(repeating: "d", count: 64) + ".com", false),
+        ("Jane@Example.com", false), (" jane@example.com", false), ("jane@example.com ", false), ("jane@example", false),
+        ("jane@example.123", false), ("jane@example.c0m", true), ("jane@-example.com", false), ("jane@example-.com", false),
+        ("jane@ex-ample.com", true), ("jane@example..com", false), ("jane@.example.com", false), ("jane@example.com.", false),
+        (".jane@example.com", false), ("jane.@example.com", false), ("ja..ne@example.com", false), ("a@@b.com", false),
+        ("a@b@c.com", false), ("@example.com", false), ("jane@", false), ("ja ne@example.com", false), ("ja(ne@example.com", false),
+        ("jane@exa_mple.com", false), ("zoë@example.com", false), ("jane@bücher.example", false), ("jane@example.com\u{7F}", false),
+        ("jane@EXAMPLE.COM", false), ("", false), ("plain", false),
+    ])
+    func fastPathAgreesWithFullPath(input: String, normal: Bool) {
+        let fast = Array(input.utf8).withUnsafeBufferPointer(EmailNormalizer.isAlreadyNormal)
+        #expect(fast == normal)
+        var repairs = RepairSet()
+        let full = EmailNormalizer.normalizeFully(input, repairs: &repairs)
+        if fast {
+            #expect(full == .success(input))
+            #expect(repairs.all.isEmpty)
+        } else {
+            // Whatever the full path makes of it, the entry point gives the same answer.
+            var again = RepairSet()
+            #expect(EmailNormalizer.normalize(input, repairs: &again) == full)
+        }
+    }
+}
+
 @Suite struct PhoneNormalizerTests {
     @Test(arguments: [
         ("+14155550100", "+14155550100", false),

@@ -25,31 +25,17 @@ public struct JSONReport {
         if let summary = try source.applySummary() { out.write("  \"apply\": " + Self.apply(summary) + ",\n") }
         if let data = try source.dataSummary(limit: 0) { out.write("  \"data\": " + Self.data(data) + ",\n") }
         out.write("  \"accounts\": [")
+        // Accounts are appended to one buffer that goes out in pieces of 64 KiB: a `write` and a few strings per
+        // account cost more than the text itself.
+        var buffer = ReportBuffer()
         var first = true
         try source.accountsWithActions { account, actions in
-            out.write(first ? "\n    " : ",\n    ")
+            buffer.bytes.put(first ? "\n    " : ",\n    ")
             first = false
-            var parts: [String] = [
-                "\"uid\": \(JSONText.string(account.uid))", "\"source\": \(JSONText.string("\(account.file):\(account.line)"))",
-                "\"email\": \(JSONText.string(account.email.map { masking.email($0) }))",
-                "\"displayName\": \(JSONText.string(account.displayName.map { masking.name($0) }))",
-                "\"phoneNumber\": \(JSONText.string(account.phone.map { masking.phone($0) }))",
-                "\"providers\": [\(account.providers.split(separator: " ").map { JSONText.string(String($0)) }.joined(separator: ", "))]",
-                "\"relay\": \(JSONText.string(account.relay))", "\"consentReview\": \(JSONText.string(account.consentReview))",
-                "\"selection\": \(JSONText.string(account.selection))", "\"selectionDetail\": \(JSONText.string(account.selectionDetail))",
-                "\"deletionRequest\": \(JSONText.string(account.deletionRequest))", "\"name\": \(JSONText.string(account.nameOutcome))",
-            ]
-            parts.append("\"actions\": [" + actions.map { action in
-                "{\"kind\": \(JSONText.string(action.kind)), \"state\": \(JSONText.string(action.state)), \"detail\": \(JSONText.string(action.detail)), "
-                    + "\"reason\": \(JSONText.string(action.reason)), \"value\": \(JSONText.string(action.value.map { masking.name($0) })), "
-                    + "\"result\": \(JSONText.string(action.result)), \"policy\": \(JSONText.string(action.policy)), \"attempts\": \(action.attempts)"
-                    + (ActionKind(rawValue: action.kind)?.isPathDeletion == true
-                        ? ", \"wouldDelete\": \(action.wouldDelete.map(String.init) ?? "null"), \"counted\": \(JSONText.string(action.counted)), "
-                            + "\"deleted\": \(action.deleted.map(String.init) ?? "null")" : "")
-                    + "}"
-            }.joined(separator: ", ") + "]")
-            out.write("{" + parts.joined(separator: ", ") + "}")
+            appendAccount(account, actions, to: &buffer.bytes)
+            buffer.flush(whenFull: &out)
         }
+        buffer.flush(&out)
         out.write(first ? "],\n  \"quarantine\": [" : "\n  ],\n  \"quarantine\": [")
         first = true
         try source.quarantine(limit: nil) { _, entry in
@@ -59,6 +45,94 @@ public struct JSONReport {
                 + "\"field\": \(JSONText.string(entry.field)), \"reason\": \(JSONText.string(masking.quotedValues(in: entry.reason, field: entry.field)))}")
         }
         out.write(first ? "]\n}\n" : "\n  ]\n}\n")
+    }
+}
+
+extension JSONReport {
+    /// One account with its actions, as one line of the `accounts` array.
+    func appendAccount(_ account: ReportAccount, _ actions: [ReportAction], to out: inout [UInt8]) {
+        out.put("{\"uid\": ")
+        JSONText.append(account.uid, to: &out)
+        out.put(", \"source\": ")
+        JSONText.append("\(account.file):\(account.line)", to: &out)
+        out.put(", \"email\": ")
+        JSONText.append(account.email.map { masking.email($0) }, to: &out)
+        out.put(", \"displayName\": ")
+        JSONText.append(account.displayName.map { masking.name($0) }, to: &out)
+        out.put(", \"phoneNumber\": ")
+        JSONText.append(account.phone.map { masking.phone($0) }, to: &out)
+        out.put(", \"providers\": [")
+        for (index, provider) in account.providers.split(separator: " ").enumerated() {
+            if index > 0 { out.put(", ") }
+            JSONText.append(String(provider), to: &out)
+        }
+        let fields: [(String, String?)] = [
+            ("relay", account.relay), ("consentReview", account.consentReview), ("selection", account.selection),
+            ("selectionDetail", account.selectionDetail), ("deletionRequest", account.deletionRequest), ("name", account.nameOutcome),
+        ]
+        out.put("]")
+        for (name, value) in fields {
+            out.put(", \"")
+            out.put(name)
+            out.put("\": ")
+            JSONText.append(value, to: &out)
+        }
+        out.put(", \"actions\": [")
+        for (index, action) in actions.enumerated() {
+            out.put(index == 0 ? "{\"kind\": " : ", {\"kind\": ")
+            JSONText.append(action.kind, to: &out)
+            out.put(", \"state\": ")
+            JSONText.append(action.state, to: &out)
+            out.put(", \"detail\": ")
+            JSONText.append(action.detail, to: &out)
+            out.put(", \"reason\": ")
+            JSONText.append(action.reason, to: &out)
+            out.put(", \"value\": ")
+            JSONText.append(action.value.map { masking.name($0) }, to: &out)
+            out.put(", \"result\": ")
+            JSONText.append(action.result, to: &out)
+            out.put(", \"policy\": ")
+            JSONText.append(action.policy, to: &out)
+            out.put(", \"attempts\": ")
+            out.put(String(action.attempts))
+            if ActionKind(rawValue: action.kind)?.isPathDeletion == true {
+                out.put(", \"wouldDelete\": ")
+                out.put(action.wouldDelete.map(String.init) ?? "null")
+                out.put(", \"counted\": ")
+                JSONText.append(action.counted, to: &out)
+                out.put(", \"deleted\": ")
+                out.put(action.deleted.map(String.init) ?? "null")
+            }
+            out.put("}")
+        }
+        out.put("]}")
+    }
+}
+
+/// Text gathered for a stream as UTF-8 and handed over in pieces of about 64 KiB.
+struct ReportBuffer {
+    static let pieceBytes = 1 << 16
+    var bytes: [UInt8] = []
+
+    init() {
+        bytes.reserveCapacity(Self.pieceBytes + (Self.pieceBytes >> 2))
+    }
+
+    mutating func flush(whenFull out: inout some TextOutputStream) {
+        if bytes.count >= Self.pieceBytes { flush(&out) }
+    }
+
+    mutating func flush(_ out: inout some TextOutputStream) {
+        guard !bytes.isEmpty else { return }
+        out.write(String(decoding: bytes, as: UTF8.self))
+        bytes.removeAll(keepingCapacity: true)
+    }
+}
+
+extension [UInt8] {
+    @inline(__always)
+    mutating func put(_ text: String) {
+        append(contentsOf: text.utf8)
     }
 }
 
@@ -115,59 +189,89 @@ public struct CSVLedger {
 
     public func render(into out: inout some TextOutputStream) throws {
         out.write(Self.header + "\n")
+        var buffer = ReportBuffer()
         try source.actions(limit: nil) { action in
             let service = ActionKind(rawValue: action.kind)?.service ?? ""
-            let fields = ["\(action.sequence)", action.uid, action.kind, service, action.state, action.detail, action.reason ?? "",
-                          action.value.map { masking.name($0) } ?? "", action.result ?? "", action.policy ?? "", "\(action.attempts)", "\(action.resent)",
-                          action.wouldDelete.map(String.init) ?? "", action.counted ?? "", action.deleted.map(String.init) ?? ""]
-            out.write(fields.map(Self.escape).joined(separator: ",") + "\n")
+            let fields = [String(action.sequence), action.uid, action.kind, service, action.state, action.detail, action.reason ?? "",
+                          action.value.map { masking.name($0) } ?? "", action.result ?? "", action.policy ?? "", String(action.attempts),
+                          String(action.resent), action.wouldDelete.map(String.init) ?? "", action.counted ?? "", action.deleted.map(String.init) ?? ""]
+            for (index, field) in fields.enumerated() {
+                if index > 0 { buffer.bytes.append(UInt8(ascii: ",")) }
+                Self.append(field, to: &buffer.bytes)
+            }
+            buffer.bytes.append(0x0A)
+            buffer.flush(whenFull: &out)
         }
+        buffer.flush(&out)
     }
 
     /// RFC 4180 quoting; a leading `=`, `+`, `-` or `@` is prefixed with `'` so spreadsheets do not run it.
     static func escape(_ field: String) -> String {
-        var text = field
-        if let first = text.first, "=+-@".contains(first) { text = "'" + text }
-        guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
-        return "\"" + text.replacingAll("\"", with: "\"\"") + "\""
+        var bytes: [UInt8] = []
+        append(field, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    static func append(_ field: String, to out: inout [UInt8]) {
+        let utf8 = field.utf8
+        let formula = utf8.first.map { $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "@") } ?? false
+        let quoted = JSONText.any(utf8) { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0A || $0 == 0x0D }
+        if quoted { out.append(UInt8(ascii: "\"")) }
+        if formula { out.append(UInt8(ascii: "'")) }
+        guard quoted else {
+            out.append(contentsOf: utf8)
+            return
+        }
+        for byte in utf8 {
+            out.append(byte)
+            if byte == UInt8(ascii: "\"") { out.append(byte) }
+        }
+        out.append(UInt8(ascii: "\""))
     }
 }
 
 /// JSON string literals, escaped by hand so the output is the same byte for byte on every run.
 public enum JSONText {
     public static func string(_ value: String?) -> String {
-        guard let value else { return "null" }
-        if !value.utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) {
-            return "\"" + value + "\""
+        var bytes: [UInt8] = []
+        append(value, to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// Appends the literal (or `null`); a value with nothing to escape is copied as it is.
+    public static func append(_ value: String?, to out: inout [UInt8]) {
+        guard let value else {
+            out.put("null")
+            return
         }
-        var out = "\""
-        for scalar in value.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
+        out.append(UInt8(ascii: "\""))
+        let utf8 = value.utf8
+        guard any(utf8, { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+            out.append(contentsOf: utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
+        for byte in utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out.put("\\\"")
+            case UInt8(ascii: "\\"): out.put("\\\\")
+            case 0x0A: out.put("\\n")
+            case 0x0D: out.put("\\r")
+            case 0x09: out.put("\\t")
+            case 0..<0x20:
+                let hex = String(byte, radix: 16)
+                out.put("\\u" + String(repeating: "0", count: 4 - hex.count) + hex)
+            default: out.append(byte)
             }
         }
-        return out + "\""
+        out.append(UInt8(ascii: "\""))
     }
-}
 
-extension String {
-    func replacingAll(_ target: Character, with replacement: String) -> String {
-        var result = ""
-        for character in self {
-            if character == target { result += replacement } else { result.append(character) }
-        }
-        return result
+    /// Whether any byte matches, scanned on the string's own storage when it has one (much faster than the view).
+    @inline(__always)
+    static func any(_ utf8: String.UTF8View, _ test: (UInt8) -> Bool) -> Bool {
+        if let found = utf8.withContiguousStorageIfAvailable({ $0.contains(where: test) }) { return found }
+        return utf8.contains(where: test)
     }
 }
 

@@ -30,11 +30,11 @@ public enum AccountNormalizer {
         if let created = account.createdAt, created < 0 { return .failure(RecordIssue(field: "createdAt", reason: "is negative")) }
         if let last = account.lastSignedInAt, last < 0 { return .failure(RecordIssue(field: "lastSignedInAt", reason: "is negative")) }
 
-        var seen: Set<String> = []
         for index in account.providers.indices {
             if let issue = normalizeProvider(&account.providers[index], at: index, repairs: &repairs) { return .failure(issue) }
+            // An account links a handful of providers: a scan of the earlier ones beats hashing into a set.
             let id = account.providers[index].providerId
-            if !seen.insert(id).inserted {
+            if account.providers[..<index].contains(where: { $0.providerId == id }) {
                 return .failure(RecordIssue(field: "providerUserInfo[\(index)].providerId", reason: "'\(id)' is linked twice"))
             }
         }
@@ -43,13 +43,13 @@ public enum AccountNormalizer {
 
     /// An optional text field: blank becomes nil; the rest is normalized, or rejected naming `field` and the value.
     private static func optional(
-        _ value: String?, field: String, repairs: inout RepairSet,
+        _ value: String?, field: @autoclosure () -> String, repairs: inout RepairSet,
         _ normalize: (String, inout RepairSet) -> Result<String, RecordIssueReason>
     ) -> Result<String?, RecordIssue> {
         guard let value, !TextScan.trimmingWhitespace(Substring(value)).isEmpty else { return .success(nil) }
         switch normalize(value, &repairs) {
         case .success(let normalized): return .success(normalized)
-        case .failure(let reason): return .failure(RecordIssue(field: field, reason: "'\(value)' \(reason)"))
+        case .failure(let reason): return .failure(RecordIssue(field: field(), reason: "'\(value)' \(reason)"))
         }
     }
 
@@ -60,7 +60,8 @@ public enum AccountNormalizer {
     }
 
     private static func normalizeProvider(_ link: inout ProviderLink, at index: Int, repairs: inout RepairSet) -> RecordIssue? {
-        let field = "providerUserInfo[\(index)]"
+        // Built only when it is needed: most providers are fine, and the text would cost more than the checks.
+        var field: String { "providerUserInfo[\(index)]" }
         let id = link.providerId.trimmingSpaces
         let lowered = id.utf8.contains(where: { $0 >= 65 && $0 <= 90 }) ? id.lowercased() : id
         if lowered != link.providerId {

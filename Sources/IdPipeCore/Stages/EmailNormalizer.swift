@@ -5,6 +5,11 @@ public enum EmailNormalizer {
 
     /// Returns the normalized address, or a reason it cannot be repaired.
     public static func normalize(_ raw: String, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
+        if raw.utf8.withContiguousStorageIfAvailable(isAlreadyNormal) == true { return .success(raw) }
+        return normalizeFully(raw, repairs: &repairs)
+    }
+
+    static func normalizeFully(_ raw: String, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
         var text = Substring(raw)
         let trimmed = TextScan.trimmingWhitespace(text)
         if trimmed.utf8.count != text.utf8.count {
@@ -32,6 +37,40 @@ public enum EmailNormalizer {
             return .success(String(Substring(local)) + "@" + domainText)
         case .failure(let reason): return .failure(reason)
         }
+    }
+
+    /// The common case in one pass over the bytes: a lower-case ASCII address that passes every check below
+    /// unchanged. False sends the address down the full path (which repairs it or names what is wrong).
+    static func isAlreadyNormal(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let at = bytes.firstIndex(of: UInt8(ascii: "@")), at > 0, at <= maxLocalPartBytes,
+              bytes.count - at - 1 <= maxDomainBytes else { return false }
+        var previous: UInt8 = UInt8(ascii: ".")
+        for index in 0..<at {
+            let byte = bytes[index]
+            guard byte > 0x20, byte < 0x7F, !isForbiddenInLocalPart(byte), !(byte == UInt8(ascii: ".") && previous == byte) else { return false }
+            previous = byte
+        }
+        guard previous != UInt8(ascii: ".") else { return false }
+        var labels = 0, labelLength = 0
+        var labelAllDigits = true
+        previous = UInt8(ascii: ".")
+        for index in (at + 1)..<bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: ".") {
+                guard labelLength > 0, previous != UInt8(ascii: "-") else { return false }
+                labels += 1
+                labelLength = 0
+                labelAllDigits = true
+            } else {
+                let digit = byte >= 48 && byte <= 57
+                guard (byte >= 97 && byte <= 122) || digit || (byte == UInt8(ascii: "-") && labelLength > 0) else { return false }
+                labelLength += 1
+                labelAllDigits = labelAllDigits && digit
+                guard labelLength <= 63 else { return false }
+            }
+            previous = byte
+        }
+        return labels >= 1 && labelLength > 0 && previous != UInt8(ascii: "-") && !labelAllDigits
     }
 
     private static func checkLocalPart(_ local: Substring.UTF8View) -> RecordIssueReason? {
