@@ -184,10 +184,21 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         let lock = try StateLock(statePath: statePath, command: command)
         defer { withExtendedLifetime(lock) {} }
         let started = wallClockSeconds()
-        let outcome = try PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf,
-                                        workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe"),
-                                        applyRequested: requestApply).run()
+        let interruption = Interruption {
+            Console.error("\nidpipe: stopping after the batch being read is recorded (again to quit at once)")
+        }
+        defer { interruption.end() }
+        var execution = PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf,
+                                      workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe"),
+                                      applyRequested: requestApply)
+        execution.shouldStop = { interruption.isRaised }
+        let outcome = try execution.run()
         Console.endProgress()
+        if outcome.interrupted {
+            Console.error("idpipe: interrupted after \(outcome.tally["accounts.read"]) accounts; "
+                + "the same command, or `idpipe resume --state \(statePath)`, continues from there")
+            return Exit.interrupted
+        }
         let store = try StateStore(path: statePath)
         if outcome.run.guardVerdict == nil, context.definition.stages.delete?.pathKinds.isEmpty == false {
             try countData(context: context, store: store)
@@ -408,20 +419,11 @@ struct ApplyCommand {
             }
             return (result.outcome, result.resent)
         }
-        var sources: [DispatchSourceSignal] = []
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                Console.error("\nidpipe: stopping: waiting for the answers in flight to be recorded (again to quit at once)")
-                task.cancel()
-                signal(SIGINT, SIG_DFL)
-                signal(SIGTERM, SIG_DFL)
-            }
-            source.resume()
-            sources.append(source)
+        let interruption = Interruption {
+            Console.error("\nidpipe: stopping: waiting for the answers in flight to be recorded (again to quit at once)")
+            task.cancel()
         }
-        defer { for source in sources { source.cancel() } }
+        defer { interruption.end() }
         return try blocking { try await task.value }
     }
 }

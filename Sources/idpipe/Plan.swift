@@ -64,6 +64,8 @@ struct PlanExecution {
     let logger: Logger
     /// `run --yes`: recorded from the start, so a `resume` after a crash during planning goes on to apply.
     var applyRequested = false
+    /// Asked after each committed batch: true stops the plan there (Ctrl-C).
+    var shouldStop: (() -> Bool)?
 
     func run() throws -> PlanResult {
         let definition = context.definition
@@ -86,6 +88,12 @@ struct PlanExecution {
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, pool: WorkerPool(width: workers), logger: logger)
         if let stop = ProcessEnvironment.value("IDPIPE_STOP_AFTER_BATCHES").flatMap(Int.init) { runner.stopAfterBatches = stop }
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }
+        // Tests slow each batch down (milliseconds) to send a signal in the middle of a plan.
+        let pause = ProcessEnvironment.value("IDPIPE_TEST_BATCH_DELAY_MS").flatMap(UInt32.init) ?? 0
+        runner.shouldStop = { [shouldStop] in
+            if pause > 0 { usleep(pause * 1000) }
+            return shouldStop?() ?? false
+        }
         runner.progress = { progress in
             let percent = progress.totalBytes > 0 ? " · \(Int(progress.bytes * 100 / progress.totalBytes)) %" : ""
             let rate = progress.elapsedSeconds > 0 ? Int(Double(progress.records) / progress.elapsedSeconds) : 0

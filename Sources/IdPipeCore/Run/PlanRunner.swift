@@ -34,6 +34,8 @@ public struct PlanResult: Sendable {
     public var alreadyPlanned: Bool
     /// True when this call continued an interrupted plan.
     public var resumed: Bool
+    /// True when it stopped before the end of the input (asked to, after a committed batch); running it again continues.
+    public var interrupted = false
 }
 
 public enum PlanError: Error, CustomStringConvertible {
@@ -63,6 +65,8 @@ public final class PlanRunner {
     public var progress: ((PlanProgress) -> Void)?
     /// Stops after this many batches (tests of interrupted runs); nil runs to the end.
     public var stopAfterBatches: Int?
+    /// Asked after each batch is handed to the store: true stops there, as an interruption (Ctrl-C).
+    public var shouldStop: (() -> Bool)?
 
     public init(pipeline: PipelineDefinition, processor: AccountProcessor, store: any PlanStore, pool: WorkerPool, logger: Logger) {
         self.pipeline = pipeline
@@ -160,9 +164,9 @@ public final class PlanRunner {
             batches += 1
             progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
                                    quarantined: tally["accounts.quarantined"], elapsedSeconds: clock() - started))
-            if let stop = stopAfterBatches, batches >= stop {
+            if shouldStop?() == true || stopAfterBatches.map({ batches >= $0 }) == true {
                 try committer.drain()
-                return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed)
+                return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
             }
         }
         try committer.drain()

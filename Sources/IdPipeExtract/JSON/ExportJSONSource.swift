@@ -37,6 +37,8 @@ public final class ExportJSONSource: AccountSource {
         line = checkpoint.line
         layout = Layout(rawValue: checkpoint.state ?? "") ?? .export
         if checkpoint.offset == 0 { try readPrologue() }
+        // A plan stopped right after its last batch was committed has read everything, the closing ]} included.
+        if checkpoint.offset > 0 && checkpoint.offset >= totalBytes { emittedLast = true }
     }
 
     deinit { close(fd) }
