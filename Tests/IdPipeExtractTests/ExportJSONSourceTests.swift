@@ -119,4 +119,20 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         let records = (0..<batch.partCount).flatMap { batch.decode(part: $0) }
         #expect(summary(records) == ["1:quarantine:record", "2:quarantine:emailVerified", "3:u3"])
     }
+
+    /// Invalid UTF-8 is quarantined under the field's JSON name (as every other CSV issue), with the column in the reason.
+    @Test func invalidUTF8NamesTheFieldAndColumn() throws {
+        var bytes = Array(row([0: "u1", 5: "Jane\u{1}"]).utf8)
+        bytes[bytes.firstIndex(of: 0x01)!] = 0xFF
+        bytes += Array(row([0: "u2", 11: "123", 28: "001.x.2", 30: "Bad\u{1}"]).utf8)
+        bytes[bytes.firstIndex(of: 0x01)!] = 0xC3
+        bytes += Array(row([0: "u3"]).utf8)
+        let path = TemporaryFile.write(bytes, name: "export.csv")
+        let batch = try #require(try CSVSource.authExport(path: path).nextBatch(records: 10, parts: 1))
+        let records = batch.decode(part: 0)
+        #expect(summary(records) == ["1:quarantine:displayName", "2:quarantine:providerUserInfo[1].displayName", "3:u3"])
+        guard case .malformed(let entry) = records[1] else { Issue.record("expected a quarantine entry"); return }
+        #expect(entry.reason == "is not valid UTF-8 (column 31)")
+        #expect(entry.localId == "u2")
+    }
 }

@@ -15,10 +15,16 @@ struct ExportCSVDecoder: CSVRecordDecoder {
         23: "createdAt", 24: "lastSignedInAt", 25: "phoneNumber", 26: "disabled", 27: "customAttributes",
     ]
 
-    static func columnName(_ index: Int) -> String {
-        if let name = names[index] { return "column \(index + 1) (\(name))" }
-        for (id, first) in providerColumns where index >= first && index < first + 4 {
-            return "column \(index + 1) (\(id) \(["rawId", "email", "displayName", "photoUrl"][index - first]))"
+    static let providerFields = ["rawId", "email", "displayName", "photoUrl"]
+
+    /// A column's field as the JSON export names it (the convention of every quarantine entry); the column number goes
+    /// in the reason. A provider's columns are named by its place among the providers the row links, as in JSON.
+    static func fieldName(_ index: Int, in record: CSVRecord) -> String {
+        if let name = names[index] { return name }
+        var linked = 0
+        for (_, first) in providerColumns {
+            if index >= first && index < first + 4 { return "providerUserInfo[\(linked)].\(providerFields[index - first])" }
+            if (first..<first + 4).contains(where: { !record.fieldBytes($0).isEmpty }) { linked += 1 }
         }
         return "column \(index + 1)"
     }
@@ -39,7 +45,7 @@ struct ExportCSVDecoder: CSVRecordDecoder {
                 continue
             }
             guard let text = record.field(index) else {
-                return .failure(RecordIssue(field: Self.columnName(index), reason: "is not valid UTF-8"))
+                return .failure(RecordIssue(field: Self.fieldName(index, in: record), reason: "is not valid UTF-8 (column \(index + 1))"))
             }
             texts.append(text)
         }
