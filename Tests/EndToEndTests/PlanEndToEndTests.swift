@@ -166,6 +166,52 @@ struct Binary {
         #expect(resumed.contains("300 accounts read, 10 quarantined"), "\(resumed)")
     }
 
+    /// A legacy user table read through a column mapping, end to end: every row is read, the totals match the table
+    /// (counted here on its own), and broken rows land in the quarantine under the account's field, naming the column.
+    @Test func mappedCSVIsPlannedWithItsQuarantine() throws {
+        let data = Binary.temporaryDirectory()
+        var table = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/legacy-users.csv").path, encoding: .utf8)
+        let rows = table.split(separator: "\n").dropFirst().map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) }
+        table += "brokenDate1,x@example.com,X,,last tuesday,,,,0\n" + "brokenFlag2,y@example.com,Y,,,,,,maybe\n"
+        try table.write(toFile: data + "/users.csv", atomically: true, encoding: .utf8)
+        let pipeline = "Pipelines/.test-\(UUID().uuidString).yaml"
+        let yaml = """
+            version: 1
+            name: legacy-users
+            source:
+              path: \(data)/users.csv
+              format: mapped-csv
+              mapping:
+                localId: id
+                email: mail
+                displayName: full_name
+                phoneNumber: phone
+                createdAt: signup_date
+                lastSignedInAt: last_login
+                disabled: is_disabled
+                providers: {apple.com: apple_sub, facebook.com: facebook_id}
+            stages: {normalize: true, detect_relay: true}
+            """
+        try yaml.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
+        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(pipeline).path) }
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(code == 1, "\(output)")
+        #expect(output.contains("\(rows.count + 2) accounts read, 2 quarantined"), "\(output)")
+
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as! [String: Any]
+        let totals = report["totals"] as! [String: Int]
+        #expect(totals["providers.apple.com", default: 0] == rows.filter { !$0[6].isEmpty }.count)
+        #expect(totals["providers.facebook.com", default: 0] == rows.filter { !$0[7].isEmpty }.count)
+        #expect(totals["accounts.disabled", default: 0] == rows.filter { $0[8] == "1" }.count)
+        #expect(totals["relay.relayAddress", default: 0] == rows.filter { $0[1].hasSuffix("@privaterelay.appleid.com") }.count)
+        let quarantine = (report["quarantine"] as! [[String: Any]]).map { "\($0["line"]!) \($0["field"]!): \($0["reason"]!)" }
+        #expect(quarantine == [
+            "\(rows.count + 2) createdAt: 'last tuesday' is not a rfc3339 timestamp (column 'signup_date')",
+            "\(rows.count + 3) disabled: 'maybe' is not true or false (column 'is_disabled')",
+        ], "\(quarantine)")
+    }
+
     @Test func exitCodesSayWhatHappened() throws {
         let out = Binary.temporaryDirectory()
         let (bad, message) = try Binary.run(["validate", "Pipelines/does-not-exist.yaml"])

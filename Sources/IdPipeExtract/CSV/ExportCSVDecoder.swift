@@ -58,10 +58,10 @@ struct ExportCSVDecoder: CSVRecordDecoder {
         account.phoneNumber = texts[25]
         account.customAttributes = texts[27]
         do {
-            account.emailVerified = try CSVFields.bool(texts[2], field: "emailVerified", column: 3)
-            account.disabled = try CSVFields.bool(texts[26], field: "disabled", column: 27)
-            account.createdAt = try CSVFields.epochMilliseconds(texts[23], field: "createdAt", column: 24)
-            account.lastSignedInAt = try CSVFields.epochMilliseconds(texts[24], field: "lastSignedInAt", column: 25)
+            account.emailVerified = try CSVFields.bool(texts[2], field: "emailVerified", column: "column 3")
+            account.disabled = try CSVFields.bool(texts[26], field: "disabled", column: "column 27")
+            account.createdAt = try CSVFields.epochMilliseconds(texts[23], field: "createdAt", column: "column 24")
+            account.lastSignedInAt = try CSVFields.epochMilliseconds(texts[24], field: "lastSignedInAt", column: "column 25")
         } catch {
             return .failure(error)
         }
@@ -79,24 +79,20 @@ struct ExportCSVDecoder: CSVRecordDecoder {
 }
 
 enum CSVFields {
-    /// Field names are the account's (as in the JSON export); the column number goes in the reason.
-    static func bool(_ text: String?, field: String, column: Int? = nil) throws(RecordIssue) -> Bool {
+    /// Field names are the account's (as in the JSON export); the column (`column 3`, `column 'is_disabled'`) goes in the reason.
+    static func bool(_ text: String?, field: String, column: String) throws(RecordIssue) -> Bool {
         switch text?.lowercased() {
         case nil, "false", "0": return false
         case "true", "1": return true
-        case let other?: throw RecordIssue(field: field, reason: "'\(other)' is not true or false" + where_(column))
+        case let other?: throw RecordIssue(field: field, reason: "'\(other)' is not true or false (\(column))")
         }
     }
 
-    static func epochMilliseconds(_ text: String?, field: String, column: Int? = nil) throws(RecordIssue) -> Int64? {
+    static func epochMilliseconds(_ text: String?, field: String, column: String) throws(RecordIssue) -> Int64? {
         guard let text else { return nil }
         guard let value = Int64(text) else {
-            throw RecordIssue(field: field, reason: "'\(text)' is not a timestamp in epoch milliseconds" + where_(column))
+            throw RecordIssue(field: field, reason: "'\(text)' is not a timestamp in epoch milliseconds (\(column))")
         }
         return value
-    }
-
-    private static func where_(_ column: Int?) -> String {
-        column.map { " (column \($0))" } ?? ""
     }
 }

@@ -33,10 +33,12 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         guard record.count == width else {
             return .failure(RecordIssue(field: "record", reason: "has \(record.count) fields; the header has \(width)"))
         }
+        // Issues name the account's field (as the other formats do) and the table's column in the reason.
+        func column(_ index: Int) -> String { "column '\(headers[index])'" }
         func text(_ field: String) throws(RecordIssue) -> String? {
             guard let index = columns[field] else { return nil }
             if record.fieldBytes(index).isEmpty { return nil }
-            guard let value = record.field(index) else { throw RecordIssue(field: headers[index], reason: "is not valid UTF-8") }
+            guard let value = record.field(index) else { throw RecordIssue(field: field, reason: "is not valid UTF-8 (\(column(index)))") }
             return value
         }
         func time(_ field: String) throws(RecordIssue) -> Int64? {
@@ -47,8 +49,11 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             case .epochMilliseconds: parsed = Int64(value)
             case .epochSeconds: parsed = Int64(value).map { $0 * 1000 }
             }
-            guard let parsed else { throw RecordIssue(field: headers[columns[field]!], reason: "'\(value)' is not a \(timestamps.rawValue) timestamp") }
+            guard let parsed else { throw RecordIssue(field: field, reason: "'\(value)' is not a \(timestamps.rawValue) timestamp (\(column(columns[field]!)))") }
             return parsed
+        }
+        func flag(_ field: String) throws(RecordIssue) -> Bool {
+            try CSVFields.bool(try text(field), field: field, column: columns[field].map(column) ?? "")
         }
         do {
             var account = Account(localId: try text("localId") ?? "")
@@ -56,12 +61,14 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             account.displayName = try text("displayName")
             account.photoUrl = try text("photoUrl")
             account.phoneNumber = try text("phoneNumber")
-            account.emailVerified = try CSVFields.bool(try text("emailVerified"), field: "emailVerified")
-            account.disabled = try CSVFields.bool(try text("disabled"), field: "disabled")
+            account.emailVerified = try flag("emailVerified")
+            account.disabled = try flag("disabled")
             account.createdAt = try time("createdAt")
             account.lastSignedInAt = try time("lastSignedInAt")
             for (id, index) in providers where !record.fieldBytes(index).isEmpty {
-                guard let rawId = record.field(index) else { throw RecordIssue(field: headers[index], reason: "is not valid UTF-8") }
+                guard let rawId = record.field(index) else {
+                    throw RecordIssue(field: "providerUserInfo[\(account.providers.count)].rawId", reason: "is not valid UTF-8 (\(column(index)))")
+                }
                 account.providers.append(ProviderLink(providerId: id, rawId: rawId, email: id == ProviderID.apple ? account.email : nil))
             }
             return .success(account)
