@@ -1,4 +1,4 @@
-import IdPipeConnect
+@testable import IdPipeConnect
 import Testing
 
 @Suite struct TokenBucketTests {
@@ -139,6 +139,40 @@ import Testing
         #expect(response.status == 200)
         #expect(stub.requests.count == 13)
         #expect(channel.stats.throttled == 10)
+    }
+
+    /// A service that refuses every connection and never answered stops the run (a wrong endpoint, or down): going on
+    /// would spend the whole budget on every action. One that answered before only gives up on this request.
+    @Test func anEndpointThatNeverAnsweredIsAConfigurationError() async throws {
+        let refused = Array(repeating: StubTransport.Answer.failure(.connectionFailed("connection refused")), count: 8)
+        let stub = StubTransport(refused)
+        let expected = ConnectorError.configuration(service: "identitytoolkit", message: "cannot connect to https://example.test "
+            + "(3 attempts; last: connection failed: connection refused), and it has answered no request of this run; check its endpoint")
+        await #expect(throws: expected) {
+            _ = try await channel(stub).send(limiter: nil, make: { request }, judge: { _ in .success })
+        }
+        let answeredOnce = StubTransport([.response(HTTPResponse(status: 200))] + refused)
+        let reached = channel(answeredOnce)
+        _ = try await reached.send(limiter: nil, make: { request }, judge: { _ in .success })
+        await #expect(throws: ConnectorError.exhausted(service: "identitytoolkit", attempts: 4, last: "connection failed: connection refused")) {
+            _ = try await reached.send(limiter: nil, make: { request }, judge: { _ in .success })
+        }
+        // With the production budget of 8, an unreachable service is given up on after 3 attempts (half a minute, not hours).
+        let patient = StubTransport(refused)
+        let production = ServiceChannel(service: "apple", transport: patient, clock: ManualClock(), retry: RetryPolicy(jitter: { 1 }))
+        await #expect(throws: ConnectorError.configuration(service: "apple", message: "cannot connect to https://example.test "
+            + "(3 attempts; last: connection failed: connection refused), and it has answered no request of this run; check its endpoint")) {
+            _ = try await production.send(limiter: nil, make: { request }, judge: { _ in .success })
+        }
+        #expect(patient.requests.count == 3)
+    }
+
+    @Test(arguments: [
+        ("https://example.test/v1/projects/p/accounts:lookup?key=SECRET", "https://example.test"),
+        ("http://127.0.0.1:8790/identitytoolkit", "http://127.0.0.1:8790"), ("https://host.test?x=1", "https://host.test"),
+    ])
+    func originLeavesOutPathAndQuery(url: String, origin: String) {
+        #expect(ServiceChannel.origin(url) == origin)
     }
 
     @Test func aRefusalIsNotRetried() async throws {

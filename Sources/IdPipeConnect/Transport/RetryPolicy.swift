@@ -7,6 +7,10 @@ public struct RetryPolicy: Sendable {
     /// Attempts the service turns away for its rate (a 429), before giving up. Many more: a quota is the normal
     /// state of a large run, not a fault, and a request turned away was not served.
     public var maxThrottledAttempts: Int
+    /// Attempts that cannot connect at all, before a service that has answered nothing in this run is taken to be
+    /// misconfigured (or down) and the run stops: fewer, so a wrong endpoint is said within about half a minute (each
+    /// attempt already spends the HTTP client's 10 s connect timeout retrying the connection).
+    public var maxUnreachedAttempts: Int
     public var baseDelay: Double
     public var maxDelay: Double
     /// The longest `Retry-After` honoured; a longer one is cut to this (and logged).
@@ -14,10 +18,11 @@ public struct RetryPolicy: Sendable {
     /// A factor in [0.5, 1] applied to each backoff; replaced by a constant in tests.
     public var jitter: @Sendable () -> Double
 
-    public init(maxAttempts: Int = 8, maxThrottledAttempts: Int = 24, baseDelay: Double = 0.5, maxDelay: Double = 30, maxRetryAfter: Double = 300,
+    public init(maxAttempts: Int = 8, maxThrottledAttempts: Int = 24, maxUnreachedAttempts: Int = 3, baseDelay: Double = 0.5, maxDelay: Double = 30, maxRetryAfter: Double = 300,
                 jitter: @escaping @Sendable () -> Double = { Double.random(in: 0.5...1) }) {
         self.maxAttempts = maxAttempts
         self.maxThrottledAttempts = maxThrottledAttempts
+        self.maxUnreachedAttempts = maxUnreachedAttempts
         self.baseDelay = baseDelay
         self.maxDelay = maxDelay
         self.maxRetryAfter = maxRetryAfter

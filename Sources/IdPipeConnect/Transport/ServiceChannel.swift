@@ -29,6 +29,8 @@ public final class ServiceChannel: Sendable {
     let inFlight: ConcurrencyLimit
     let logger: Logger
     private let counters = Mutex(ChannelStats())
+    /// Whether the service has answered any request of this process (with any status).
+    private let answered = Atomic<Bool>(false)
 
     public init(service: String, transport: any HTTPTransport, clock: any ServiceClock = SystemServiceClock(),
                 retry: RetryPolicy = RetryPolicy(), maxInFlight: Int = 8, logger: Logger? = nil) {
@@ -46,7 +48,7 @@ public final class ServiceChannel: Sendable {
     /// attempt through `limiter`, until `judge` calls the response a success or a failure, or retries run out.
     nonisolated(nonsending) public func send(limiter: RateLimiter?, make: () async throws -> HTTPRequest,
                      judge: (HTTPResponse) -> ResponseVerdict) async throws -> HTTPResponse {
-        var attempt = 0, throttledAttempts = 0
+        var attempt = 0, throttledAttempts = 0, unreached = 0
         while true {
             attempt += 1
             try await limiter?.acquire()
@@ -65,7 +67,9 @@ public final class ServiceChannel: Sendable {
             switch outcome {
             case .failure(let error):
                 reason = error.description
+                if case .connectionFailed = error { unreached += 1 }
             case .success(let response):
+                answered.store(true, ordering: .relaxed)
                 switch ServiceChannel.transient(response) ?? judge(response) {
                 case .success:
                     return response
@@ -83,7 +87,15 @@ public final class ServiceChannel: Sendable {
                     }
                 }
             }
-            guard let wait = retry.delay(afterAttempt: attempt, throttled: throttledAttempts, retryAfter: retryAfter) else {
+            // Never reached, and no request of this run ever was: a wrong endpoint or a service that is down. Going on
+            // would spend the whole budget again on every action (hours with no output), so it stops the run.
+            let wait = retry.delay(afterAttempt: attempt, throttled: throttledAttempts, retryAfter: retryAfter)
+            if unreached == attempt && (attempt >= retry.maxUnreachedAttempts || wait == nil) && !answered.load(ordering: .relaxed) {
+                counters.withLock { $0.failures += 1 }
+                throw ConnectorError.configuration(service: service, message: "cannot connect to \(ServiceChannel.origin(request.url)) "
+                    + "(\(attempt) attempts; last: \(reason)), and it has answered no request of this run; check its endpoint")
+            }
+            guard let wait else {
                 counters.withLock { $0.failures += 1 }
                 logger.warning("\(service) \(request.method) \(ServiceChannel.pathOnly(request.url)): giving up after \(attempt) attempts: \(reason)")
                 throw ConnectorError.exhausted(service: service, attempts: attempt, last: reason)
@@ -105,6 +117,12 @@ public final class ServiceChannel: Sendable {
         case 500, 502, 503, 504: .retry(reason: "HTTP \(response.status)")
         default: nil
         }
+    }
+
+    /// `https://host:port` of a URL, for messages (the path can name the project; the query can hold a token).
+    static func origin(_ url: String) -> String {
+        guard let scheme = url.range(of: "://") else { return pathOnly(url) }
+        return String(url[..<(url[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" } ?? url.endIndex)])
     }
 
     /// The URL without its query string, for logs.
