@@ -117,6 +117,11 @@ final class CountingFingerprint: InputFingerprint {
         try store.quarantine(limit: nil) { _, entry in reasons.append("\(entry.localId ?? ""): \(entry.reason)") }
         #expect(reasons == ["u3: duplicate: an earlier row has the same id"])
         #expect(result.tally["accounts.quarantined"] == 1)
+        // The duplicate was counted as an account by its worker, then taken back: it counts only as quarantined.
+        #expect(result.tally["accounts.processed"] == 49)
+        #expect(result.tally["providers.google.com"] == 49)
+        #expect(result.tally["quarantine.field.localId"] == 1)
+        #expect(result.tally.counts.values.allSatisfy { $0 > 0 }, "no total is left at zero or below: \(result.tally.counts)")
     }
 
     @Test func aChangedPipelineIsRefused() throws {

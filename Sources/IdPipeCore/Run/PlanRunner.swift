@@ -114,43 +114,41 @@ public final class PlanRunner {
         var batches = 0
         let processor = self.processor
         while try committer.check(), let batch = try source.nextBatch(records: batchRecords, parts: pool.width) {
-            let parts = pool.map(batch.partCount) { part -> [ProcessedRecord] in
-                batch.decode(part: part).map { record in
-                    switch record {
-                    case .account(let account, let position):
-                        return .outcome(processor.process(account, position: position, sequence: 0))
-                    case .malformed(let entry):
-                        return .outcome(.quarantined(entry))
-                    case .fatal(let error):
-                        return .fatal(error)
-                    }
-                }
-            }
+            // The workers decode, process, hash the ids and count; this thread only checks the ids for duplicates,
+            // numbers the records and gathers the rows to store.
+            let parts = pool.map(batch.partCount) { part in ProcessedPart(batch.decode(part: part), processor: processor) }
             var next = PlanBatch(checkpoint: checkpoint)
             var counter = TallyCounter()
             var cleaned: [Account] = []
             var sequence = checkpoint.nextSequence
-            for processed in parts.joined() {
-                guard case .outcome(var record) = processed else {
-                    if case .fatal(let error) = processed { throw PlanError.input(error) }
-                    continue
-                }
-                if case .account(var outcome) = record {
-                    let hash = IdHash.of(outcome.account.localId)
-                    if !seen.insert(hash).inserted {
-                        record = .quarantined(QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
-                                                              reason: "duplicate: an earlier row has the same id"))
-                    } else {
-                        next.newIdHashes.append(hash)
-                        outcome.sequence = sequence
-                        if outcome.isNoteworthy { next.accounts.append(outcome) }
-                        if sink != nil { cleaned.append(outcome.account) }
-                        record = .account(outcome)
+            for part in parts {
+                counter.merge(part.counter)
+                for entry in part.entries {
+                    switch entry {
+                    case .fatal(let error):
+                        throw PlanError.input(error)
+                    case .quarantined(let index):
+                        next.quarantine.append((sequence, part.quarantine[index]))
+                    case .account(let index, let hash):
+                        if !seen.insert(hash).inserted {
+                            let outcome = part.outcomes[index]
+                            let duplicate = QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
+                                                            reason: "duplicate: an earlier row has the same id")
+                            counter.count(.account(outcome), by: -1)
+                            counter.count(.quarantined(duplicate))
+                            next.quarantine.append((sequence, duplicate))
+                        } else {
+                            next.newIdHashes.append(hash)
+                            if part.outcomes[index].isNoteworthy {
+                                var outcome = part.outcomes[index]
+                                outcome.sequence = sequence
+                                next.accounts.append(outcome)
+                            }
+                            if sink != nil { cleaned.append(part.outcomes[index].account) }
+                        }
                     }
+                    sequence += 1
                 }
-                counter.count(record)
-                if case .quarantined(let entry) = record { next.quarantine.append((sequence, entry)) }
-                sequence += 1
             }
             if let sink, !cleaned.isEmpty { try sink.write(cleaned) }
             tally.merge(counter.tally())
@@ -226,9 +224,43 @@ final class OrderedCommitter: Sendable {
     }
 }
 
-enum ProcessedRecord: Sendable {
-    case outcome(RecordOutcome)
-    case fatal(InputError)
+/// What a worker made of one part of a batch: its records in order, counted, with the ids hashed.
+struct ProcessedPart: Sendable {
+    enum Entry: Sendable {
+        case account(Int, idHash: UInt64)
+        case quarantined(Int)
+        case fatal(InputError)
+    }
+
+    var entries: [Entry] = []
+    /// The processed accounts and the quarantined rows, which `entries` point into.
+    var outcomes: [AccountOutcome] = []
+    var quarantine: [QuarantineEntry] = []
+    var counter = TallyCounter()
+
+    init(_ records: [DecodedRecord], processor: AccountProcessor) {
+        entries.reserveCapacity(records.count)
+        outcomes.reserveCapacity(records.count)
+        for record in records {
+            let outcome: RecordOutcome
+            switch record {
+            case .account(let account, let position): outcome = processor.process(account, position: position, sequence: 0)
+            case .malformed(let entry): outcome = .quarantined(entry)
+            case .fatal(let error):
+                entries.append(.fatal(error))
+                continue
+            }
+            counter.count(outcome)
+            switch outcome {
+            case .account(let processed):
+                entries.append(.account(outcomes.count, idHash: IdHash.of(processed.account.localId)))
+                outcomes.append(processed)
+            case .quarantined(let entry):
+                entries.append(.quarantined(quarantine.count))
+                quarantine.append(entry)
+            }
+        }
+    }
 }
 
 /// A stable 64-bit hash of an account id (FNV-1a with a final avalanche), for duplicate detection.

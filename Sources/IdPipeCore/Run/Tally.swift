@@ -43,48 +43,49 @@ public struct TallyCounter: Sendable {
         static let count = disabled + 1
     }
 
-    public mutating func count(_ record: RecordOutcome) {
+    /// Counts a record; `by: -1` takes back one counted before (an account that turns out to be a duplicate).
+    public mutating func count(_ record: RecordOutcome, by amount: Int = 1) {
         switch record {
         case .quarantined(let entry):
-            slots[Slot.quarantined] += 1
-            keyed["quarantine.field." + Self.fieldFamily(entry.field), default: 0] += 1
+            slots[Slot.quarantined] += amount
+            keyed["quarantine.field." + Self.fieldFamily(entry.field), default: 0] += amount
         case .account(let outcome):
-            count(outcome)
+            count(outcome, by: amount)
         }
     }
 
-    private mutating func count(_ outcome: AccountOutcome) {
-        slots[Slot.accounts] += 1
+    private mutating func count(_ outcome: AccountOutcome, by amount: Int) {
+        slots[Slot.accounts] += amount
         let account = outcome.account
-        if account.providers.isEmpty { slots[Slot.noProviders] += 1 }
-        for link in account.providers { slots[Slot.providerBase + ProviderID.reportIndex(link.providerId)] += 1 }
-        if account.disabled { slots[Slot.disabled] += 1 }
+        if account.providers.isEmpty { slots[Slot.noProviders] += amount }
+        for link in account.providers { slots[Slot.providerBase + ProviderID.reportIndex(link.providerId)] += amount }
+        if account.disabled { slots[Slot.disabled] += amount }
         if !outcome.repairs.isEmpty {
-            for repair in outcome.repairs.all { slots[Slot.repairBase + repair.rawValue] += 1 }
+            for repair in outcome.repairs.all { slots[Slot.repairBase + repair.rawValue] += amount }
         }
         if let relay = outcome.relay {
-            slots[Slot.relayBase + relay.relayClass.rawValue] += 1
-            if !relay.consentReview.isEmpty { slots[Slot.consentReview] += 1 }
+            slots[Slot.relayBase + relay.relayClass.rawValue] += amount
+            if !relay.consentReview.isEmpty { slots[Slot.consentReview] += amount }
         }
         if let name = outcome.name {
             switch name {
-            case .present: keyed["names.present", default: 0] += 1
-            case .fill(let update): keyed["names.fill." + update.source.description, default: 0] += 1
-            case .noSource(let why): keyed["names.no-source." + why, default: 0] += 1
+            case .present: keyed["names.present", default: 0] += amount
+            case .fill(let update): keyed["names.fill." + update.source.description, default: 0] += amount
+            case .noSource(let why): keyed["names.no-source." + why, default: 0] += amount
             }
         }
         switch outcome.selection {
         case .notSelected: break
         case .selected(let reasons):
-            keyed["selection.selected", default: 0] += 1
-            for label in reasons.labels { keyed["selection.reason." + label, default: 0] += 1 }
-        case .protected: keyed["selection.protected", default: 0] += 1
-        case .filteredByProvider: keyed["selection.filtered-by-provider", default: 0] += 1
+            keyed["selection.selected", default: 0] += amount
+            for label in reasons.labels { keyed["selection.reason." + label, default: 0] += amount }
+        case .protected: keyed["selection.protected", default: 0] += amount
+        case .filteredByProvider: keyed["selection.filtered-by-provider", default: 0] += amount
         }
         for action in outcome.actions {
-            keyed["actions.\(action.kind.rawValue).\(action.state.rawValue)", default: 0] += 1
+            keyed["actions.\(action.kind.rawValue).\(action.state.rawValue)", default: 0] += amount
             if let reason = action.reason, action.state == .notPossible {
-                keyed["not-possible.\(action.kind.rawValue).\(reason)", default: 0] += 1
+                keyed["not-possible.\(action.kind.rawValue).\(reason)", default: 0] += amount
             }
         }
     }
@@ -103,6 +104,11 @@ public struct TallyCounter: Sendable {
     }
 
     /// The counts as a tally with stable names.
+    public mutating func merge(_ other: TallyCounter) {
+        for index in slots.indices { slots[index] += other.slots[index] }
+        for (key, value) in other.keyed { keyed[key, default: 0] += value }
+    }
+
     public func tally() -> Tally {
         var tally = Tally()
         func put(_ key: String, _ value: Int) { if value != 0 { tally.add(key, value) } }
