@@ -33,6 +33,24 @@ public struct SandboxConfig: Sendable {
         }
     }
 
+    /// The request families that share a quota (Identity Toolkit's per-method limits, and one each for the other services).
+    public enum QuotaClass: String, Sendable, CaseIterable {
+        case batchDelete, update, read, batchCreate, apple, facebook, webhook
+
+        /// Its rate in `Quotas`.
+        public var rate: WritableKeyPath<Quotas, Double> {
+            switch self {
+            case .batchDelete: \.batchDelete
+            case .update: \.update
+            case .read: \.read
+            case .batchCreate: \.batchCreate
+            case .apple: \.apple
+            case .facebook: \.facebook
+            case .webhook: \.webhook
+            }
+        }
+    }
+
     /// Requests per second per quota class; 0 switches the quota off. Defaults are Google's published limits.
     public struct Quotas: Sendable, Equatable {
         public var batchDelete: Double = 1

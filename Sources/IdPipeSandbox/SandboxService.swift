@@ -110,7 +110,7 @@ public final class SandboxService: Sendable {
         var sortedIds: [String]? = nil
         var ledger: [LedgerEntry] = []
         var random: SeededRandom
-        var quotas: [String: QuotaBucket] = [:]
+        var quotas: [SandboxConfig.QuotaClass: QuotaBucket] = [:]
         var scripted: [ScriptedFault] = []
         /// Google access tokens issued → expiry (Unix seconds), and the scopes each was granted.
         var googleTokens: [String: Int64] = [:]
@@ -288,13 +288,13 @@ public final class SandboxService: Sendable {
                     return .drop(delayMilliseconds: latency)
                 }
             }
-            if let quotaClass = route.quotaClass, let rate = quotaRate(state.config.quotas, quotaClass), rate > 0 {
+            if let quotaClass = route.quotaClass, case let rate = state.config.quotas[keyPath: quotaClass.rate], rate > 0 {
                 let now = self.now()
                 var bucket = state.quotas[quotaClass] ?? QuotaBucket(rate: rate, now: now)
                 let allowed = bucket.take(now: now)
                 state.quotas[quotaClass] = bucket
                 if !allowed {
-                    state.faultCounts["quota:" + quotaClass, default: 0] += 1
+                    state.faultCounts["quota:" + quotaClass.rawValue, default: 0] += 1
                     return .respond(quotaResponse(route: route, retryAfter: nil), delayMilliseconds: latency)
                 }
             }
@@ -302,18 +302,6 @@ public final class SandboxService: Sendable {
         }
     }
 
-    private func quotaRate(_ quotas: SandboxConfig.Quotas, _ name: String) -> Double? {
-        switch name {
-        case "batchDelete": quotas.batchDelete
-        case "update": quotas.update
-        case "read": quotas.read
-        case "batchCreate": quotas.batchCreate
-        case "apple": quotas.apple
-        case "facebook": quotas.facebook
-        case "webhook": quotas.webhook
-        default: nil
-        }
-    }
 
     private func injectedFault(_ state: inout State, route: Route) -> ScriptedFault? {
         guard route.isService else { return nil }
@@ -448,7 +436,7 @@ struct Route {
     let service: String
     /// e.g. `accounts:batchDelete`, `apple:/auth/revoke`.
     let name: String
-    let quotaClass: String?
+    let quotaClass: SandboxConfig.QuotaClass?
     /// For Identity Toolkit: the project in the path.
     let project: String?
     /// For Facebook: the user id in `/vX.Y/{id}/permissions`; Firestore: the database id; Storage: the bucket.
@@ -482,21 +470,21 @@ struct Route {
             project = segments[3]
             subject = nil
             switch operation {
-            case "accounts:update": quotaClass = "update"
-            case "accounts:batchDelete": quotaClass = "batchDelete"
-            case "accounts:batchCreate": quotaClass = "batchCreate"
-            default: quotaClass = "read"
+            case "accounts:update": quotaClass = .update
+            case "accounts:batchDelete": quotaClass = .batchDelete
+            case "accounts:batchCreate": quotaClass = .batchCreate
+            default: quotaClass = .read
             }
         } else if path == "/token" {
             (service, name, quotaClass, project, subject) = ("google-oauth", "oauth:/token", nil, nil, nil)
         } else if path == "/auth/token" || path == "/auth/revoke" {
-            (service, name, quotaClass, project, subject) = ("apple", "apple:" + path, "apple", nil, nil)
+            (service, name, quotaClass, project, subject) = ("apple", "apple:" + path, .apple, nil, nil)
         } else if path == "/oauth/access_token" {
             (service, name, quotaClass, project, subject) = ("facebook", "facebook:/oauth/access_token", nil, nil, nil)
         } else if path.hasPrefix("/hooks/") {
-            (service, name, quotaClass, project, subject) = ("webhook", "webhook:" + path, "webhook", nil, nil)
+            (service, name, quotaClass, project, subject) = ("webhook", "webhook:" + path, .webhook, nil, nil)
         } else if segments.count == 4, segments[1].hasPrefix("v"), segments[3] == "permissions" {
-            (service, name, quotaClass, project, subject) = ("facebook", "facebook:permissions", "facebook", nil, segments[2])
+            (service, name, quotaClass, project, subject) = ("facebook", "facebook:permissions", .facebook, nil, segments[2])
         } else {
             (service, name, quotaClass, project, subject) = ("unknown", path, nil, nil, nil)
         }

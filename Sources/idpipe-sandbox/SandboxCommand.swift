@@ -56,6 +56,7 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "accounts:batchDelete requests per second (0: no quota).") var quotaBatchDelete = 1.0
     @Option(help: "accounts:update requests per second (0: no quota).") var quotaUpdate = 10.0
     @Option(help: "batchGet/lookup requests per second (0: no quota).") var quotaRead = 0.0
+    @Option(help: "accounts:batchCreate requests per second (0: no quota).") var quotaBatchCreate = 0.0
     @Option(help: "Apple requests per second (0: no quota).") var quotaApple = 0.0
     @Option(help: "Facebook requests per second (0: no quota).") var quotaFacebook = 0.0
     @Option(help: "Data-deletion webhook requests per second (0: no quota).") var quotaWebhook = 0.0
@@ -66,6 +67,7 @@ struct Serve: AsyncParsableCommand {
         config.quotas.batchDelete = quotaBatchDelete
         config.quotas.update = quotaUpdate
         config.quotas.read = quotaRead
+        config.quotas.batchCreate = quotaBatchCreate
         config.quotas.apple = quotaApple
         config.quotas.facebook = quotaFacebook
         config.quotas.webhook = quotaWebhook

@@ -59,7 +59,10 @@ import Testing
     }
 
     @Test func theSandboxRefusesWhatGoogleRefuses() async throws {
-        let sandbox = try await SandboxFixture.start(accounts: 3) { $0.quotas.batchDelete = 1 }
+        let sandbox = try await SandboxFixture.start(accounts: 3) {
+            $0.quotas.batchDelete = 1
+            $0.quotas.batchCreate = 1
+        }
         defer { Task { await sandbox.stop() } }
         let url = sandbox.server.baseURL + "/identitytoolkit.googleapis.com/v1/projects/demo-idpipe/accounts:"
         func post(_ operation: String, _ body: String, token: String = "owner") async throws -> HTTPResponse {
@@ -72,6 +75,11 @@ import Testing
         let second = try await post("batchDelete", #"{"localIds":["user-00001"],"force":true}"#)
         #expect(first.status == 200)
         #expect(second.status == 429 && second.bodyText.contains("QUOTA_EXCEEDED"))
+        // Each quota class has its own bucket: batch creates are limited apart from batch deletes.
+        let created = try await post("batchCreate", #"{"users":[{"localId":"new-1"}]}"#)
+        let createdAgain = try await post("batchCreate", #"{"users":[{"localId":"new-2"}]}"#)
+        #expect(created.status == 200, "\(created.bodyText)")
+        #expect(createdAgain.status == 429 && createdAgain.bodyText.contains("QUOTA_EXCEEDED"))
         let unknownField = try await post("update", #"{"localId":"user-00000","disabled":true}"#)
         #expect(unknownField.status == 400 && unknownField.bodyText.contains("Unknown name \\\"disabled\\\""))
         let wrongType = try await post("update", #"{"localId":"user-00000","disableUser":"yes"}"#)
