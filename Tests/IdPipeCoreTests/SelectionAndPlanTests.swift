@@ -185,4 +185,15 @@ import Testing
         #expect(shown.email("jane.doe@example.com") == "jane.doe@example.com")
         #expect(masked.quotedValues(in: "'jane@@x.com' has more than one @", field: "email") == "'j•••@x.com' has more than one @")
     }
+
+    /// The byte-level path for ASCII gives what the Character-based rules give (they still handle everything else).
+    @Test(arguments: ["Jane Doe", "  Jane   Doe ", "x", "a b c", "jane.doe@example.com", "a@b@c.org", "no-at-sign", "@x.com",
+                      "Zoë Ångström", "山田太郎", "e\u{301}mile@example.com", "Line\r\nBreak", "tab\tname"])
+    func asciiFastPathMatchesTheGeneralRules(value: String) {
+        let masked = Masking(reveal: false)
+        let name = value.split(separator: " ").map { String($0.prefix(1)) + "•••" }.joined(separator: " ")
+        let email = value.lastIndex(of: "@").map { String(value.prefix(1)) + "•••" + value[$0...] } ?? "•••"
+        #expect(masked.name(value) == name)
+        #expect(masked.email(value) == email)
+    }
 }

@@ -62,9 +62,10 @@ extension JSONReport {
         out.put(", \"phoneNumber\": ")
         JSONText.append(account.phone.map { masking.phone($0) }, to: &out)
         out.put(", \"providers\": [")
-        for (index, provider) in account.providers.split(separator: " ").enumerated() {
+        // Provider ids are stored separated by single spaces (a space byte never falls inside a multi-byte character).
+        for (index, provider) in account.providers.utf8.split(separator: UInt8(ascii: " ")).enumerated() {
             if index > 0 { out.put(", ") }
-            JSONText.append(String(provider), to: &out)
+            JSONText.append(String(Substring(provider)), to: &out)
         }
         let fields: [(String, String?)] = [
             ("relay", account.relay), ("consentReview", account.consentReview), ("selection", account.selection),
