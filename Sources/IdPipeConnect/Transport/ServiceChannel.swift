@@ -45,14 +45,16 @@ public final class ServiceChannel: Sendable {
     public var stats: ChannelStats { counters.withLock { $0 } }
 
     /// Sends `request` (rebuilt by `make` for every attempt, so a refreshed access token is used), pacing each
-    /// attempt through `limiter`, until `judge` calls the response a success or a failure, or retries run out.
+    /// attempt through `limiter` (after `make`), until `judge` calls the response a success or a failure, or retries run out.
     nonisolated(nonsending) public func send(limiter: RateLimiter?, make: () async throws -> HTTPRequest,
                      judge: (HTTPResponse) -> ResponseVerdict) async throws -> HTTPResponse {
         var attempt = 0, throttledAttempts = 0, unreached = 0
         while true {
             attempt += 1
-            try await limiter?.acquire()
+            // The request is built (which may first fetch an access token) before its turn is taken, so the turns the
+            // limiter spaces are the moments requests leave, and the service sees them spaced too.
             let request = try await make()
+            try await limiter?.acquire()
             let outcome: Result<HTTPResponse, TransportError> = await inFlight.withSlot {
                 counters.withLock { $0.requests += 1 }
                 do throws(TransportError) {
