@@ -96,6 +96,6 @@ let package = Package(
         .testTarget(name: "SandboxTests", dependencies: [
             "IdPipeSandbox", "IdPipeConnect", "IdPipeHTTP", "IdPipeCrypto", "IdPipeTestSupport",
         ]),
-        .testTarget(name: "EndToEndTests", dependencies: ["IdPipeCore"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["IdPipeCore", "IdPipeTestSupport"]),
     ]
 )

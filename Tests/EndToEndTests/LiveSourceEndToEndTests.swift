@@ -1,4 +1,5 @@
 import Foundation
+import IdPipeTestSupport
 import Testing
 
 /// `idpipe-sandbox serve` in the background on a free port; stopped when the test is done.
@@ -11,7 +12,7 @@ final class SandboxProcess {
         directory = Binary.temporaryDirectory()
         let sandbox = URL(fileURLWithPath: Binary.path).deletingLastPathComponent().appendingPathComponent("idpipe-sandbox").path
         let (initCode, initOutput) = try Binary.run(["init", "--dir", directory + "/sandbox", "--port", "0"], executable: sandbox)
-        guard initCode == 0 else { throw ToolFailure("idpipe-sandbox init: \(initOutput)") }
+        guard initCode == 0 else { throw ToolError("idpipe-sandbox init: \(initOutput)") }
         process.executableURL = URL(fileURLWithPath: sandbox)
         process.arguments = ["serve", "--dir", directory + "/sandbox", "--port", "0", "--accounts", accounts]
             + (storedTokens.map { ["--stored-tokens", $0] } ?? []) + (data.map { ["--data", $0] } ?? []) + arguments
@@ -30,7 +31,7 @@ final class SandboxProcess {
         guard let range = text.range(of: #"127\.0\.0\.1:(\d+)"#, options: .regularExpression),
               let port = Int(text[range].split(separator: ":")[1]) else {
             process.terminate()
-            throw ToolFailure("the sandbox did not start: \(text)")
+            throw ToolError("the sandbox did not start: \(text)")
         }
         self.port = port
     }
@@ -86,11 +87,6 @@ final class SandboxProcess {
         process.terminate()
         process.waitUntilExit()
     }
-}
-
-struct ToolFailure: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 @Suite(.serialized) struct LiveSourceEndToEndTests {

@@ -1,9 +1,10 @@
 import Foundation
+import IdPipeTestSupport
 import Testing
 
 /// Runs the built `idpipe` against the shipped pipelines and samples.
 struct Binary {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    static let root = repositoryRoot
 
     static var path: String {
         var dir = Bundle.main.bundleURL
@@ -18,33 +19,11 @@ struct Binary {
     @discardableResult
     static func run(_ arguments: [String], environment: [String: String] = [:], killAfter: Double? = nil,
                     signalWhenExists: (Int32, String)? = nil, executable: String? = nil, prefix: [String] = []) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable ?? path)
-        process.arguments = prefix + arguments
-        process.currentDirectoryURL = root
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        if let killAfter {
-            usleep(UInt32(killAfter * 1_000_000))
-            kill(process.processIdentifier, SIGKILL)
-        }
-        if let (number, path) = signalWhenExists {
-            // The file is the sign that the process is past its start (it watches signals by then).
-            for _ in 0..<3000 where !FileManager.default.fileExists(atPath: path) { usleep(10_000) }
-            kill(process.processIdentifier, number)
-        }
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        try runProgram(executable ?? path, prefix + arguments, environment: environment, killAfter: killAfter, signalWhenExists: signalWhenExists)
     }
 
     static func temporaryDirectory() -> String {
-        let dir = NSTemporaryDirectory() + "idpipe-e2e-\(UUID().uuidString)"
-        try? FileManager.default.createDirectory(atPath: dir, withIntermediateDirectories: true)
-        return dir
+        TemporaryFile.directory("e2e")
     }
 
     /// A copy of a shipped pipeline reading another source file, placed in Pipelines/ so relative paths hold.

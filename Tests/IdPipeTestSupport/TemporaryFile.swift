@@ -17,4 +17,10 @@ public enum TemporaryFile {
     public static func write(_ text: String, name: String) -> String {
         write(Array(text.utf8), name: name)
     }
+
+    /// A new empty folder, named after `purpose`.
+    public static func directory(_ purpose: String) -> String {
+        var template = Array("/tmp/idpipe-\(purpose)-XXXXXX".utf8CString)
+        return template.withUnsafeMutableBufferPointer { buffer in String(cString: mkdtemp(buffer.baseAddress!)!) }
+    }
 }

@@ -3,9 +3,12 @@ import Foundation
 /// The repository's root, from this file's place in it.
 public let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-/// Runs a program to completion; returns its exit status and combined output.
+/// Runs a program (in the repository's root) to completion; returns its exit status and combined output.
+/// `killAfter` sends SIGKILL after that many seconds; `signalWhenExists` sends a signal once a file appears (the sign
+/// that the program is past its start).
 @discardableResult
-public func runProgram(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil) throws -> (status: Int32, output: String) {
+public func runProgram(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil,
+                       killAfter: Double? = nil, signalWhenExists: (Int32, String)? = nil) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -19,6 +22,14 @@ public func runProgram(_ path: String, _ arguments: [String], environment: [Stri
     try process.run()
     if let input { stdin.fileHandleForWriting.write(Data(input.utf8)) }
     try? stdin.fileHandleForWriting.close()
+    if let killAfter {
+        usleep(UInt32(killAfter * 1_000_000))
+        kill(process.processIdentifier, SIGKILL)
+    }
+    if let (number, file) = signalWhenExists {
+        for _ in 0..<3000 where !FileManager.default.fileExists(atPath: file) { usleep(10_000) }
+        kill(process.processIdentifier, number)
+    }
     let output = pipe.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return (process.terminationStatus, String(decoding: output, as: UTF8.self))

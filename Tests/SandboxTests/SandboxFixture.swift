@@ -17,7 +17,7 @@ final class SandboxFixture: Sendable {
     var service: SandboxService { server.service }
 
     static func start(accounts: Int = 0, configure: (inout SandboxConfig) -> Void = { _ in }) async throws -> SandboxFixture {
-        let directory = NSTemporaryDirectory() + "idpipe-sandbox-\(UUID().uuidString)"
+        let directory = TemporaryFile.directory("sandbox")
         try SandboxSetup.initialize(directory: directory, port: 0, projectId: "demo-idpipe")
         var (config, _) = try SandboxSetup.load(directory: directory)
         configure(&config)
