@@ -135,4 +135,19 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(entry.reason == "is not valid UTF-8 (column 31)")
         #expect(entry.localId == "u2")
     }
+
+    /// A record over several lines whose quoting breaks below its first line: the entry names the line it starts on
+    /// (where the account is) and the line where the fault was found. Reading resumes on the line after the start, as
+    /// an unclosed quote may have swallowed good rows, so the broken record's second line is quarantined on its own.
+    @Test func brokenMultiLineRecordNamesWhereTheFaultIs() throws {
+        let broken = "u2,a@example.com,,,,\"Line one\nline two\"x,\n"
+        let text = row([0: "u1"]) + broken + row([0: "u3"])
+        let path = TemporaryFile.write(text, name: "export.csv")
+        let batch = try #require(try CSVSource.authExport(path: path).nextBatch(records: 10, parts: 1))
+        let records = batch.decode(part: 0)
+        #expect(summary(records) == ["1:u1", "2:quarantine:record", "3:quarantine:record", "4:u3"])
+        guard case .malformed(let entry) = records[1] else { Issue.record("expected a quarantine entry: \(summary(records))"); return }
+        #expect(entry.position.line == 2)
+        #expect(entry.reason.hasSuffix("(found on line 3)"), "\(entry.reason)")
+    }
 }

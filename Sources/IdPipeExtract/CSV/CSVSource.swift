@@ -91,7 +91,9 @@ struct CSVBatch: RawBatch {
             switch item {
             case .malformed(let bad):
                 let position = SourcePosition(file: path, line: bad.firstLine, byteOffset: 0)
-                return .malformed(QuarantineEntry(position: position, localId: nil, field: "record", reason: bad.reason))
+                // A record over several lines: say where the parser found the fault, which may be far below its start.
+                let noticed = bad.lastLine > bad.firstLine ? " (found on line \(bad.lastLine))" : ""
+                return .malformed(QuarantineEntry(position: position, localId: nil, field: "record", reason: bad.reason + noticed))
             case .record(let record):
                 let position = SourcePosition(file: path, line: record.firstLine, byteOffset: record.endOffset)
                 switch decoder.decode(record) {
