@@ -51,7 +51,9 @@ public final class DataSurvey: Sendable {
         do {
             return .success(try await effects.countPaths(action.kind, uid: action.uid))
         } catch let error as ConnectorError where !error.stopsRun {
-            return .failure(SurveyFailure(reason: error.description))
+            var retryable = false
+            if case .exhausted = error { retryable = true }
+            return .failure(SurveyFailure(reason: error.description, retryable: retryable))
         }
     }
 }

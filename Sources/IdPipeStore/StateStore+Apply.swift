@@ -113,17 +113,34 @@ extension StateStore {
         }
     }
 
+    /// Counts that gave up on passing faults in an earlier run and can be tried again (still planned).
+    public func retryableCountCount() throws -> Int {
+        try queue.read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM action WHERE \(Self.retryableCount)") ?? 0
+        }
+    }
+
+    /// Makes the counts that gave up on passing faults uncounted again, so this run's survey tries them; returns how many.
+    public func reopenRetryableCounts() throws -> Int {
+        try queue.write { db in
+            try db.execute(sql: "UPDATE action SET dry_detail = NULL, dry_retry = NULL WHERE \(Self.retryableCount)")
+            return db.changesCount
+        }
+    }
+
+    static let retryableCount = "kind IN \(pathKinds) AND state = 'planned' AND dry_retry = 1 AND dry_count IS NULL"
+
     /// Writes the dry run's counts (or why counting failed) in one transaction.
     public func recordSurvey(_ results: [DataSurveyResult]) async throws {
         guard !results.isEmpty else { return }
         try await queue.write { db in
-            let statement = try db.cachedStatement(sql: "UPDATE action SET dry_count = ?, dry_detail = ? WHERE id = ?")
+            let statement = try db.cachedStatement(sql: "UPDATE action SET dry_count = ?, dry_detail = ?, dry_retry = ? WHERE id = ?")
             for result in results {
                 switch result.counts {
                 case .success(let counts):
-                    try statement.execute(arguments: [PathCount.total(counts), PathCount.describe(counts), result.id])
+                    try statement.execute(arguments: [PathCount.total(counts), PathCount.describe(counts), nil as Int?, result.id])
                 case .failure(let failure):
-                    try statement.execute(arguments: [nil as Int?, "not counted: " + failure.reason, result.id])
+                    try statement.execute(arguments: [nil as Int?, "not counted: " + failure.reason, failure.retryable ? 1 : nil, result.id])
                 }
             }
         }

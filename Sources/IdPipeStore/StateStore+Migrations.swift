@@ -99,6 +99,12 @@ extension StateStore {
                 ALTER TABLE action ADD COLUMN deleted_count INTEGER;
                 """)
         }
+        migrator.registerMigration("v4-recount") { db in
+            try db.execute(sql: """
+                -- 1 when the dry run's count gave up on passing faults: the next plan or resume counts it again.
+                ALTER TABLE action ADD COLUMN dry_retry INTEGER;
+                """)
+        }
         return migrator
     }
 }

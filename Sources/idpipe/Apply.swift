@@ -141,9 +141,12 @@ struct Resume: ParsableCommand {
         case .applying:
             try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
         case .planned:
-            // A plan whose data counting stopped, or a `run --yes` stopped between its plan and its apply.
+            // A plan whose data counting stopped or gave up on faults, or a `run --yes` stopped between its plan and its apply.
             let uncounted: Int
-            do { uncounted = try StateStore(path: state).uncountedPathActionCount() } catch { throw fail("\(error)") }
+            do {
+                let store = try StateStore(path: state)
+                uncounted = try store.uncountedPathActionCount() + store.retryableCountCount()
+            } catch { throw fail("\(error)") }
             guard uncounted > 0 || record.applyRequested == true else {
                 Console.out("Nothing to resume: the plan is complete and was not applied. `idpipe apply --state \(state)` carries it out.")
                 return
@@ -233,12 +236,14 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
 
 /// The dry run's reads of the configured data paths (resumable: what is counted stays counted).
 private func countData(context: PipelineContext, store: StateStore) throws {
-    let total = try store.uncountedPathActionCount()
-    guard total > 0 else { return }
+    guard try store.uncountedPathActionCount() + store.retryableCountCount() > 0 else { return }
     guard context.definition.services.google != nil else {
         Console.out("data: not counted: the pipeline has no services.google to read the configured paths with (apply needs it too).")
         return
     }
+    let reopened = try store.reopenRetryableCounts()
+    if reopened > 0 { Console.out("data: counting again \(reopened) path deletions that gave up on passing faults last time.") }
+    let total = try store.uncountedPathActionCount()
     let started = wallClockSeconds()
     let services = try Services(context, logger: Logger(label: "idpipe"))
     defer { services.shutdown() }

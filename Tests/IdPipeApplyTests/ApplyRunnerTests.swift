@@ -12,11 +12,15 @@ final class RecordingEffects: RemoteEffects {
     let failApple: Set<String>
     let configurationErrorOnData: Bool
     let batchDeleteRate: Double
+    /// Counts of these accounts' paths fail with the error.
+    let countFailures: [String: ConnectorError]
 
-    init(failApple: Set<String> = [], configurationErrorOnData: Bool = false, batchDeleteRate: Double = 1000) {
+    init(failApple: Set<String> = [], configurationErrorOnData: Bool = false, batchDeleteRate: Double = 1000,
+         countFailures: [String: ConnectorError] = [:]) {
         self.failApple = failApple
         self.configurationErrorOnData = configurationErrorOnData
         self.batchDeleteRate = batchDeleteRate
+        self.countFailures = countFailures
     }
 
     var log: [String] { calls.withLock { $0 } }
@@ -36,7 +40,9 @@ final class RecordingEffects: RemoteEffects {
         note("data \(uid)")
     }
     func countPaths(_ kind: ActionKind, uid: String) async throws -> [PathCount] {
-        [PathCount(template: "users/{uid}", count: 2)]
+        note("count \(uid)")
+        if let error = countFailures[uid] { throw error }
+        return [PathCount(template: "users/{uid}", count: 2)]
     }
     func deletePaths(_ kind: ActionKind, uid: String) async throws -> [PathCount] {
         note("\(kind.rawValue) \(uid)")
@@ -54,7 +60,7 @@ final class RecordingEffects: RemoteEffects {
     let asOf = Timestamp.parseRFC3339("2026-11-21T00:00:00Z")!
 
     /// 30 accounts linked to Apple and Facebook; every third is disabled and so selected for deletion.
-    func plannedStore(policy: String = "delete") throws -> (StateStore, SideInputs) {
+    func plannedStore(policy: String = "delete", firestore: Bool = false) throws -> (StateStore, SideInputs) {
         let pipeline = try PipelineDefinition.parse(yaml: """
             version: 1
             name: t
@@ -62,7 +68,7 @@ final class RecordingEffects: RemoteEffects {
             select: {disabled: true}
             stages:
               revoke: true
-              delete: {data_webhook: "https://example.com/hook", when_not_revocable: \(policy)}
+              delete: {data_webhook: "https://example.com/hook", when_not_revocable: \(policy)\(firestore ? ", firestore: {paths: [\"users/{uid}\"]}" : "")}
             """, file: "t.yaml")
         var credentials: [String: StoredCredentials] = [:]
         let accounts = (0..<30).map { index in
@@ -210,6 +216,36 @@ final class RecordingEffects: RemoteEffects {
         let states = try states(store)
         #expect(states.values.contains("sent"), "the refused action stays sent, to be sent again")
         #expect(!states.values.contains("failed"))
+    }
+
+    /// A count that gave up on passing faults is tried again by the next survey (the next plan or resume); one the
+    /// service refused is not. Within one survey nothing is counted twice.
+    @Test func countsThatGaveUpOnFaultsAreTriedAgainLater() async throws {
+        let (store, _) = try plannedStore(firestore: true)
+        let planned = try store.uncountedPathActionCount()
+        #expect(planned == 10, "every third of 30 accounts is selected")
+        let faulty = RecordingEffects(countFailures: [
+            "u0": .exhausted(service: "firestore", attempts: 8, last: "HTTP 503"),
+            "u3": .rejected(service: "firestore", code: "PERMISSION_DENIED", message: ""),
+        ])
+        let first = try await DataSurvey(store: store, effects: faulty, concurrency: 4).run(total: planned)
+        #expect(first.counted == 8 && first.failed == 2)
+        #expect(faulty.log.filter { $0.hasPrefix("count ") }.count == 10)
+        #expect(try store.uncountedPathActionCount() == 0)
+        #expect(try store.retryableCountCount() == 1)
+
+        #expect(try store.reopenRetryableCounts() == 1)
+        let healthy = RecordingEffects()
+        let second = try await DataSurvey(store: store, effects: healthy, concurrency: 4).run(total: try store.uncountedPathActionCount())
+        #expect(second.counted == 1 && second.failed == 0)
+        #expect(healthy.log == ["count u0"])
+        #expect(try store.retryableCountCount() == 0)
+        var details: [String: String] = [:]
+        try store.actions(limit: nil) { action in
+            if action.kind == ActionKind.deleteFirestore.rawValue { details[action.uid] = action.wouldDelete.map { "\($0)" } ?? action.counted ?? "-" }
+        }
+        #expect(details["u0"] == "2")
+        #expect(details["u3"] == "not counted: firestore: PERMISSION_DENIED")
     }
 }
 

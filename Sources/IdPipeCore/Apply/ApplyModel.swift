@@ -172,5 +172,10 @@ public struct DataSurveyResult: Sendable, Equatable {
 
 public struct SurveyFailure: Error, Sendable, Equatable {
     public var reason: String
-    public init(reason: String) { self.reason = reason }
+    /// The count gave up on passing faults (5xx, timeouts, a long throttle): the next `plan` or `resume` tries it again.
+    public var retryable: Bool
+    public init(reason: String, retryable: Bool = false) {
+        self.reason = reason
+        self.retryable = retryable
+    }
 }
