@@ -1,4 +1,5 @@
 @testable import IdPipeConnect
+import Synchronization
 import Testing
 
 @Suite struct TokenBucketTests {
@@ -139,6 +140,24 @@ import Testing
         #expect(response.status == 200)
         #expect(stub.requests.count == 13)
         #expect(channel.stats.throttled == 10)
+    }
+
+    /// The turn is taken after the request is built (the first build may fetch a token), and a request that then
+    /// waited more than a second is built again, so the token it carries is fresh when it leaves.
+    @Test func aRequestIsBuiltBeforeItsTurnAndAgainAfterALongWait() async throws {
+        let clock = ManualClock()
+        let limiter = RateLimiter(rate: 0.5, clock: clock)
+        let stub = StubTransport([.response(HTTPResponse(status: 200)), .response(HTTPResponse(status: 200))])
+        let channel = channel(stub, clock: clock)
+        let builds = Mutex<[Double]>([])
+        let make = { () async throws -> HTTPRequest in
+            builds.withLock { $0.append(clock.now()) }
+            return request
+        }
+        _ = try await channel.send(limiter: limiter, make: make, judge: { _ in .success })
+        #expect(builds.withLock { $0 } == [0], "no wait: built once")
+        _ = try await channel.send(limiter: limiter, make: make, judge: { _ in .success })
+        #expect(builds.withLock { $0 } == [0, 0, 2], "the second waited 2 s for its turn and was built again after it")
     }
 
     /// A service that refuses every connection and never answered stops the run (a wrong endpoint, or down): going on

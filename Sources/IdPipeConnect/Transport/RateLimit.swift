@@ -49,10 +49,13 @@ public final class RateLimiter: Sendable {
         self.clock = clock
     }
 
-    public func acquire() async throws {
+    /// Waits for a turn; returns how long it waited (seconds).
+    @discardableResult
+    public func acquire() async throws -> Double {
         let now = clock.now()
         let wait = bucket.withLock { $0.reserve(now: now) }
         try await clock.sleep(seconds: wait)
+        return wait
     }
 
     public func pause(seconds: Double) {

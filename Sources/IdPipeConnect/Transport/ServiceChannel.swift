@@ -52,9 +52,10 @@ public final class ServiceChannel: Sendable {
         while true {
             attempt += 1
             // The request is built (which may first fetch an access token) before its turn is taken, so the turns the
-            // limiter spaces are the moments requests leave, and the service sees them spaced too.
-            let request = try await make()
-            try await limiter?.acquire()
+            // limiter spaces are the moments requests leave, and the service sees them spaced too. After a wait of
+            // more than a second (a queue, a Retry-After pause) it is built again, with a token fresh for now.
+            var request = try await make()
+            if let waited = try await limiter?.acquire(), waited > 1 { request = try await make() }
             let outcome: Result<HTTPResponse, TransportError> = await inFlight.withSlot {
                 counters.withLock { $0.requests += 1 }
                 do throws(TransportError) {
