@@ -302,7 +302,6 @@ public final class SandboxService: Sendable {
         }
     }
 
-
     private func injectedFault(_ state: inout State, route: Route) -> ScriptedFault? {
         guard route.isService else { return nil }
         if !state.scripted.isEmpty { return state.scripted.removeFirst() }

@@ -114,7 +114,7 @@ extension StateStore {
     }
 
     /// Counts that gave up on passing faults in an earlier run and can be tried again (still planned).
-    public func retryableCountCount() throws -> Int {
+    public func recountableActionCount() throws -> Int {
         try queue.read { db in
             try Int.fetchOne(db, sql: "SELECT count(*) FROM action WHERE \(Self.retryableCount)") ?? 0
         }

@@ -145,7 +145,7 @@ struct Resume: ParsableCommand {
             let uncounted: Int
             do {
                 let store = try StateStore(path: state)
-                uncounted = try store.uncountedPathActionCount() + store.retryableCountCount()
+                uncounted = try store.uncountedPathActionCount() + store.recountableActionCount()
             } catch { throw fail("\(error)") }
             guard uncounted > 0 || record.applyRequested == true else {
                 Console.out("Nothing to resume: the plan is complete and was not applied. `idpipe apply --state \(state)` carries it out.")
@@ -187,17 +187,22 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         let lock = try StateLock(statePath: statePath, command: command)
         defer { withExtendedLifetime(lock) {} }
         let started = wallClockSeconds()
+        // Ctrl-C is caught while the input is read (the plan stops at its next checkpoint); afterwards, during the
+        // data counts and the reports, it has its default effect again (what is counted stays counted).
         let interruption = Interruption {
             Console.error("\nidpipe: stopping after the batch being read is recorded (again to quit at once)")
         }
-        defer { interruption.end() }
-        var execution = PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf,
-                                      workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe"),
-                                      applyRequested: requestApply)
-        execution.shouldStop = { interruption.isRaised }
-        let outcome = try execution.run()
+        let outcome: PlanResult
+        do {
+            defer { interruption.end() }
+            var execution = PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf,
+                                          workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe"),
+                                          applyRequested: requestApply)
+            execution.shouldStop = { interruption.isRaised }
+            outcome = try execution.run()
+        }
         Console.endProgress()
-        if outcome.interrupted {
+        if outcome.interrupted || interruption.isRaised {
             Console.error("idpipe: interrupted after \(outcome.tally["accounts.read"]) accounts; "
                 + "the same command, or `idpipe resume --state \(statePath)`, continues from there")
             return Exit.interrupted
@@ -236,7 +241,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
 
 /// The dry run's reads of the configured data paths (resumable: what is counted stays counted).
 private func countData(context: PipelineContext, store: StateStore) throws {
-    guard try store.uncountedPathActionCount() + store.retryableCountCount() > 0 else { return }
+    guard try store.uncountedPathActionCount() + store.recountableActionCount() > 0 else { return }
     guard context.definition.services.google != nil else {
         Console.out("data: not counted: the pipeline has no services.google to read the configured paths with (apply needs it too).")
         return

@@ -232,14 +232,14 @@ final class RecordingEffects: RemoteEffects {
         #expect(first.counted == 8 && first.failed == 2)
         #expect(faulty.log.filter { $0.hasPrefix("count ") }.count == 10)
         #expect(try store.uncountedPathActionCount() == 0)
-        #expect(try store.retryableCountCount() == 1)
+        #expect(try store.recountableActionCount() == 1)
 
         #expect(try store.reopenRetryableCounts() == 1)
         let healthy = RecordingEffects()
         let second = try await DataSurvey(store: store, effects: healthy, concurrency: 4).run(total: try store.uncountedPathActionCount())
         #expect(second.counted == 1 && second.failed == 0)
         #expect(healthy.log == ["count u0"])
-        #expect(try store.retryableCountCount() == 0)
+        #expect(try store.recountableActionCount() == 0)
         var details: [String: String] = [:]
         try store.actions(limit: nil) { action in
             if action.kind == ActionKind.deleteFirestore.rawValue { details[action.uid] = action.wouldDelete.map { "\($0)" } ?? action.counted ?? "-" }

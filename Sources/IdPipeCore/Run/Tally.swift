@@ -103,12 +103,13 @@ public struct TallyCounter: Sendable {
         return result
     }
 
-    /// The counts as a tally with stable names.
+    /// Adds another counter's counts (a worker's part of a batch).
     public mutating func merge(_ other: TallyCounter) {
         for index in slots.indices { slots[index] += other.slots[index] }
         for (key, value) in other.keyed { keyed[key, default: 0] += value }
     }
 
+    /// The counts as a tally with stable names.
     public func tally() -> Tally {
         var tally = Tally()
         func put(_ key: String, _ value: Int) { if value != 0 { tally.add(key, value) } }
