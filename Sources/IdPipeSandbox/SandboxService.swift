@@ -84,12 +84,13 @@ struct QuotaBucket {
         last = now
     }
 
-    /// A request up to 50 ms early is let through: a client pacing itself at exactly the quota sees network
-    /// jitter between its clock and ours, and should not be punished for it.
+    /// A request up to 50 ms or a quarter of its interval early, whichever is more (at most half a token), is let
+    /// through: a client pacing itself at exactly the quota sees jitter between its clock and ours (a new connection,
+    /// a busy machine), and should not be punished for it. One that keeps going faster is still turned away.
     mutating func take(now: Double) -> Bool {
         tokens = min(max(1, rate), tokens + (now - last) * rate)
         last = now
-        guard tokens >= 1 - rate * 0.05 else { return false }
+        guard tokens >= 1 - min(0.5, max(0.25, rate * 0.05)) else { return false }
         tokens -= 1
         return true
     }
@@ -250,6 +251,10 @@ public final class SandboxService: Sendable {
     public func account(_ uid: String) -> String? { state.withLock { $0.accounts[uid]?.text } }
 
     public func requestCount(_ operation: String) -> Int { state.withLock { $0.requestCounts[operation] ?? 0 } }
+    /// Requests of a quota class turned away with 429 for going over its rate.
+    public func quotaRefusals(_ quotaClass: SandboxConfig.QuotaClass) -> Int {
+        state.withLock { $0.faultCounts["quota:" + quotaClass.rawValue] ?? 0 }
+    }
 
     func now() -> Double {
         let elapsed = ContinuousClock.now - started
