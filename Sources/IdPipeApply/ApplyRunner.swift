@@ -51,7 +51,7 @@ public struct ApplySettings: Sendable {
 public final class ApplyRunner: Sendable {
     let store: StateStore
     let effects: any RemoteEffects
-    let credentials: [String: StoredCredentials]
+    let credentials: KeyedRows<StoredCredentials>
     let settings: ApplySettings
     let clock: @Sendable () -> Int64
     let monotonic: @Sendable () -> Double
@@ -61,7 +61,7 @@ public final class ApplyRunner: Sendable {
     private let counters = Mutex(ApplyProgress(accounts: 0, actionsDone: 0, actionsFailed: 0, deleted: 0, elapsedSeconds: 0))
     private let budget = Mutex<Int?>(nil)
 
-    public init(store: StateStore, effects: any RemoteEffects, credentials: [String: StoredCredentials], settings: ApplySettings,
+    public init(store: StateStore, effects: any RemoteEffects, credentials: KeyedRows<StoredCredentials>, settings: ApplySettings,
                 clock: @escaping @Sendable () -> Int64, monotonic: @escaping @Sendable () -> Double, logger: Logger) {
         self.store = store
         self.effects = effects

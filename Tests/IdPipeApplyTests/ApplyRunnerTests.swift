@@ -70,7 +70,7 @@ final class RecordingEffects: RemoteEffects {
               revoke: true
               delete: {data_webhook: "https://example.com/hook", when_not_revocable: \(policy)\(firestore ? ", firestore: {paths: [\"users/{uid}\"]}" : "")}
             """, file: "t.yaml")
-        var credentials: [String: StoredCredentials] = [:]
+        var credentials = KeyedRows<StoredCredentials>()
         let accounts = (0..<30).map { index in
             let uid = "u\(index)"
             if index % 2 == 0 {

@@ -197,3 +197,23 @@ import Testing
         #expect(masked.email(value) == email)
     }
 }
+
+@Suite struct KeyedRowsTests {
+    /// Set, replace, look up, and remove (the last row moves into the gap and stays reachable by its id).
+    @Test func behavesLikeADictionary() {
+        var rows: KeyedRows<Int> = ["a": 1, "b": 2]
+        rows["c"] = 3
+        rows["a"] = 10
+        #expect(rows.count == 3)
+        #expect([rows["a"], rows["b"], rows["c"], rows["d"]] == [10, 2, 3, nil])
+        rows["a"] = nil
+        #expect(rows.count == 2)
+        #expect([rows["a"], rows["b"], rows["c"]] == [nil, 2, 3])
+        rows["c"] = nil
+        rows["b"] = nil
+        rows["b"] = nil
+        #expect(rows.count == 0 && rows["b"] == nil)
+        let built = KeyedRows(["x": 7, "y": 8])
+        #expect(built["x"] == 7 && built["y"] == 8 && built.count == 2)
+    }
+}

@@ -23,8 +23,8 @@ public enum SideInputReader {
     }
 
     /// `uid,given_name,family_name,consent`
-    public static func legacyNames(_ path: String) throws -> [String: LegacyName] {
-        var result: [String: LegacyName] = [:]
+    public static func legacyNames(_ path: String) throws -> KeyedRows<LegacyName> {
+        var result = KeyedRows<LegacyName>()
         try readTable(path, columns: ["uid", "given_name", "family_name", "consent"]) { row in
             let uid = try row.required("uid")
             let consent = try row.bool("consent")
@@ -35,8 +35,8 @@ public enum SideInputReader {
     }
 
     /// `uid,requested_at,source`; the earliest request for an account counts.
-    public static func deletionRequests(_ path: String) throws -> [String: DeletionRequest] {
-        var result: [String: DeletionRequest] = [:]
+    public static func deletionRequests(_ path: String) throws -> KeyedRows<DeletionRequest> {
+        var result = KeyedRows<DeletionRequest>()
         try readTable(path, columns: ["uid", "requested_at", "source"]) { row in
             let uid = try row.required("uid")
             let text = try row.required("requested_at")

@@ -6,8 +6,8 @@ extension SideInputReader {
     /// `{"uid","provider":"apple.com","type":"refresh_token|access_token|authorization_code","token","captured_at"}` or
     /// `{"uid","provider":"facebook.com","facebook_id","login":"classic|limited","type"?:"access_token","token"?}`.
     /// Token values are kept in memory only, as `Secret`s; errors never quote them.
-    public static func storedTokens(_ path: String) throws -> [String: StoredCredentials] {
-        var result: [String: StoredCredentials] = [:]
+    public static func storedTokens(_ path: String) throws -> KeyedRows<StoredCredentials> {
+        var result = KeyedRows<StoredCredentials>()
         try forEachLine(path) { text, number in
             if text.allSatisfy({ $0 == " " || $0 == "\t" }) { return }
             func fail(_ message: String) -> InputError {
