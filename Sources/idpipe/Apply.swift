@@ -302,8 +302,13 @@ struct ApplyCommand {
             try checkUnchanged(run, context)
             let uncounted = try store.uncountedPathActionCount()
             if uncounted > 0 {
+                // Without services.google, resume cannot count either (and a changed pipeline file is a new plan).
+                let next = context.definition.services.google == nil
+                    ? "the pipeline has no services.google to read these paths with (nor to delete them): add it to \(run.pipelinePath) "
+                        + "and plan again into a new state store"
+                    : "`idpipe resume --state \(statePath)` finishes counting (reads only)"
                 throw CommandError("the dry run has not finished counting the data of \(uncounted) path deletions, so the reviewed report is incomplete; "
-                    + "`idpipe resume --state \(statePath)` finishes counting (reads only)")
+                    + next)
             }
             let open = try store.actionStates().filter { _, states in states.open > 0 }
             if !confirmed && !confirm(open) {

@@ -149,6 +149,8 @@ public struct MarkdownReport {
         }
         if !data.notCounted.isEmpty {
             out.write("\n### Not counted, and why\n\n")
+            out.write("Until apply starts, counts that gave up on passing faults (5xx, timeouts, throttling) are tried again by the next "
+                + "`idpipe plan` or `idpipe resume` of this state; a refused one (permission denied) is not.\n\n")
             table(&out, ["reason", "actions"], data.notCounted.map { [$0.reason, "\($0.count)"] })
         }
         if !data.largest.isEmpty {
