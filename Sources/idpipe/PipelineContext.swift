@@ -64,8 +64,8 @@ struct PipelineContext {
                 try blocking { try await client.listUsers(pageToken: token) }
             }
         case .authExportJSON:
-            // Tests cut a small file into many batches (the export is read 4 MiB at a time otherwise).
-            let bytes = ProcessEnvironment.value("IDPIPE_BATCH_BYTES").flatMap(Int.init) ?? 4 << 20
+            // Tests cut a small file into many batches (the export is read 2 MiB at a time otherwise).
+            let bytes = ProcessEnvironment.value("IDPIPE_BATCH_BYTES").flatMap(Int.init) ?? ExportJSONSource.defaultBatchBytes
             return try ExportJSONSource(path: sourcePath, checkpoint: checkpoint, batchBytes: bytes)
         case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint)
         case .mappedCSV: return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, checkpoint: checkpoint)
