@@ -2,16 +2,20 @@ import GRDB
 import IdPipeCore
 
 extension StateStore {
-    /// SQL lists of action kinds, from `ActionKind` itself.
-    static func sqlList(_ kinds: [ActionKind]) -> String {
-        "(" + kinds.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
+    /// SQL lists of kinds or states, from the enums themselves.
+    static func sqlList<T: RawRepresentable>(_ values: [T]) -> String where T.RawValue == String {
+        "(" + values.map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
     }
 
     static let deletionKinds = sqlList(ActionKind.allCases.filter(\.isDeletion))
-    static let openStates = "(" + ActionState.allCases.filter(\.isOpen).map { "'\($0.rawValue)'" }.joined(separator: ", ") + ")"
+    static let openStates = sqlList(ActionState.allCases.filter(\.isOpen))
     static let pathKinds = sqlList(ActionKind.allCases.filter(\.isPathDeletion))
+    /// A path deletion apply has not started: the dry run counts its data.
+    private static let plannedPathDeletion = "kind IN \(pathKinds) AND state = 'planned'"
     /// A planned path deletion the dry run has not counted yet.
-    static let uncounted = "kind IN \(pathKinds) AND state = 'planned' AND dry_detail IS NULL"
+    static let uncounted = "\(plannedPathDeletion) AND dry_detail IS NULL"
+    /// A planned path deletion whose count gave up on passing faults: the next plan or resume counts it again.
+    static let recountable = "\(plannedPathDeletion) AND dry_retry = 1"
 
     /// Starts an apply session. Actions left `sent` by an earlier process are counted as resent now:
     /// they will be sent again (they are idempotent), and the report says how many.
@@ -116,19 +120,17 @@ extension StateStore {
     /// Counts that gave up on passing faults in an earlier run and can be tried again (still planned).
     public func recountableActionCount() throws -> Int {
         try queue.read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM action WHERE \(Self.retryableCount)") ?? 0
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM action WHERE \(Self.recountable)") ?? 0
         }
     }
 
     /// Makes the counts that gave up on passing faults uncounted again, so this run's survey tries them; returns how many.
-    public func reopenRetryableCounts() throws -> Int {
+    public func reopenRecountableActions() throws -> Int {
         try queue.write { db in
-            try db.execute(sql: "UPDATE action SET dry_detail = NULL, dry_retry = NULL WHERE \(Self.retryableCount)")
+            try db.execute(sql: "UPDATE action SET dry_detail = NULL, dry_retry = NULL WHERE \(Self.recountable)")
             return db.changesCount
         }
     }
-
-    static let retryableCount = "kind IN \(pathKinds) AND state = 'planned' AND dry_retry = 1 AND dry_count IS NULL"
 
     /// Writes the dry run's counts (or why counting failed) in one transaction.
     public func recordSurvey(_ results: [DataSurveyResult]) async throws {

@@ -47,7 +47,8 @@ extension StateStore: ReportSource {
     /// Both in one pass: two cursors in sequence order, merged, so memory stays flat however many accounts there are.
     public func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws {
         try queue.read { db in
-            let accounts = try Row.fetchCursor(db, sql: Self.accountSQL(nil, limit: nil))
+            // The actions come with each account, so the name update's value is not looked up a second time.
+            let accounts = try Row.fetchCursor(db, sql: Self.accountSQL(nil, limit: nil, newName: false))
             let actions = try Row.fetchCursor(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step")
             var next = try actions.next().map(Self.action)
             while let row = try accounts.next() {
@@ -62,11 +63,12 @@ extension StateStore: ReportSource {
         }
     }
 
-    private static func accountSQL(_ list: AccountList?, limit: Int?) -> String {
+    /// With `newName`, a last column holds the value of the account's name update (a lookup per account).
+    private static func accountSQL(_ list: AccountList?, limit: Int?, newName: Bool = true) -> String {
         """
         SELECT a.seq, a.uid, a.file, a.line, a.relay, a.consent_review, a.selection, a.selection_detail, a.name_outcome, a.email,
-               a.display_name, a.phone, a.providers, a.deletion_request,
-               (SELECT value FROM action x WHERE x.seq = a.seq AND x.kind = 'update-name') AS new_name
+               a.display_name, a.phone, a.providers, a.deletion_request
+               \(newName ? ", (SELECT value FROM action x WHERE x.seq = a.seq AND x.kind = 'update-name') AS new_name" : "")
         FROM account a WHERE \(condition(list)) ORDER BY a.seq \(limit.map { "LIMIT \($0)" } ?? "")
         """
     }
@@ -76,7 +78,7 @@ extension StateStore: ReportSource {
         ReportAccount(
             sequence: row[0], uid: row[1], file: row[2], line: row[3], relay: row[4], consentReview: row[5], selection: row[6],
             selectionDetail: row[7], nameOutcome: row[8], email: row[9], displayName: row[10], phone: row[11], providers: row[12],
-            deletionRequest: row[13], newName: row[14])
+            deletionRequest: row[13], newName: row.count > 14 ? row[14] : nil)
     }
 
     private static let actionColumns = "seq, uid, kind, state, detail, reason, value, attempts, result, policy, resent, dry_count, dry_detail, deleted_count"

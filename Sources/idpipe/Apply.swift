@@ -143,10 +143,7 @@ struct Resume: ParsableCommand {
         case .planned:
             // A plan whose data counting stopped or gave up on faults, or a `run --yes` stopped between its plan and its apply.
             let uncounted: Int
-            do {
-                let store = try StateStore(path: state)
-                uncounted = try store.uncountedPathActionCount() + store.recountableActionCount()
-            } catch { throw fail("\(error)") }
+            do { uncounted = try pathCountsToDo(StateStore(path: state)) } catch { throw fail("\(error)") }
             guard uncounted > 0 || record.applyRequested == true else {
                 Console.out("Nothing to resume: the plan is complete and was not applied. `idpipe apply --state \(state)` carries it out.")
                 return
@@ -239,14 +236,19 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
     }
 }
 
+/// Path deletions whose data the dry run has still to count: never counted, or given up on passing faults.
+private func pathCountsToDo(_ store: StateStore) throws -> Int {
+    try store.uncountedPathActionCount() + store.recountableActionCount()
+}
+
 /// The dry run's reads of the configured data paths (resumable: what is counted stays counted).
 private func countData(context: PipelineContext, store: StateStore) throws {
-    guard try store.uncountedPathActionCount() + store.recountableActionCount() > 0 else { return }
+    guard try pathCountsToDo(store) > 0 else { return }
     guard context.definition.services.google != nil else {
         Console.out("data: not counted: the pipeline has no services.google to read the configured paths with (apply needs it too).")
         return
     }
-    let reopened = try store.reopenRetryableCounts()
+    let reopened = try store.reopenRecountableActions()
     if reopened > 0 { Console.out("data: counting again \(reopened) path deletions that gave up on passing faults last time.") }
     let total = try store.uncountedPathActionCount()
     let started = wallClockSeconds()

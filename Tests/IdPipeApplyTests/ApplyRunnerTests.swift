@@ -234,7 +234,7 @@ final class RecordingEffects: RemoteEffects {
         #expect(try store.uncountedPathActionCount() == 0)
         #expect(try store.recountableActionCount() == 1)
 
-        #expect(try store.reopenRetryableCounts() == 1)
+        #expect(try store.reopenRecountableActions() == 1)
         let healthy = RecordingEffects()
         let second = try await DataSurvey(store: store, effects: healthy, concurrency: 4).run(total: try store.uncountedPathActionCount())
         #expect(second.counted == 1 && second.failed == 0)
