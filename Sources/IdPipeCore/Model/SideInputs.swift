@@ -130,23 +130,26 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
     public subscript(key: String) -> Value? {
         get { index[key].map { rows[Int($0)] } }
         set {
-            if let position = index[key].map(Int.init) {
-                if let newValue {
-                    rows[position] = newValue
-                } else {
-                    // The last row takes the removed one's place.
-                    index[key] = nil
-                    let last = rows.count - 1
-                    if position != last, let moved = index.first(where: { $0.value == Int32(last) })?.key {
-                        rows[position] = rows[last]
-                        index[moved] = Int32(position)
-                    }
-                    rows.removeLast()
-                }
+            // One lookup of the id for a new row, the common case when reading a side input: the position is
+            // inserted as a default if the id is not there yet.
+            let appended = Int32(rows.count)
+            let position = Int(Self.entry(&index[key, default: appended]))
+            if position == rows.count {
+                if let newValue { rows.append(newValue) } else { index[key] = nil }
             } else if let newValue {
-                index[key] = Int32(rows.count)
-                rows.append(newValue)
+                rows[position] = newValue
+            } else {
+                // The last row takes the removed one's place.
+                index[key] = nil
+                let last = rows.count - 1
+                if position != last, let moved = index.first(where: { $0.value == Int32(last) })?.key {
+                    rows[position] = rows[last]
+                    index[moved] = Int32(position)
+                }
+                rows.removeLast()
             }
         }
     }
+
+    private static func entry(_ value: inout Int32) -> Int32 { value }
 }

@@ -59,6 +59,13 @@ public struct InputsConfig: Sendable, Equatable {
     public var deletionRequests: String?
     public var storedTokens: String?
     public var protectedAccounts: String?
+
+    public init(legacyNames: String? = nil, deletionRequests: String? = nil, storedTokens: String? = nil, protectedAccounts: String? = nil) {
+        self.legacyNames = legacyNames
+        self.deletionRequests = deletionRequests
+        self.storedTokens = storedTokens
+        self.protectedAccounts = protectedAccounts
+    }
 }
 
 public struct SelectionConfig: Sendable, Equatable {

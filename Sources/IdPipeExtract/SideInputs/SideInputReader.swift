@@ -1,6 +1,8 @@
+import Dispatch
 import IdPipeCore
 import IdPipeCSV
 import IdPipeCrypto
+import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -9,13 +11,37 @@ import Glibc
 /// They are small next to the export and are held in memory; a bad row stops the run with its file and line,
 /// because skipping a deletion request or a token would silently change what the run does.
 public enum SideInputReader {
+    /// The files are read at the same time, one a core. When several are bad, the error is the first file's in the
+    /// order of the pipeline's `inputs`, so it does not depend on which thread finished first.
     public static func load(_ config: InputsConfig, relativeTo base: String) throws -> SideInputs {
+        var readers: [@Sendable () throws -> Loaded] = []
+        if let path = config.legacyNames { readers.append { .legacyNames(try legacyNames(resolve(path, base))) } }
+        if let path = config.deletionRequests { readers.append { .deletionRequests(try deletionRequests(resolve(path, base))) } }
+        if let path = config.storedTokens { readers.append { .credentials(try storedTokens(resolve(path, base))) } }
+        if let path = config.protectedAccounts { readers.append { .protectedIds(try protectedAccounts(resolve(path, base))) } }
+        let results = Mutex([Result<Loaded, any Error>?](repeating: nil, count: readers.count))
+        let all = readers
+        DispatchQueue.concurrentPerform(iterations: all.count) { index in
+            let result = Result { try all[index]() }
+            results.withLock { $0[index] = result }
+        }
         var inputs = SideInputs()
-        if let path = config.legacyNames { inputs.legacyNames = try legacyNames(resolve(path, base)) }
-        if let path = config.deletionRequests { inputs.deletionRequests = try deletionRequests(resolve(path, base)) }
-        if let path = config.storedTokens { inputs.credentials = try storedTokens(resolve(path, base)) }
-        if let path = config.protectedAccounts { inputs.protectedIds = try protectedAccounts(resolve(path, base)) }
+        for result in results.withLock({ $0 }) {
+            switch try result!.get() {
+            case .legacyNames(let rows): inputs.legacyNames = rows
+            case .deletionRequests(let rows): inputs.deletionRequests = rows
+            case .credentials(let rows): inputs.credentials = rows
+            case .protectedIds(let ids): inputs.protectedIds = ids
+            }
+        }
         return inputs
+    }
+
+    private enum Loaded: Sendable {
+        case legacyNames(KeyedRows<LegacyName>)
+        case deletionRequests(KeyedRows<DeletionRequest>)
+        case credentials(KeyedRows<StoredCredentials>)
+        case protectedIds(Set<String>)
     }
 
     public static func resolve(_ path: String, _ base: String) -> String {
@@ -63,9 +89,14 @@ public enum SideInputReader {
     struct Row {
         let path: String
         let line: Int
-        let values: [String: String]
+        /// The header's names, and this row's values in the same order (trimmed).
+        let names: [String]
+        let values: [String]
 
-        subscript(_ column: String) -> String? { values[column].flatMap { $0.isEmpty ? nil : $0 } }
+        subscript(_ column: String) -> String? {
+            guard let position = names.firstIndex(of: column) else { return nil }
+            return values[position].isEmpty ? nil : values[position]
+        }
 
         func error(_ column: String, _ message: String) -> InputError {
             InputError(path: path, position: SourcePosition(file: path, line: line), message: "\(column): \(message)")
@@ -102,14 +133,15 @@ public enum SideInputReader {
                 guard record.count == names.count else {
                     throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "has \(record.count) fields; the header has \(names.count)")
                 }
-                var values: [String: String] = [:]
+                var values: [String] = []
+                values.reserveCapacity(names.count)
                 for index in 0..<record.count {
                     guard let text = record.field(index) else {
                         throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[index]): is not valid UTF-8")
                     }
-                    values[names[index]] = text.trimmingSpaces
+                    values.append(text.trimmingSpaces)
                 }
-                try body(Row(path: path, line: record.firstLine, values: values))
+                try body(Row(path: path, line: record.firstLine, names: names, values: values))
             }
         }
     }

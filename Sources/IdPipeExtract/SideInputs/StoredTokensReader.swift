@@ -43,13 +43,25 @@ extension SideInputReader {
         return result
     }
 
+    /// The members of a one-level JSON object, in order; a handful, so they are looked up by a scan.
+    struct FlatObject {
+        var members: [(key: String, value: String)] = []
+
+        /// The last value of `key`, as a dictionary built from the members would hold it.
+        subscript(_ key: String) -> String? {
+            members.last(where: { $0.key == key })?.value
+        }
+
+        mutating func set(_ key: String, _ value: String) { members.append((key, value)) }
+    }
+
     /// A one-level JSON object of strings (numbers and booleans become their text).
-    static func parseFlatObject(_ text: String, fail: (String) -> InputError) throws -> [String: String] {
+    static func parseFlatObject(_ text: String, fail: (String) -> InputError) throws -> FlatObject {
         var bytes = Array(text.utf8)
         return try bytes.withUnsafeMutableBufferPointer { mutable in
             let buffer = UnsafeBufferPointer(mutable)
             var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
-            var fields: [String: String] = [:]
+            var fields = FlatObject()
             do throws(JSONCursor.SyntaxError) {
                 try cursor.expect(UInt8(ascii: "{"))
                 if try cursor.peek() == UInt8(ascii: "}") { return fields }
@@ -59,10 +71,10 @@ extension SideInputReader {
                     let key = String(decoding: rawKey, as: UTF8.self)
                     try cursor.expect(UInt8(ascii: ":"))
                     switch try cursor.peek() {
-                    case UInt8(ascii: "\""): fields[key] = try cursor.string()
-                    case UInt8(ascii: "t"), UInt8(ascii: "f"): fields[key] = try cursor.bool() ? "true" : "false"
+                    case UInt8(ascii: "\""): fields.set(key, try cursor.string())
+                    case UInt8(ascii: "t"), UInt8(ascii: "f"): fields.set(key, try cursor.bool() ? "true" : "false")
                     case UInt8(ascii: "n"): try cursor.literal("null")
-                    default: fields[key] = try cursor.numberText()
+                    default: fields.set(key, try cursor.numberText())
                     }
                     if try cursor.peek() == UInt8(ascii: ",") { cursor.position += 1; continue }
                     try cursor.expect(UInt8(ascii: "}"))

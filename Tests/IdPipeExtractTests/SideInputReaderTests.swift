@@ -1,0 +1,73 @@
+import Testing
+import IdPipeCore
+@testable import IdPipeExtract
+import IdPipeTestSupport
+
+@Suite struct SideInputReaderTests {
+    let legacy = "uid,given_name,family_name,consent\nu1, Anna ,Berg,true\nu2,,Kim,no\n"
+    let deletions = "uid,requested_at,source\nu1,2025-03-01T00:00:00Z,app\nu1,2025-01-01T00:00:00Z,support\nu3,2025-02-01T00:00:00Z,\n"
+    let tokens = """
+        {"uid":"u1","provider":"apple.com","type":"refresh_token","token":"r-secret-1","captured_at":"2025-01-01T00:00:00Z"}
+        {"uid":"u1","provider":"facebook.com","facebook_id":"10","login":"classic","token":"fb-secret"}
+
+        {"uid":"u2","provider":"facebook.com","facebook_id":"20","login":"limited","uid":"u4"}
+        """
+
+    /// All four files, read at the same time, each into its own table.
+    @Test func readsEveryInput() throws {
+        let config = InputsConfig(
+            legacyNames: TemporaryFile.write(legacy, name: "names.csv"), deletionRequests: TemporaryFile.write(deletions, name: "deletions.csv"),
+            storedTokens: TemporaryFile.write(tokens, name: "tokens.jsonl"), protectedAccounts: TemporaryFile.write("u9 # staff\n# none\n\n", name: "protected.txt"))
+        let inputs = try SideInputReader.load(config, relativeTo: "")
+        #expect(inputs.legacyNames.count == 2)
+        #expect(inputs.legacyNames["u1"] == LegacyName(givenName: "Anna", familyName: "Berg", consent: true))
+        #expect(inputs.legacyNames["u2"] == LegacyName(givenName: "", familyName: "Kim", consent: false))
+        // The earliest request counts; an empty source is "unspecified".
+        #expect(inputs.deletionRequests["u1"] == DeletionRequest(requestedAt: 1_735_689_600_000, source: "support"))
+        #expect(inputs.deletionRequests["u3"]?.source == "unspecified")
+        #expect(inputs.credentials["u1"]?.apple?.kind == .refreshToken)
+        #expect(inputs.credentials["u1"]?.apple?.token.value == "r-secret-1")
+        #expect(inputs.credentials["u1"]?.facebook?.accessToken?.value == "fb-secret")
+        // A key given twice: the last one counts, as in a JSON object read into a dictionary.
+        #expect(inputs.credentials["u2"] == nil)
+        #expect(inputs.credentials["u4"]?.facebook?.login == .limited)
+        #expect(inputs.protectedIds == ["u9"])
+    }
+
+    /// Bad rows stop the run with the file, the line and the column; a token is never quoted.
+    @Test(arguments: [
+        ("names", "uid,given_name,family_name,consent\nu1,A,B,true\nu1,C,D,false\n", ":3: uid: 'u1' appears twice"),
+        ("names", "uid,given_name,family_name,consent\nu1,A,B,maybe\n", ":2: consent: 'maybe' is not true or false"),
+        ("names", "uid,given,family_name,consent\n", ":1: the header has no column 'given_name'"),
+        ("deletions", "uid,requested_at,source\n,2025-01-01T00:00:00Z,app\n", ":2: uid: is empty"),
+        ("deletions", "uid,requested_at,source\nu1,yesterday,app\n", ":2: requested_at: 'yesterday' is not an RFC 3339 time"),
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"id_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
+         ":1: type: expected refresh_token, access_token or authorization_code"),
+        ("tokens", "\n{\"uid\":\"u1\",\"provider\":\"apple.com\",\"token\":\"t-secret\n", ":2: not a JSON object"),
+    ])
+    func badRowsNameTheirPlace(file: String, text: String, expected: String) throws {
+        let path = TemporaryFile.write(text, name: "\(file).txt")
+        var config = InputsConfig()
+        switch file {
+        case "names": config.legacyNames = path
+        case "deletions": config.deletionRequests = path
+        default: config.storedTokens = path
+        }
+        let error = #expect(throws: InputError.self) { try SideInputReader.load(config, relativeTo: "") }
+        let description = error?.description ?? ""
+        #expect(description.hasPrefix(path + expected), "\(description)")
+        #expect(!description.contains("t-secret"))
+    }
+
+    /// With several bad files, the error is the first one's in the pipeline's order, whichever thread finishes first.
+    @Test func theFirstBadFileInOrderIsReported() throws {
+        let names = TemporaryFile.write("uid,given_name,family_name,consent\nu1,A,B,maybe\n", name: "names.csv")
+        let deletions = TemporaryFile.write("uid,requested_at,source\nu1,never,app\n", name: "deletions.csv")
+        for _ in 0..<20 {
+            let error = #expect(throws: InputError.self) {
+                try SideInputReader.load(InputsConfig(legacyNames: names, deletionRequests: deletions), relativeTo: "")
+            }
+            #expect(error?.path == names)
+        }
+    }
+}
