@@ -106,7 +106,7 @@ public final class PlanRunner {
 
         let source = try openSource(checkpoint.input)
         // Batch N is written while batch N + 1 is read and decoded; the writes stay in order, each with its checkpoint.
-        let committer = OrderedCommitter(store: store)
+        let committer = OrderedCommitter(store: store, fingerprint: fingerprint)
         defer { _ = try? committer.drain() }
         var seen = Set(checkpoint.seenIdHashes)
         var tally = checkpoint.tally
@@ -152,10 +152,10 @@ public final class PlanRunner {
             }
             if let sink, !cleaned.isEmpty { try sink.write(cleaned) }
             tally.merge(counter.tally())
-            let digest = try fingerprint.advance(to: batch.checkpoint.offset)
             var input = batch.checkpoint
             input.records = checkpoint.input.records + (sequence - checkpoint.nextSequence)
-            checkpoint = PlanCheckpoint(input: input, inputPrefixSHA256: digest, tally: tally, nextSequence: sequence, seenIdHashes: [],
+            // The committer hashes the input up to this batch's end before writing it (off this thread).
+            checkpoint = PlanCheckpoint(input: input, inputPrefixSHA256: "", tally: tally, nextSequence: sequence, seenIdHashes: [],
                                         importFileLength: sink?.length ?? 0)
             next.checkpoint = checkpoint
             committer.submit(next)
@@ -190,16 +190,20 @@ public final class PlanRunner {
 }
 
 /// Writes plan batches to the store on one background thread, in the order they were submitted, one at a time:
-/// `submit` waits while the batch before is still being written, so at most two batches are held. A failed
-/// write stops the ones after it; `check` and `drain` rethrow it.
+/// `submit` waits while the batch before is still being written, so at most two batches are held. Before writing a
+/// batch it advances the input's fingerprint to the batch's end, for the checkpoint. A failed write stops the ones
+/// after it; `check` and `drain` rethrow it.
 final class OrderedCommitter: Sendable {
     private let store: any PlanStore
+    /// Used only on `queue` while batches are submitted; the caller uses it again after `drain`.
+    private nonisolated(unsafe) let fingerprint: any InputFingerprint
     private let queue = DispatchQueue(label: "idpipe.plan.commit")
     private let writing = DispatchSemaphore(value: 1)
     private let failure = Mutex<(any Error)?>(nil)
 
-    init(store: any PlanStore) {
+    init(store: any PlanStore, fingerprint: any InputFingerprint) {
         self.store = store
+        self.fingerprint = fingerprint
     }
 
     func submit(_ batch: PlanBatch) {
@@ -207,7 +211,11 @@ final class OrderedCommitter: Sendable {
         queue.async { [self] in
             defer { writing.signal() }
             guard failure.withLock({ $0 == nil }) else { return }
-            do { try store.commit(batch) } catch { failure.withLock { $0 = error } }
+            do {
+                var batch = batch
+                batch.checkpoint.inputPrefixSHA256 = try fingerprint.advance(to: batch.checkpoint.input.offset)
+                try store.commit(batch)
+            } catch { failure.withLock { $0 = error } }
         }
     }
 
