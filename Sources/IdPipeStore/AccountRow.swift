@@ -3,19 +3,25 @@ import GRDB
 import IdPipeCore
 
 /// How an account outcome is kept in the `account` table.
-struct AccountRow {
-    let arguments: StatementArguments
-
-    init(_ outcome: AccountOutcome) {
+enum AccountRow {
+    /// Binds the outcome's columns in the order of the `account` table's INSERT.
+    static func bind(_ outcome: AccountOutcome, to insert: inout RawInsert) {
         let account = outcome.account
         let (selection, detail) = Self.selection(outcome.selection)
-        arguments = [
-            outcome.sequence, account.localId, outcome.position.file, outcome.position.line,
-            outcome.relay.map { "\($0.relayClass)" }, outcome.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.labels.joined(separator: ", ") },
-            selection, detail, outcome.name.map(Self.name), account.email, account.displayName, account.phoneNumber,
-            account.providers.map(\.providerId).sorted().joined(separator: " "),
-            outcome.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" },
-        ]
+        insert.bind(outcome.sequence)
+        insert.bind(account.localId)
+        insert.bind(outcome.position.file)
+        insert.bind(outcome.position.line)
+        insert.bind(outcome.relay.map { "\($0.relayClass)" })
+        insert.bind(outcome.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.labels.joined(separator: ", ") })
+        insert.bind(selection)
+        insert.bind(detail)
+        insert.bind(outcome.name.map(Self.name))
+        insert.bind(account.email)
+        insert.bind(account.displayName)
+        insert.bind(account.phoneNumber)
+        insert.bind(account.providers.map(\.providerId).sorted().joined(separator: " "))
+        insert.bind(outcome.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" })
     }
 
     static func selection(_ outcome: SelectionOutcome) -> (String, String?) {

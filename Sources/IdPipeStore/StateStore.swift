@@ -76,22 +76,27 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     /// Writes one batch and its checkpoint in one transaction: after a crash the store holds all of it or none.
     public func commit(_ batch: PlanBatch) throws {
         try queue.write { db in
-            let accountInsert = try db.cachedStatement(sql: """
+            var accountInsert = try RawInsert(db, sql: """
                 INSERT INTO account (seq, uid, file, line, relay, consent_review, selection, selection_detail, name_outcome, email, display_name, phone, providers, deletion_request)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
-            let actionInsert = try db.cachedStatement(sql: """
+            var actionInsert = try RawInsert(db, sql: """
                 INSERT INTO action (seq, uid, kind, step, state, detail, reason, value, attempts, updated_at)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
                 """)
             for outcome in batch.accounts {
-                let row = AccountRow(outcome)
-                try accountInsert.execute(arguments: row.arguments)
+                AccountRow.bind(outcome, to: &accountInsert)
+                try accountInsert.run()
                 for action in outcome.actions {
-                    try actionInsert.execute(arguments: [
-                        outcome.sequence, outcome.account.localId, action.kind.rawValue, action.kind.order, action.state.rawValue,
-                        action.detail, action.reason, action.value, 0,
-                    ])
+                    actionInsert.bind(outcome.sequence)
+                    actionInsert.bind(outcome.account.localId)
+                    actionInsert.bind(action.kind.rawValue)
+                    actionInsert.bind(action.kind.order)
+                    actionInsert.bind(action.state.rawValue)
+                    actionInsert.bind(action.detail)
+                    actionInsert.bind(action.reason)
+                    actionInsert.bind(action.value)
+                    try actionInsert.run()
                 }
             }
             let quarantineInsert = try db.cachedStatement(sql: "INSERT INTO quarantine (seq, file, line, uid, field, reason) VALUES (?, ?, ?, ?, ?, ?)")

@@ -147,4 +147,34 @@ final class CountingFingerprint: InputFingerprint {
         #expect(loaded.seenIdHashes == [1, 2, UInt64.max])
         #expect(loaded.importFileLength == 9)
     }
+
+    /// Rows are bound through SQLite's C API: an empty text stays empty (not NULL), NULL stays NULL, and text outside
+    /// ASCII is stored as it is.
+    @Test func accountRowsKeepTextAsGiven() throws {
+        let store = try StateStore()
+        let processor = AccountProcessor(pipeline: try pipeline, sideInputs: SideInputs(), asOf: asOf)
+        let account = Account(localId: "ü-1", email: "josé@bücher.example", displayName: "", disabled: true,
+                              providers: [ProviderLink(providerId: "google.com", rawId: "g1", displayName: "山田太郎")])
+        guard case .account(var outcome) = processor.process(account, position: SourcePosition(file: "f.json", line: 3), sequence: 0) else {
+            Issue.record("not processed")
+            return
+        }
+        outcome.sequence = 5
+        // As stored, whatever normalizing made of them.
+        outcome.account.email = "josé@bücher.example"
+        outcome.account.displayName = ""
+        var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: 1, line: 2, records: 1, state: nil), inputPrefixSHA256: "x",
+                                                         tally: Tally(), nextSequence: 6, seenIdHashes: [], importFileLength: 0))
+        batch.accounts = [outcome]
+        try store.commit(batch)
+        var rows: [ReportAccount] = []
+        var actions: [ReportAction] = []
+        try store.accountsWithActions { rows.append($0); actions.append(contentsOf: $1) }
+        let row = try #require(rows.first)
+        #expect(rows.count == 1)
+        #expect([row.uid, row.file, row.email, row.displayName, row.providers] == ["ü-1", "f.json", "josé@bücher.example", "", "google.com"])
+        #expect(row.sequence == 5 && row.line == 3 && row.phone == nil && row.deletionRequest == nil)
+        #expect(actions.map(\.kind) == outcome.actions.map(\.kind.rawValue))
+        #expect(actions.allSatisfy { $0.sequence == 5 && $0.uid == "ü-1" })
+    }
 }
