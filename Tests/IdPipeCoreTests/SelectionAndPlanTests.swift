@@ -216,4 +216,36 @@ import Testing
         let built = KeyedRows(["x": 7, "y": 8])
         #expect(built["x"] == 7 && built["y"] == 8 && built.count == 2)
     }
+
+    /// Many rows, as a side input holds them: the same answers as a dictionary through growth, updates and removals,
+    /// for ids that are there and ids that are not.
+    @Test func answersAsADictionaryDoes() {
+        var generator = SeededGenerator(seed: 7)
+        var rows = KeyedRows<Int>()
+        var reference: [String: Int] = [:]
+        let ids = (0..<5000).map { "id-\($0 * 7919 % 10007)-" + String(repeating: "x", count: $0 % 30) }
+        for step in 0..<20000 {
+            let id = ids[Int.random(in: 0..<ids.count, using: &generator)]
+            let value = step % 10 == 9 ? nil : step
+            rows[id] = value
+            reference[id] = value
+        }
+        #expect(rows.count == reference.count)
+        for id in ids + ["absent", "", "id-1"] { #expect(rows[id] == reference[id], "\(id)") }
+    }
+}
+
+/// SplitMix64: the same sequence on every run, so a failing case can be replayed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
 }
