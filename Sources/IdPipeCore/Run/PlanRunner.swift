@@ -113,7 +113,8 @@ public final class PlanRunner {
         let started = clock()
         var batches = 0
         let processor = self.processor
-        while try committer.check(), let batch = try source.nextBatch(records: batchRecords, parts: pool.width) {
+        // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
+        while try committer.check(), let batch = try source.nextBatch(records: batchRecords, parts: pool.width * 4) {
             // The workers decode, process, hash the ids and count; this thread only checks the ids for duplicates,
             // numbers the records and gathers the rows to store.
             let parts = pool.map(batch.partCount) { part in ProcessedPart(batch.decode(part: part), processor: processor) }
