@@ -16,7 +16,9 @@ public final class CSVRecordReader {
 
     private let fd: Int32
     private var parser = csv_parser()
-    private let sink = FieldSink()
+    /// libcsv's callbacks write here. A struct behind a pointer: a class's fields would be checked for exclusive
+    /// access on each of the ~53 callbacks per record, which cost more than the append.
+    private let sink: UnsafeMutablePointer<FieldSink>
     private var chunk: [UInt8]
     private var chunkStart: Int64 = 0
     private var chunkLength = 0
@@ -38,8 +40,12 @@ public final class CSVRecordReader {
         fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw CSVReadError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         chunk = [UInt8](repeating: 0, count: chunkSize)
+        sink = .allocate(capacity: 1)
+        sink.initialize(to: FieldSink())
         guard startParser() else {
             close(fd)
+            sink.deinitialize(count: 1)
+            sink.deallocate()
             throw CSVReadError(path: path, message: "libcsv could not start")
         }
         self.line = line - 1
@@ -50,6 +56,8 @@ public final class CSVRecordReader {
     deinit {
         csv_free(&parser)
         close(fd)
+        sink.deinitialize(count: 1)
+        sink.deallocate()
     }
 
     /// The next record or malformed stretch; nil at the end of the file.
@@ -95,7 +103,7 @@ public final class CSVRecordReader {
         let lineEnd = lineStart + Int64(lineLength)
         if complete { line += 1 }
         let consumed = chunk.withUnsafeBytes { buffer in
-            csv_parse(&parser, buffer.baseAddress! + cursor, lineLength, fieldCallback, recordCallback, Unmanaged.passUnretained(sink).toOpaque())
+            csv_parse(&parser, buffer.baseAddress! + cursor, lineLength, fieldCallback, recordCallback, UnsafeMutableRawPointer(sink))
         }
         cursor += lineLength
         recordBytes += lineLength
@@ -114,14 +122,14 @@ public final class CSVRecordReader {
     }
 
     private func emitRecords(lastLine: Int, endOffset: Int64) {
-        guard !sink.records.isEmpty else { return }
-        for var record in sink.records {
+        guard !sink.pointee.records.isEmpty else { return }
+        for var record in sink.pointee.records {
             record.firstLine = recordStartLine
             record.lastLine = lastLine
             record.endOffset = endOffset
             pending.append(.record(record))
         }
-        sink.records.removeAll(keepingCapacity: true)
+        sink.pointee.records.removeAll(keepingCapacity: true)
     }
 
     /// libcsv in strict mode, keeping spaces around unquoted fields (its default trims them).
@@ -138,13 +146,13 @@ public final class CSVRecordReader {
         pending.append(.malformed(CSVMalformedRecord(firstLine: startLine, lastLine: lastLine, reason: reason, endOffset: resumeOffset)))
         csv_free(&parser)
         _ = startParser()
-        sink.reset()
+        sink.pointee.reset()
         restart(at: resumeOffset, line: startLine + 1)
     }
 
     private func finish() {
         finished = true
-        let result = csv_fini(&parser, fieldCallback, recordCallback, Unmanaged.passUnretained(sink).toOpaque())
+        let result = csv_fini(&parser, fieldCallback, recordCallback, UnsafeMutableRawPointer(sink))
         let end = chunkStart + Int64(chunkLength)
         if result != 0 {
             finished = false
@@ -206,13 +214,13 @@ public final class CSVRecordReader {
     }
 }
 
-/// Collects libcsv's callbacks into records. Passed to C as an unretained context pointer.
-final class FieldSink {
+/// Collects libcsv's callbacks into records. Passed to C as the context pointer.
+struct FieldSink {
     var bytes: [UInt8] = []
     var fieldEnds: [Int] = []
     var records: [CSVRecord] = []
 
-    func reset() {
+    mutating func reset() {
         bytes.removeAll(keepingCapacity: true)
         fieldEnds.removeAll(keepingCapacity: true)
         records.removeAll(keepingCapacity: true)
@@ -223,18 +231,19 @@ final class FieldSink {
 private func keepSpaces(_ byte: UInt8) -> Int32 { 0 }
 
 private func fieldCallback(_ data: UnsafeMutableRawPointer?, _ length: Int, _ context: UnsafeMutableRawPointer?) {
-    let sink = Unmanaged<FieldSink>.fromOpaque(context!).takeUnretainedValue()
+    let sink = context!.assumingMemoryBound(to: FieldSink.self)
     if let data, length > 0 {
-        sink.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+        sink.pointee.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
     }
-    sink.fieldEnds.append(sink.bytes.count)
+    sink.pointee.fieldEnds.append(sink.pointee.bytes.count)
 }
 
 private func recordCallback(_ terminator: Int32, _ context: UnsafeMutableRawPointer?) {
-    let sink = Unmanaged<FieldSink>.fromOpaque(context!).takeUnretainedValue()
+    let sink = context!.assumingMemoryBound(to: FieldSink.self)
     // Copies of exactly the record's size. Handing over the sink's own arrays would give every record a buffer as
     // large as the largest record so far, and make the sink allocate a new one of that size for the next.
-    sink.records.append(CSVRecord(bytes: Array(sink.bytes[...]), fieldEnds: Array(sink.fieldEnds[...]), firstLine: 0, lastLine: 0, endOffset: 0))
-    sink.bytes.removeAll(keepingCapacity: true)
-    sink.fieldEnds.removeAll(keepingCapacity: true)
+    sink.pointee.records.append(CSVRecord(bytes: Array(sink.pointee.bytes[...]), fieldEnds: Array(sink.pointee.fieldEnds[...]),
+                                          firstLine: 0, lastLine: 0, endOffset: 0))
+    sink.pointee.bytes.removeAll(keepingCapacity: true)
+    sink.pointee.fieldEnds.removeAll(keepingCapacity: true)
 }
