@@ -32,15 +32,15 @@ extension StateStore: ReportSource {
 
     public func accounts(_ list: AccountList?, limit: Int?, _ body: (ReportAccount) throws -> Void) throws {
         try queue.read { db in
-            let rows = try Row.fetchCursor(db, sql: Self.accountSQL(list, limit: limit))
-            while let row = try rows.next() { try body(Self.account(row)) }
+            let rows = try RawRows(db, sql: Self.accountSQL(list, limit: limit))
+            while try rows.next() { try body(Self.account(rows)) }
         }
     }
 
     public func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws {
         try queue.read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step \(limit.map { "LIMIT \($0)" } ?? "")")
-            while let row = try rows.next() { try body(Self.action(row)) }
+            let rows = try RawRows(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step \(limit.map { "LIMIT \($0)" } ?? "")")
+            while try rows.next() { try body(Self.action(rows)) }
         }
     }
 
@@ -48,15 +48,15 @@ extension StateStore: ReportSource {
     public func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws {
         try queue.read { db in
             // The actions come with each account, so the name update's value is not looked up a second time.
-            let accounts = try Row.fetchCursor(db, sql: Self.accountSQL(nil, limit: nil, newName: false))
-            let actions = try Row.fetchCursor(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step")
-            var next = try actions.next().map(Self.action)
-            while let row = try accounts.next() {
-                let account = Self.account(row)
+            let accounts = try RawRows(db, sql: Self.accountSQL(nil, limit: nil, newName: false))
+            let actions = try RawRows(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step")
+            var next = try actions.next() ? Self.action(actions) : nil
+            while try accounts.next() {
+                let account = Self.account(accounts, newName: false)
                 var own: [ReportAction] = []
                 while let action = next, action.sequence <= account.sequence {
                     if action.sequence == account.sequence { own.append(action) }
-                    next = try actions.next().map(Self.action)
+                    next = try actions.next() ? Self.action(actions) : nil
                 }
                 try body(account, own)
             }
@@ -74,18 +74,21 @@ extension StateStore: ReportSource {
     }
 
     // Rows are read by position (in the order of the SELECT lists): a lookup by name costs more than the value.
-    private static func account(_ row: Row) -> ReportAccount {
+    private static func account(_ row: RawRows, newName: Bool = true) -> ReportAccount {
         ReportAccount(
-            sequence: row[0], uid: row[1], file: row[2], line: row[3], relay: row[4], consentReview: row[5], selection: row[6],
-            selectionDetail: row[7], nameOutcome: row[8], email: row[9], displayName: row[10], phone: row[11], providers: row[12],
-            deletionRequest: row[13], newName: row.count > 14 ? row[14] : nil)
+            sequence: row.integer(0), uid: row.string(1), file: row.string(2), line: Int(row.integer(3)), relay: row.text(4),
+            consentReview: row.text(5), selection: row.string(6), selectionDetail: row.text(7), nameOutcome: row.text(8), email: row.text(9),
+            displayName: row.text(10), phone: row.text(11), providers: row.string(12), deletionRequest: row.text(13),
+            newName: newName ? row.text(14) : nil)
     }
 
     private static let actionColumns = "seq, uid, kind, state, detail, reason, value, attempts, result, policy, resent, dry_count, dry_detail, deleted_count"
 
-    private static func action(_ row: Row) -> ReportAction {
-        ReportAction(sequence: row[0], uid: row[1], kind: row[2], state: row[3], detail: row[4], reason: row[5], value: row[6], attempts: row[7],
-                     result: row[8], policy: row[9], resent: row[10], wouldDelete: row[11], counted: row[12], deleted: row[13])
+    private static func action(_ row: RawRows) -> ReportAction {
+        ReportAction(sequence: row.integer(0), uid: row.string(1), kind: row.string(2), state: row.string(3), detail: row.string(4),
+                     reason: row.text(5), value: row.text(6), attempts: Int(row.integer(7)), result: row.text(8), policy: row.text(9),
+                     resent: Int(row.integer(10)), wouldDelete: row.optionalInteger(11).map(Int.init), counted: row.text(12),
+                     deleted: row.optionalInteger(13).map(Int.init))
     }
 
     public func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws {
