@@ -1,3 +1,4 @@
+import IdPipeCore
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -39,7 +40,7 @@ enum Console {
 }
 
 /// A buffered file for reports.
-final class FileOutput: TextOutputStream {
+final class FileOutput: TextOutputStream, ByteSink {
     private let file: UnsafeMutablePointer<FILE>
     let path: String
 
@@ -51,6 +52,10 @@ final class FileOutput: TextOutputStream {
 
     func write(_ string: String) {
         fputs(string, file)
+    }
+
+    func write(bytes: UnsafeRawBufferPointer) {
+        fwrite(bytes.baseAddress, 1, bytes.count, file)
     }
 
     func close() {

@@ -28,11 +28,12 @@ public struct JSONReport {
         // Accounts are appended to one buffer that goes out in pieces of 64 KiB: a `write` and a few strings per
         // account cost more than the text itself.
         var buffer = ReportBuffer()
+        var scratch: [UInt8] = []
         var first = true
         try source.accountsWithActions { account, actions in
             buffer.bytes.put(first ? "\n    " : ",\n    ")
             first = false
-            appendAccount(account, actions, to: &buffer.bytes)
+            appendAccount(account, actions, to: &buffer.bytes, scratch: &scratch)
             buffer.flush(whenFull: &out)
         }
         buffer.flush(&out)
@@ -49,35 +50,42 @@ public struct JSONReport {
 }
 
 extension JSONReport {
-    /// One account with its actions, as one line of the `accounts` array.
-    func appendAccount(_ account: ReportAccount, _ actions: [ReportAction], to out: inout [UInt8]) {
+    /// One account with its actions, as one line of the `accounts` array. `scratch` holds each masked value on its
+    /// way to the line (reused, so masking allocates nothing per account).
+    func appendAccount(_ account: ReportAccount, _ actions: [ReportAction], to out: inout [UInt8], scratch: inout [UInt8]) {
         out.put("{\"uid\": ")
         JSONText.append(account.uid, to: &out)
-        out.put(", \"source\": ")
-        JSONText.append("\(account.file):\(account.line)", to: &out)
-        out.put(", \"email\": ")
-        JSONText.append(account.email.map { masking.email($0) }, to: &out)
+        out.put(", \"source\": \"")
+        JSONText.appendEscaped(account.file.utf8, to: &out)
+        out.append(UInt8(ascii: ":"))
+        out.put(String(account.line))
+        out.put("\", \"email\": ")
+        appendMasked(account.email, masking.email, to: &out, scratch: &scratch)
         out.put(", \"displayName\": ")
-        JSONText.append(account.displayName.map { masking.name($0) }, to: &out)
+        appendMasked(account.displayName, masking.name, to: &out, scratch: &scratch)
         out.put(", \"phoneNumber\": ")
-        JSONText.append(account.phone.map { masking.phone($0) }, to: &out)
+        appendMasked(account.phone, masking.phone, to: &out, scratch: &scratch)
         out.put(", \"providers\": [")
         // Provider ids are stored separated by single spaces (a space byte never falls inside a multi-byte character).
-        for (index, provider) in account.providers.utf8.split(separator: UInt8(ascii: " ")).enumerated() {
-            if index > 0 { out.put(", ") }
-            JSONText.append(String(Substring(provider)), to: &out)
+        var first = true
+        for provider in account.providers.utf8.split(separator: UInt8(ascii: " ")) {
+            out.put(first ? "\"" : ", \"")
+            first = false
+            JSONText.appendEscaped(provider, to: &out)
+            out.append(UInt8(ascii: "\""))
         }
-        let fields: [(String, String?)] = [
-            ("relay", account.relay), ("consentReview", account.consentReview), ("selection", account.selection),
-            ("selectionDetail", account.selectionDetail), ("deletionRequest", account.deletionRequest), ("name", account.nameOutcome),
-        ]
-        out.put("]")
-        for (name, value) in fields {
-            out.put(", \"")
-            out.put(name)
-            out.put("\": ")
-            JSONText.append(value, to: &out)
-        }
+        out.put("], \"relay\": ")
+        JSONText.append(account.relay, to: &out)
+        out.put(", \"consentReview\": ")
+        JSONText.append(account.consentReview, to: &out)
+        out.put(", \"selection\": ")
+        JSONText.append(account.selection, to: &out)
+        out.put(", \"selectionDetail\": ")
+        JSONText.append(account.selectionDetail, to: &out)
+        out.put(", \"deletionRequest\": ")
+        JSONText.append(account.deletionRequest, to: &out)
+        out.put(", \"name\": ")
+        JSONText.append(account.nameOutcome, to: &out)
         out.put(", \"actions\": [")
         for (index, action) in actions.enumerated() {
             out.put(index == 0 ? "{\"kind\": " : ", {\"kind\": ")
@@ -89,7 +97,7 @@ extension JSONReport {
             out.put(", \"reason\": ")
             JSONText.append(action.reason, to: &out)
             out.put(", \"value\": ")
-            JSONText.append(action.value.map { masking.name($0) }, to: &out)
+            appendMasked(action.value, masking.name, to: &out, scratch: &scratch)
             out.put(", \"result\": ")
             JSONText.append(action.result, to: &out)
             out.put(", \"policy\": ")
@@ -108,6 +116,16 @@ extension JSONReport {
         }
         out.put("]}")
     }
+
+    /// The masked value as a JSON string, or null.
+    private func appendMasked(_ value: String?, _ mask: (String, inout [UInt8]) -> Void, to out: inout [UInt8], scratch: inout [UInt8]) {
+        guard let value else { return out.put("null") }
+        scratch.removeAll(keepingCapacity: true)
+        mask(value, &scratch)
+        out.append(UInt8(ascii: "\""))
+        JSONText.appendEscaped(scratch, to: &out)
+        out.append(UInt8(ascii: "\""))
+    }
 }
 
 /// Text gathered for a stream as UTF-8 and handed over in pieces of about 64 KiB.
@@ -125,9 +143,19 @@ struct ReportBuffer {
 
     mutating func flush(_ out: inout some TextOutputStream) {
         guard !bytes.isEmpty else { return }
-        out.write(String(decoding: bytes, as: UTF8.self))
+        if let sink = out as? any ByteSink {
+            bytes.withUnsafeBytes { sink.write(bytes: $0) }
+        } else {
+            out.write(String(decoding: bytes, as: UTF8.self))
+        }
         bytes.removeAll(keepingCapacity: true)
     }
+}
+
+/// An output that takes UTF-8 as bytes (a file): reports hand it their buffers without making a String of them
+/// (which checks the UTF-8 again, 115 MB of it for the JSON report of a million accounts).
+public protocol ByteSink: AnyObject {
+    func write(bytes: UnsafeRawBufferPointer)
 }
 
 extension [UInt8] {
@@ -247,9 +275,14 @@ public enum JSONText {
         }
         out.append(UInt8(ascii: "\""))
         let utf8 = value.utf8
-        guard any(utf8, { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
+        if utf8.withContiguousStorageIfAvailable({ appendEscaped($0, to: &out) }) == nil { appendEscaped(Array(utf8), to: &out) }
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends UTF-8 text escaped for the inside of a JSON string (without the quotes).
+    public static func appendEscaped(_ utf8: some Collection<UInt8>, to out: inout [UInt8]) {
+        guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
             out.append(contentsOf: utf8)
-            out.append(UInt8(ascii: "\""))
             return
         }
         for byte in utf8 {
@@ -265,7 +298,6 @@ public enum JSONText {
             default: out.append(byte)
             }
         }
-        out.append(UInt8(ascii: "\""))
     }
 
     /// Whether any byte matches, scanned on the string's own storage when it has one (much faster than the view).

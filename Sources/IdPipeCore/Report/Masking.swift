@@ -9,46 +9,76 @@ public struct Masking: Sendable {
     /// `jane.doe@example.com` → `j•••@example.com`. The domain stays: it tells relay from real addresses.
     public func email(_ value: String?) -> String {
         guard let value else { return "" }
-        if reveal { return value }
-        if let fast = Self.plainASCII(value, { bytes in
-            guard let at = bytes.lastIndex(of: UInt8(ascii: "@")) else { return Self.dots }
-            return [bytes[0]] + Self.dots + bytes[at...]
-        }) { return fast }
-        guard let at = value.lastIndex(of: "@") else { return "•••" }
-        return String(value.prefix(1)) + "•••" + value[at...]
+        return Self.text { email(value, into: &$0) }
     }
 
     /// `Jane Doe` → `J••• D•••`; `山田太郎` → `山•••`.
     public func name(_ value: String?) -> String {
         guard let value else { return "" }
-        if reveal { return value }
-        if let fast = Self.plainASCII(value, { bytes in
-            var out: [UInt8] = []
-            for word in bytes.split(separator: UInt8(ascii: " ")) {
-                if !out.isEmpty { out.append(UInt8(ascii: " ")) }
-                out.append(word.first!)
-                out += Self.dots
-            }
-            return out
-        }) { return fast }
-        return value.split(separator: " ").map { String($0.prefix(1)) + "•••" }.joined(separator: " ")
+        return Self.text { name(value, into: &$0) }
     }
 
     /// `+14155550100` → `+1•••••••00`.
     public func phone(_ value: String?) -> String {
         guard let value else { return "" }
-        if reveal || value.count < 5 { return reveal ? value : "•••" }
-        return String(value.prefix(2)) + String(repeating: "•", count: value.count - 4) + String(value.suffix(2))
+        return Self.text { phone(value, into: &$0) }
     }
 
+    /// Appends the masked address's UTF-8 (the value itself when revealed).
+    public func email(_ value: String, into out: inout [UInt8]) {
+        if reveal { return out.append(contentsOf: value.utf8) }
+        if Self.plainASCII(value, into: &out, { bytes, out in
+            guard let at = bytes.lastIndex(of: UInt8(ascii: "@")) else { return out.append(contentsOf: Self.dots) }
+            out.append(bytes[0])
+            out.append(contentsOf: Self.dots)
+            out.append(contentsOf: bytes[at...])
+        }) { return }
+        guard let at = value.lastIndex(of: "@") else { return out.append(contentsOf: Self.dots) }
+        out.append(contentsOf: (String(value.prefix(1)) + "•••" + value[at...]).utf8)
+    }
+
+    /// Appends the masked name's UTF-8: each word's first character and dots.
+    public func name(_ value: String, into out: inout [UInt8]) {
+        if reveal { return out.append(contentsOf: value.utf8) }
+        if Self.plainASCII(value, into: &out, { bytes, out in
+            var first = true
+            for word in bytes.split(separator: UInt8(ascii: " ")) {
+                if !first { out.append(UInt8(ascii: " ")) }
+                first = false
+                out.append(word.first!)
+                out.append(contentsOf: Self.dots)
+            }
+        }) { return }
+        out.append(contentsOf: value.split(separator: " ").map { String($0.prefix(1)) + "•••" }.joined(separator: " ").utf8)
+    }
+
+    /// Appends the masked number's UTF-8: the first two and last two characters; `•••` when shorter than five.
+    public func phone(_ value: String, into out: inout [UInt8]) {
+        if reveal { return out.append(contentsOf: value.utf8) }
+        let count = value.count
+        guard count >= 5 else { return out.append(contentsOf: Self.dots) }
+        out.append(contentsOf: value.prefix(2).utf8)
+        for _ in 0..<(count - 4) { out.append(contentsOf: Self.dot) }
+        out.append(contentsOf: value.suffix(2).utf8)
+    }
+
+    private static let dot = Array("•".utf8)
     private static let dots = Array("•••".utf8)
 
+    private static func text(_ build: (inout [UInt8]) -> Void) -> String {
+        var bytes: [UInt8] = []
+        build(&bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
     /// Reports mask hundreds of thousands of values: for printable ASCII (no CR, so every byte is a Character) the
-    /// mask is built on bytes, with the same result as the Character-based rules above, which handle the rest.
-    static func plainASCII(_ value: String, _ mask: (UnsafeBufferPointer<UInt8>) -> [UInt8]) -> String? {
-        value.utf8.withContiguousStorageIfAvailable { bytes -> String? in
-            guard !bytes.isEmpty, !bytes.contains(where: { $0 >= 0x80 || $0 == 0x0D }) else { return nil }
-            return String(decoding: mask(bytes), as: UTF8.self)
-        } ?? nil
+    /// mask is built on bytes, with the same result as the Character-based rules, which handle the rest. False when
+    /// the value is not such text (nothing is appended then).
+    static func plainASCII(_ value: String, into out: inout [UInt8], _ mask: (UnsafeBufferPointer<UInt8>, inout [UInt8]) -> Void) -> Bool {
+        value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.isEmpty, !bytes.contains(where: { $0 >= 0x80 || $0 == 0x0D }) else { return false }
+            mask(bytes, &out)
+            return true
+        } ?? false
     }
 }
