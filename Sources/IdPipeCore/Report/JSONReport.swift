@@ -74,41 +74,29 @@ extension JSONReport {
             JSONText.appendEscaped(provider, to: &out)
             out.append(UInt8(ascii: "\""))
         }
-        out.put("], \"relay\": ")
-        JSONText.append(account.relay, to: &out)
-        out.put(", \"consentReview\": ")
-        JSONText.append(account.consentReview, to: &out)
-        out.put(", \"selection\": ")
-        JSONText.append(account.selection, to: &out)
-        out.put(", \"selectionDetail\": ")
-        JSONText.append(account.selectionDetail, to: &out)
-        out.put(", \"deletionRequest\": ")
-        JSONText.append(account.deletionRequest, to: &out)
-        out.put(", \"name\": ")
-        JSONText.append(account.nameOutcome, to: &out)
+        JSONText.member("], \"relay\": ", account.relay, to: &out)
+        JSONText.member(", \"consentReview\": ", account.consentReview, to: &out)
+        JSONText.member(", \"selection\": ", account.selection, to: &out)
+        JSONText.member(", \"selectionDetail\": ", account.selectionDetail, to: &out)
+        JSONText.member(", \"deletionRequest\": ", account.deletionRequest, to: &out)
+        JSONText.member(", \"name\": ", account.nameOutcome, to: &out)
         out.put(", \"actions\": [")
         for (index, action) in actions.enumerated() {
             out.put(index == 0 ? "{\"kind\": " : ", {\"kind\": ")
             JSONText.append(action.kind, to: &out)
-            out.put(", \"state\": ")
-            JSONText.append(action.state, to: &out)
-            out.put(", \"detail\": ")
-            JSONText.append(action.detail, to: &out)
-            out.put(", \"reason\": ")
-            JSONText.append(action.reason, to: &out)
+            JSONText.member(", \"state\": ", action.state, to: &out)
+            JSONText.member(", \"detail\": ", action.detail, to: &out)
+            JSONText.member(", \"reason\": ", action.reason, to: &out)
             out.put(", \"value\": ")
             appendMasked(action.value, masking.name, to: &out, scratch: &scratch)
-            out.put(", \"result\": ")
-            JSONText.append(action.result, to: &out)
-            out.put(", \"policy\": ")
-            JSONText.append(action.policy, to: &out)
+            JSONText.member(", \"result\": ", action.result, to: &out)
+            JSONText.member(", \"policy\": ", action.policy, to: &out)
             out.put(", \"attempts\": ")
             out.put(String(action.attempts))
             if ActionKind(rawValue: action.kind)?.isPathDeletion == true {
                 out.put(", \"wouldDelete\": ")
                 out.put(action.wouldDelete.map(String.init) ?? "null")
-                out.put(", \"counted\": ")
-                JSONText.append(action.counted, to: &out)
+                JSONText.member(", \"counted\": ", action.counted, to: &out)
                 out.put(", \"deleted\": ")
                 out.put(action.deleted.map(String.init) ?? "null")
             }
@@ -277,6 +265,13 @@ public enum JSONText {
         let utf8 = value.utf8
         if utf8.withContiguousStorageIfAvailable({ appendEscaped($0, to: &out) }) == nil { appendEscaped(Array(utf8), to: &out) }
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends `key` (the text before the value, such as `, "name": `) and the value's literal.
+    @inline(__always)
+    static func member(_ key: String, _ value: String?, to out: inout [UInt8]) {
+        out.put(key)
+        append(value, to: &out)
     }
 
     /// Appends UTF-8 text escaped for the inside of a JSON string (without the quotes).
