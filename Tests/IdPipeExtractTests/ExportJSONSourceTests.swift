@@ -84,6 +84,18 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(summary(try readRecords(text, batchBytes: 16)) == ["1:a", "1:b"])
     }
 
+    /// The word-at-a-time newline count agrees with a plain count, for bytes near 0x0A and every alignment.
+    @Test func countsNewlinesAsAPlainLoopDoes() {
+        var state: UInt64 = 42
+        let bytes: [UInt8] = (0..<4099).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return [0x0A, 0x0B, 0x09, 0x8A, 0x00, 0xFF, 0x7F, 0x20][Int(state >> 61)]
+        }
+        for (start, end) in [(0, 4099), (1, 4098), (3, 11), (7, 7), (5, 4096), (4090, 4099)] {
+            #expect(ExportJSONSource.countNewlines(bytes, start..<end) == bytes[start..<end].filter { $0 == 0x0A }.count, "\(start)..<\(end)")
+        }
+    }
+
     @Test func notAnExportFileIsAClearError() throws {
         let path = TemporaryFile.write("[1,2,3]", name: "export.json")
         #expect(throws: InputError.self) { try ExportJSONSource(path: path) }

@@ -130,11 +130,14 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
 
     public var count: Int { rows.count }
 
+    /// The row of `key`, whose `IdHash` the caller has already computed (for several lookups of one account).
+    public subscript(key: String, hash hash: UInt64) -> Value? {
+        let (_, row) = find(key, hash)
+        return row.map { rows[$0] }
+    }
+
     public subscript(key: String) -> Value? {
-        get {
-            let (_, row) = find(key, IdHash.of(key))
-            return row.map { rows[$0] }
-        }
+        get { self[key, hash: IdHash.of(key)] }
         set {
             let hash = IdHash.of(key)
             let (slot, found) = find(key, hash)

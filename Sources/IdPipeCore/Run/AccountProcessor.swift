@@ -26,17 +26,18 @@ public struct AccountProcessor: Sendable {
             return .quarantined(QuarantineEntry(position: position, localId: nil, field: "localId", reason: "is missing or empty"))
         }
         let uid = account.localId
-        let legacy = sideInputs.legacyNames[uid]
+        let idHash = IdHash.of(uid)
+        let legacy = sideInputs.legacyNames[uid, hash: idHash]
         let relay = pipeline.stages.detectRelay ? RelayDetection.classify(account, consentRecorded: legacy?.consent ?? false) : nil
         let isRelay = relay?.relayClass == .relayAddress
             || (relay == nil && (RelayDetection.isRelayAddress(account.email) || RelayDetection.isRelayAddress(account.provider(ProviderID.apple)?.email)))
-        let deletionRequest = sideInputs.deletionRequests[uid]
+        let deletionRequest = sideInputs.deletionRequests[uid, hash: idHash]
         let selection = selector.select(account, deletionRequest: deletionRequest)
 
         var actions: [PlannedAction] = []
         var name: NameOutcome?
         if selection.isSelected {
-            actions = planner.cleanup(for: account, credentials: sideInputs.credentials[uid])
+            actions = planner.cleanup(for: account, credentials: sideInputs.credentials[uid, hash: idHash])
         } else if let sources = pipeline.stages.backfillNames {
             // Names are filled only for accounts that stay.
             let outcome = NameBackfill.plan(account, isRelay: isRelay, legacy: legacy, sources: sources)
