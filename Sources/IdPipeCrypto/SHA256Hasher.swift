@@ -39,10 +39,15 @@ public final class SHA256Hasher {
         Hex.encode(digestSoFar())
     }
 
+    /// One-shot (the side inputs fingerprint every stored token: a context per call would cost more than the hash).
     public static func digest(_ bytes: some Sequence<UInt8>) -> [UInt8] {
-        let hasher = SHA256Hasher()
-        hasher.update(bytes)
-        return hasher.digestSoFar()
+        let input = Array(bytes)
+        var output = [UInt8](repeating: 0, count: 32)
+        var length: UInt32 = 0
+        input.withUnsafeBytes { buffer in
+            _ = EVP_Digest(buffer.baseAddress, buffer.count, &output, &length, EVP_sha256(), nil)
+        }
+        return output
     }
 
     public static func hexDigest(_ text: String) -> String {

@@ -9,7 +9,7 @@ extension SideInputReader {
     public static func storedTokens(_ path: String) throws -> KeyedRows<StoredCredentials> {
         var result = KeyedRows<StoredCredentials>()
         try forEachLine(path) { text, number in
-            if text.allSatisfy({ $0 == " " || $0 == "\t" }) { return }
+            if text.utf8.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
             func fail(_ message: String) -> InputError {
                 InputError(path: path, position: SourcePosition(file: path, line: number), message: message)
             }
