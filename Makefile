@@ -55,9 +55,10 @@ samples:
 	python3 Scripts/gen_samples.py --accounts $(N) --seed $(SEED) --out-dir bench-data --format both --side-inputs
 
 # Plans a generated N-account export (JSON and CSV) in release mode; prints wall time, peak RSS and accounts/s.
+# RUNS=3 plans each format three times, alternating, and prints the median (timings here vary from run to run).
 bench: deps
 	$(SWIFT) build -c release --product idpipe
-	python3 Scripts/bench.py --accounts $(N) --binary $$($(SWIFT) build -c release --show-bin-path)/idpipe
+	python3 Scripts/bench.py --accounts $(N) --runs $(or $(RUNS),1) --binary $$($(SWIFT) build -c release --show-bin-path)/idpipe
 
 # Starts the sandbox in the foreground on port 8790 with the sample accounts (keys in out/sandbox, made once).
 sandbox: build

@@ -6,12 +6,16 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--accounts", type=int, default=1_000_000)
 parser.add_argument("--binary", required=True)
 parser.add_argument("--dir", default="bench-data")
+parser.add_argument("--runs", type=int, default=1,
+                    help="plans of each format, alternating; with more than one, also prints the median and the spread "
+                         "(wall times on a shared 2-core machine vary by 15 %% or more from run to run)")
 args = parser.parse_args()
 os.makedirs(args.dir, exist_ok=True)
 prefix = f"bench-{args.accounts}"
 if not os.path.exists(f"{args.dir}/{prefix}.csv"):
     subprocess.run([sys.executable, "Scripts/gen_samples.py", "--accounts", str(args.accounts), "--seed", "42",
                     "--out-dir", args.dir, "--prefix", prefix, "--format", "both", "--side-inputs"], check=True)
+pipelines = {}
 for fmt in ("json", "csv"):
     pipeline = f"{args.dir}/bench-{fmt}.yaml"
     with open(pipeline, "w") as f:
@@ -19,15 +23,34 @@ for fmt in ("json", "csv"):
                 "inputs: {legacy_names: legacy-names.csv, deletion_requests: deletion-requests.csv, stored_tokens: stored-tokens.jsonl}\n"
                 "select: {deletion_requested: true}\n"
                 "stages: {backfill_names: {sources: [legacy, provider:facebook.com]}, revoke: true, delete: {when_not_revocable: delete}}\n")
+    pipelines[fmt] = pipeline
+
+
+def plan(fmt):
     out = f"{args.dir}/out-{fmt}"
     subprocess.run(["rm", "-rf", out])
     start = time.monotonic()
     # wait4 gives this child's own rusage; RUSAGE_CHILDREN would be the maximum over every child so far.
-    child = subprocess.Popen([args.binary, "plan", pipeline, "--out", out, "--as-of", "2026-11-21T00:00:00Z"],
+    child = subprocess.Popen([args.binary, "plan", pipelines[fmt], "--out", out, "--as-of", "2026-11-21T00:00:00Z"],
                              stdout=subprocess.DEVNULL)
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.monotonic() - start
     code = os.waitstatus_to_exitcode(status)
     size = os.path.getsize(f"{args.dir}/{prefix}.{fmt}")
     print(f"{fmt}: {args.accounts} accounts, {size / 1e6:.0f} MB, wall {wall:.2f} s, peak RSS {usage.ru_maxrss / 1024:.0f} MB, "
-          f"{args.accounts / wall:,.0f} accounts/s, exit {code}")
+          f"{args.accounts / wall:,.0f} accounts/s, exit {code}", flush=True)
+    return wall, usage.ru_maxrss / 1024, code
+
+
+results = {"json": [], "csv": []}
+for _ in range(max(1, args.runs)):
+    for fmt in ("json", "csv"):
+        results[fmt].append(plan(fmt))
+if args.runs > 1:
+    for fmt, runs in results.items():
+        walls = sorted(wall for wall, _, _ in runs)
+        median = walls[len(walls) // 2] if len(walls) % 2 else (walls[len(walls) // 2 - 1] + walls[len(walls) // 2]) / 2
+        print(f"{fmt}: median of {len(walls)} runs {median:.2f} s ({args.accounts / median:,.0f} accounts/s), "
+              f"fastest {walls[0]:.2f} s, slowest {walls[-1]:.2f} s, peak RSS at most {max(rss for _, rss, _ in runs):.0f} MB")
+codes = [code for runs in results.values() for _, _, code in runs]
+sys.exit(next((code for code in codes if code != 0), 0))
