@@ -27,6 +27,34 @@ public struct CSVRecord: Sendable {
     public func field(_ index: Int) -> String? {
         fieldBytes(index).withUnsafeBufferPointer(UTF8Text.validated)
     }
+
+    /// The first `count` fields as text (nil for an empty field) in one pass over the record's storage; or the index
+    /// of the first field that is not valid UTF-8. A decoder that wants every column saves a slice per field this way.
+    public func texts(_ count: Int) -> Result<[String?], InvalidField> {
+        var texts: [String?] = []
+        texts.reserveCapacity(count)
+        let invalid: Int? = bytes.withUnsafeBufferPointer { all in
+            fieldEnds.withUnsafeBufferPointer { ends in
+                var start = 0
+                for index in 0..<min(count, ends.count) {
+                    let end = ends[index]
+                    if end == start {
+                        texts.append(nil)
+                    } else {
+                        guard let text = UTF8Text.validated(UnsafeBufferPointer(rebasing: all[start..<end])) else { return index }
+                        texts.append(text)
+                    }
+                    start = end
+                }
+                return nil
+            }
+        }
+        return invalid.map { .failure(InvalidField(index: $0)) } ?? .success(texts)
+    }
+
+    public struct InvalidField: Error {
+        public var index: Int
+    }
 }
 
 /// Validated UTF-8 text. ASCII (most values) skips the generic validating initializer, which is slow per call.

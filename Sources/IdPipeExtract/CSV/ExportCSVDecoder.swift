@@ -37,17 +37,11 @@ struct ExportCSVDecoder: CSVRecordDecoder {
         if count == Self.columnCount + 1 && !record.fieldBytes(Self.columnCount).isEmpty {
             return .failure(RecordIssue(field: "column 53", reason: "should be empty (the trailing comma)"))
         }
-        var texts: [String?] = []
-        texts.reserveCapacity(Self.columnCount)
-        for index in 0..<Self.columnCount {
-            if record.fieldBytes(index).isEmpty {
-                texts.append(nil)
-                continue
-            }
-            guard let text = record.field(index) else {
-                return .failure(RecordIssue(field: Self.fieldName(index, in: record), reason: "is not valid UTF-8 (column \(index + 1))"))
-            }
-            texts.append(text)
+        let texts: [String?]
+        switch record.texts(Self.columnCount) {
+        case .success(let values): texts = values
+        case .failure(let invalid):
+            return .failure(RecordIssue(field: Self.fieldName(invalid.index, in: record), reason: "is not valid UTF-8 (column \(invalid.index + 1))"))
         }
         var account = Account(localId: texts[0] ?? "")
         account.email = texts[1]
