@@ -124,6 +124,9 @@ public enum SideInputReader {
         for column in columns where !names.contains(column) {
             throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has no column '\(column)' (expected \(columns.joined(separator: ",")))")
         }
+        for column in columns where names.filter({ $0 == column }).count > 1 {
+            throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has the column '\(column)' twice")
+        }
         while let item = try reader.next() {
             switch item {
             case .malformed(let bad):
