@@ -39,10 +39,12 @@ enum Console {
     }
 }
 
-/// A buffered file for reports.
+/// A buffered file for reports. A failed write (a full disk) is remembered and reported by `close`, so a truncated
+/// report never passes for a whole one.
 final class FileOutput: TextOutputStream, ByteSink {
     private let file: UnsafeMutablePointer<FILE>
     let path: String
+    private var failure: Int32 = 0
 
     init(path: String) throws {
         guard let file = fopen(path, "w") else { throw CommandError("cannot write \(path): \(String(cString: strerror(errno)))") }
@@ -51,15 +53,17 @@ final class FileOutput: TextOutputStream, ByteSink {
     }
 
     func write(_ string: String) {
-        fputs(string, file)
+        if fputs(string, file) < 0 && failure == 0 { failure = errno }
     }
 
     func write(bytes: UnsafeRawBufferPointer) {
-        fwrite(bytes.baseAddress, 1, bytes.count, file)
+        if fwrite(bytes.baseAddress, 1, bytes.count, file) < bytes.count && failure == 0 { failure = errno }
     }
 
-    func close() {
-        fclose(file)
+    /// Closes the file; throws when a write or the final flush failed.
+    func close() throws {
+        if fclose(file) != 0 && failure == 0 { failure = errno }
+        if failure != 0 { throw CommandError("cannot write \(path): \(String(cString: strerror(failure)))") }
     }
 }
 

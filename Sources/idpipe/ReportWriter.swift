@@ -38,9 +38,14 @@ struct ReportWriter {
     func write(_ format: Format, to path: String? = nil) throws -> String {
         let target = path ?? "\(out)/\(fileName(format))"
         let file = try FileOutput(path: target)
-        defer { file.close() }
         var stream = file
-        try render(format, into: &stream)
+        do {
+            try render(format, into: &stream)
+        } catch {
+            try? file.close()
+            throw error
+        }
+        try file.close()
         return target
     }
 

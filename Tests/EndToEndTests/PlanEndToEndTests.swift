@@ -204,6 +204,10 @@ struct Binary {
         let (status, statusOutput) = try Binary.run(["status", "--state", out + "/state.sqlite"])
         #expect(status == 0)
         #expect(statusOutput.contains("status: stopped-by-guard"))
+        // A report that cannot be written whole (a full disk) is an error, not a quietly truncated file.
+        let (full, fullOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "json", "--output", "/dev/full"])
+        #expect(full == 2, "\(fullOutput)")
+        #expect(fullOutput.contains("cannot write /dev/full"))
     }
 
     @Test func migrationWritesAnImportFileThatIsValidJSON() throws {
