@@ -21,6 +21,7 @@ public final class DataSurvey: Sendable {
     public func run(total: Int, onProgress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> (counted: Int, failed: Int) {
         var after: Int64 = 0
         var counted = 0, failed = 0
+        let session = try await store.beginSurveySession()
         while true {
             let window = try await store.uncountedPathActions(after: after, limit: 500)
             guard let last = window.last else { break }
@@ -39,6 +40,7 @@ public final class DataSurvey: Sendable {
                 return results
             }
             try await store.recordSurvey(results)
+            try await store.saveSurveyTraffic(session: session, effects.traffic())
             for result in results {
                 if case .failure = result.counts { failed += 1 } else { counted += 1 }
             }

@@ -148,11 +148,26 @@ extension StateStore {
         }
     }
 
+    /// An apply session's traffic so far (the figures replace the last ones saved for the session).
     public func saveTraffic(session: Int64, _ traffic: [ServiceTraffic]) async throws {
+        try await saveTraffic(table: "service_stats", session: session, traffic)
+    }
+
+    /// A new number for this process's counts of the data paths.
+    public func beginSurveySession() async throws -> Int64 {
+        try await queue.read { db in try Int64.fetchOne(db, sql: "SELECT coalesce(max(session), 0) + 1 FROM survey_traffic") ?? 1 }
+    }
+
+    /// The traffic of the data counts so far in this process; services it did not use are left out.
+    public func saveSurveyTraffic(session: Int64, _ traffic: [ServiceTraffic]) async throws {
+        try await saveTraffic(table: "survey_traffic", session: session, traffic.filter { $0.requests > 0 })
+    }
+
+    private func saveTraffic(table: String, session: Int64, _ traffic: [ServiceTraffic]) async throws {
         try await queue.write { db in
             for entry in traffic {
                 try db.execute(sql: """
-                    INSERT INTO service_stats (session, service, requests, retries, throttled, failures) VALUES (?, ?, ?, ?, ?, ?)
+                    INSERT INTO \(table) (session, service, requests, retries, throttled, failures) VALUES (?, ?, ?, ?, ?, ?)
                     ON CONFLICT(session, service) DO UPDATE SET requests = excluded.requests, retries = excluded.retries,
                       throttled = excluded.throttled, failures = excluded.failures
                     """, arguments: [session, entry.service, entry.requests, entry.retries, entry.throttled, entry.failures])

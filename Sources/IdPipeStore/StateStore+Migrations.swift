@@ -112,6 +112,21 @@ extension StateStore {
                 DROP INDEX IF EXISTS account_uid;
                 """)
         }
+        migrator.registerMigration("v6-survey-traffic") { db in
+            try db.execute(sql: """
+                -- What the dry run's counts of the data paths cost each service, per counting process (a plan, or a
+                -- resume that counts what is left): apply's traffic is in service_stats.
+                CREATE TABLE survey_traffic (
+                    session INTEGER NOT NULL,
+                    service TEXT NOT NULL,
+                    requests INTEGER NOT NULL,
+                    retries INTEGER NOT NULL,
+                    throttled INTEGER NOT NULL,
+                    failures INTEGER NOT NULL,
+                    PRIMARY KEY (session, service)
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -136,10 +136,7 @@ extension StateStore: ReportSource {
                 SELECT kind, state, coalesce(reason, '') AS reason, count(*) AS n FROM action
                 WHERE state IN ('failed', 'not-possible', 'blocked') GROUP BY kind, state, reason ORDER BY kind, state, n DESC, reason
                 """).map { (kind: $0["kind"] as String, state: $0["state"] as String, reason: $0["reason"] as String, count: $0["n"] as Int) }
-            let traffic = try Row.fetchAll(db, sql: """
-                SELECT service, sum(requests) AS requests, sum(retries) AS retries, sum(throttled) AS throttled, sum(failures) AS failures
-                FROM service_stats GROUP BY service ORDER BY service
-                """).map { ServiceTraffic(service: $0["service"], requests: $0["requests"], retries: $0["retries"], throttled: $0["throttled"], failures: $0["failures"]) }
+            let traffic = try Self.traffic(db, table: "service_stats")
             return ApplySummary(kinds: kinds, policies: policies, reasons: reasons, traffic: traffic, sessions: sessions)
         }
     }
@@ -177,14 +174,23 @@ extension StateStore: ReportSource {
                 SELECT dry_detail AS reason, count(*) AS n FROM action WHERE kind IN \(kindList) AND dry_detail IS NOT NULL AND dry_count IS NULL
                 GROUP BY dry_detail ORDER BY n DESC, reason
                 """).map { (reason: $0["reason"] as String, count: $0["n"] as Int) }
-            guard limit > 0 else { return DataSummary(kinds: kinds, notCounted: notCounted, largest: []) }
+            let traffic = try Self.traffic(db, table: "survey_traffic")
+            guard limit > 0 else { return DataSummary(kinds: kinds, notCounted: notCounted, largest: [], traffic: traffic) }
             let largest = try Row.fetchAll(db, sql: """
                 SELECT uid, kind, dry_count, dry_detail FROM action WHERE kind IN \(kindList) AND dry_count > 0
                 ORDER BY dry_count DESC, seq, kind LIMIT ?
                 """, arguments: [limit]).compactMap { row in
                 ActionKind(rawValue: row["kind"]).map { DataSummary.Largest(uid: row["uid"], kind: $0, count: row["dry_count"], detail: row["dry_detail"]) }
             }
-            return DataSummary(kinds: kinds, notCounted: notCounted, largest: largest)
+            return DataSummary(kinds: kinds, notCounted: notCounted, largest: largest, traffic: traffic)
         }
+    }
+
+    /// Requests per service, over every session of the table.
+    private static func traffic(_ db: Database, table: String) throws -> [ServiceTraffic] {
+        try Row.fetchAll(db, sql: """
+            SELECT service, sum(requests) AS requests, sum(retries) AS retries, sum(throttled) AS throttled, sum(failures) AS failures
+            FROM \(table) GROUP BY service ORDER BY service
+            """).map { ServiceTraffic(service: $0["service"], requests: $0["requests"], retries: $0["retries"], throttled: $0["throttled"], failures: $0["failures"]) }
     }
 }

@@ -83,6 +83,14 @@ struct DataItems: Equatable {
         #expect(SandboxLedger(try sandbox.ledger()).changes.isEmpty)
         let plan = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
         #expect(plan.contains("## Data to delete"))
+        // What the counting cost each store: in the last section of plan.md and in plan.json.
+        #expect(plan.components(separatedBy: "## Run timing and traffic").last?.contains("Counting the data to delete") == true, "\(plan)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as? [String: Any]
+        let traffic = ((json?["data"] as? [String: Any])?["traffic"] as? [[String: Any]]) ?? []
+        let requests = Dictionary(uniqueKeysWithValues: traffic.map { ($0["service"] as? String ?? "", $0["requests"] as? Int ?? 0) })
+        let counted = try e2e.ledgerRows(out + "/state.sqlite").filter { $0["action"] == "delete-firestore" && !$0["counted"].isEmpty }.count
+        #expect(counted > 0 && (requests["firestore"] ?? 0) >= counted, "\(requests), \(counted) firestore counts")
+        #expect(Set(requests.keys).isSubset(of: ["firestore", "database", "storage", "google-oauth"]) && requests.values.allSatisfy { $0 > 0 }, "\(requests)")
 
         let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
         #expect(code == 0, "\(output)")

@@ -55,10 +55,13 @@ public struct DataSummary: Sendable {
     public var notCounted: [(reason: String, count: Int)]
     /// The accounts with the most data, largest first.
     public var largest: [Largest]
+    /// What counting cost each service it read, over every counting process.
+    public var traffic: [ServiceTraffic]
 
-    public init(kinds: [Kind], notCounted: [(reason: String, count: Int)], largest: [Largest]) {
+    public init(kinds: [Kind], notCounted: [(reason: String, count: Int)], largest: [Largest], traffic: [ServiceTraffic] = []) {
         self.kinds = kinds
         self.notCounted = notCounted
         self.largest = largest
+        self.traffic = traffic
     }
 }

@@ -161,7 +161,14 @@ extension JSONReport {
                 + "\"wouldDelete\": \(kind.wouldDelete), \"done\": \(kind.done), \"deleted\": \(kind.deleted), \"paths\": [\(paths.joined(separator: ", "))]}"
         }
         let notCounted = summary.notCounted.map { "{\"reason\": \(JSONText.string($0.reason)), \"count\": \($0.count)}" }
-        return "{\(kinds.joined(separator: ", ")), \"notCounted\": [\(notCounted.joined(separator: ", "))]}"
+        return "{\(kinds.joined(separator: ", ")), \"notCounted\": [\(notCounted.joined(separator: ", "))], \"traffic\": \(traffic(summary.traffic))}"
+    }
+
+    /// Requests per service, as a JSON array.
+    static func traffic(_ entries: [ServiceTraffic]) -> String {
+        "[" + entries.map {
+            "{\"service\": \(JSONText.string($0.service)), \"requests\": \($0.requests), \"retries\": \($0.retries), \"throttled\": \($0.throttled), \"failures\": \($0.failures)}"
+        }.joined(separator: ", ") + "]"
     }
 
     static func apply(_ summary: ApplySummary) -> String {
@@ -176,9 +183,6 @@ extension JSONReport {
         let reasons = summary.reasons.map {
             "{\"kind\": \(JSONText.string($0.kind)), \"state\": \(JSONText.string($0.state)), \"reason\": \(JSONText.string($0.reason)), \"count\": \($0.count)}"
         }
-        let traffic = summary.traffic.map {
-            "{\"service\": \(JSONText.string($0.service)), \"requests\": \($0.requests), \"retries\": \($0.retries), \"throttled\": \($0.throttled), \"failures\": \($0.failures)}"
-        }
         let sessions = summary.sessions.map {
             "{\"command\": \(JSONText.string($0.command)), \"startedAt\": \(JSONText.string(Timestamp.formatRFC3339($0.startedAt))), "
                 + "\"seconds\": \(FixedPoint.text(Double(($0.endedAt ?? $0.startedAt) - $0.startedAt) / 1000, places: 3)), \"resent\": \($0.resent), "
@@ -186,7 +190,7 @@ extension JSONReport {
         }
         return "{\"outcomes\": {\(outcomes.joined(separator: ", "))}, \"open\": \(summary.open), \"failed\": \(summary.failed), \"resent\": \(summary.resent), "
             + "\"seconds\": \(FixedPoint.text(summary.seconds, places: 3)), \"policies\": [\(policies.joined(separator: ", "))], "
-            + "\"reasons\": [\(reasons.joined(separator: ", "))], \"traffic\": [\(traffic.joined(separator: ", "))], \"sessions\": [\(sessions.joined(separator: ", "))]}"
+            + "\"reasons\": [\(reasons.joined(separator: ", "))], \"traffic\": \(traffic(summary.traffic)), \"sessions\": [\(sessions.joined(separator: ", "))]}"
     }
 }
 

@@ -96,7 +96,8 @@ public struct MarkdownReport {
             }
         }
 
-        if let data = try source.dataSummary(limit: listLimit) { dataSection(&out, data, applied: applied != nil) }
+        let data = try source.dataSummary(limit: listLimit)
+        if let data { dataSection(&out, data, applied: applied != nil) }
 
         if let applied { outcomes(&out, applied) }
 
@@ -122,7 +123,7 @@ public struct MarkdownReport {
             table(&out, ["where", "uid", "field", "reason"], rows)
             if quarantined > rows.count { out.write("\n… and \(quarantined - rows.count) more in the JSON report.\n") }
         }
-        if let applied { timing(&out, applied) }
+        if applied != nil || data?.traffic.isEmpty == false { timing(&out, applied, counting: data?.traffic ?? []) }
     }
 
     /// The blast radius of the configured data paths, counted by reading them during the dry run, and (after apply)
@@ -183,8 +184,17 @@ public struct MarkdownReport {
     }
 
     /// Durations, rates and traffic: last, because they differ from one run of the same plan to the next.
-    private func timing(_ out: inout some TextOutputStream, _ summary: ApplySummary) {
+    private func timing(_ out: inout some TextOutputStream, _ applied: ApplySummary?, counting: [ServiceTraffic]) {
         section(&out, "Run timing and traffic")
+        if let applied { applyTiming(&out, applied) }
+        if !counting.isEmpty {
+            out.write(applied == nil ? "" : "\n")
+            out.write("Counting the data to delete (the dry run's reads, over every plan or resume that counted):\n\n")
+            traffic(&out, counting)
+        }
+    }
+
+    private func applyTiming(_ out: inout some TextOutputStream, _ summary: ApplySummary) {
         out.write("Applied in \(FixedPoint.text(summary.seconds, places: 1)) s over \(summary.sessions.count) session(s). ")
         out.write(summary.resent == 0 ? "No action had to be sent again.\n\n"
                   : "\(summary.resent) actions were in flight when a session stopped and were sent again (each is idempotent).\n\n")
@@ -199,10 +209,14 @@ public struct MarkdownReport {
         })
         if !summary.traffic.isEmpty {
             out.write("\n")
-            table(&out, ["service", "requests", "retries", "throttled", "failed"], summary.traffic.map {
-                [$0.service, "\($0.requests)", "\($0.retries)", "\($0.throttled)", "\($0.failures)"]
-            })
+            traffic(&out, summary.traffic)
         }
+    }
+
+    private func traffic(_ out: inout some TextOutputStream, _ entries: [ServiceTraffic]) {
+        table(&out, ["service", "requests", "retries", "throttled", "failed"], entries.map {
+            [$0.service, "\($0.requests)", "\($0.retries)", "\($0.throttled)", "\($0.failures)"]
+        })
     }
 
     private func accountList(_ out: inout some TextOutputStream, _ list: AccountList, title: String, columns: [String],
