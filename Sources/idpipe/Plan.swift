@@ -86,13 +86,13 @@ struct PlanExecution {
         if applyRequested { run.applyRequested = true }
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, pool: WorkerPool(width: workers), logger: logger)
-        if let stop = ProcessEnvironment.value("IDPIPE_STOP_AFTER_BATCHES").flatMap(Int.init) { runner.stopAfterBatches = stop }
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }
-        // Tests slow each batch down (milliseconds) to send a signal in the middle of a plan.
+        // Tests stop after N batches, as if interrupted, or slow each batch down (milliseconds) to send a signal mid-plan.
+        let stopAfter = ProcessEnvironment.value("IDPIPE_STOP_AFTER_BATCHES").flatMap(Int.init)
         let pause = ProcessEnvironment.value("IDPIPE_TEST_BATCH_DELAY_MS").flatMap(UInt32.init) ?? 0
-        runner.shouldStop = { [shouldStop] in
+        runner.shouldStop = { [shouldStop] batches in
             if pause > 0 { usleep(pause * 1000) }
-            return shouldStop?() ?? false
+            return stopAfter.map { batches >= $0 } == true || shouldStop?() == true
         }
         runner.progress = { progress in
             let percent = progress.totalBytes > 0 ? " · \(Int(progress.bytes * 100 / progress.totalBytes)) %" : ""

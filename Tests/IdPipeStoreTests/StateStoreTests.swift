@@ -69,7 +69,7 @@ final class CountingFingerprint: InputFingerprint {
         let pipeline = try self.pipeline
         let processor = AccountProcessor(pipeline: pipeline, sideInputs: SideInputs(), asOf: asOf)
         let runner = PlanRunner(pipeline: pipeline, processor: processor, store: store, pool: WorkerPool(width: 2), logger: Logger(label: "test"))
-        runner.stopAfterBatches = stopAfter
+        runner.shouldStop = { batches in stopAfter.map { batches >= $0 } ?? false }
         let record = RunRecord(pipelineName: "t", pipelinePath: "t.yaml", pipelineSHA256: "p", asOf: asOf, createdAt: 0, status: .planning,
                                sourcePath: "list", sourceFormat: "list", sourceSize: 50, sideInputSHA256: [:])
         let all = accounts

@@ -63,10 +63,9 @@ public final class PlanRunner {
     public var batchRecords = 1024
     public var logger: Logger
     public var progress: ((PlanProgress) -> Void)?
-    /// Stops after this many batches (tests of interrupted runs); nil runs to the end.
-    public var stopAfterBatches: Int?
-    /// Asked after each batch is handed to the store: true stops there, as an interruption (Ctrl-C).
-    public var shouldStop: (() -> Bool)?
+    /// Asked after each batch is handed to the store, with the count of batches so far: true stops there, as an
+    /// interruption (Ctrl-C, or a test's stop after N batches).
+    public var shouldStop: ((Int) -> Bool)?
 
     public init(pipeline: PipelineDefinition, processor: AccountProcessor, store: any PlanStore, pool: WorkerPool, logger: Logger) {
         self.pipeline = pipeline
@@ -163,7 +162,7 @@ public final class PlanRunner {
             batches += 1
             progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
                                    quarantined: tally["accounts.quarantined"], elapsedSeconds: clock() - started))
-            if shouldStop?() == true || stopAfterBatches.map({ batches >= $0 }) == true {
+            if shouldStop?(batches) == true {
                 try committer.drain()
                 return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
             }
