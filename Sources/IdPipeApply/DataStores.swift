@@ -86,14 +86,20 @@ public final class DataStores: Sendable {
     }
 
     private func client<T>(_ client: T?, _ kind: ActionKind) throws -> T {
-        guard let client else {
-            throw ConnectorError.configuration(service: "idpipe", message: "\(missingService(for: kind) ?? kind.rawValue) must be configured")
-        }
-        return client
+        try required(client, for: kind, missing: missingService(for: kind))
     }
 
     static func bucketAndPrefix(_ path: String) -> (String, String) {
         let slash = path.firstIndex(of: "/")!
         return (String(path[..<slash]), String(path[path.index(after: slash)...]))
     }
+}
+
+/// The client an action of `kind` needs; without one, a configuration error naming the pipeline keys to add
+/// (the same words for every kind of action).
+func required<T>(_ client: T?, for kind: ActionKind, missing: String?) throws -> T {
+    guard let client else {
+        throw ConnectorError.configuration(service: "idpipe", message: "\(missing ?? kind.rawValue) must be configured for \(kind.rawValue) actions")
+    }
+    return client
 }

@@ -72,10 +72,7 @@ public final class LiveEffects: RemoteEffects {
 
     /// The client `kind` needs; a configuration error naming the missing pipeline keys when there is none.
     private func need<T>(_ client: T?, for kind: ActionKind) throws -> T {
-        guard let client else {
-            throw ConnectorError.configuration(service: "idpipe", message: "\(missingService(for: kind) ?? kind.rawValue) is not configured")
-        }
-        return client
+        try required(client, for: kind, missing: missingService(for: kind))
     }
 
     public func displayName(uid: String) async throws -> NameCheck {

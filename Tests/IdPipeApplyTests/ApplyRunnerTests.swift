@@ -249,6 +249,14 @@ final class RecordingEffects: RemoteEffects {
     }
 }
 
+/// A missing client is named the same way for every kind of action: the pipeline keys to add, and the action.
+@Test(arguments: [(ActionKind.deleteFirestore, "stages.delete.firestore and services.google"), (.revokeApple, "services.apple")])
+func aMissingClientNamesThePipelineKeys(kind: ActionKind, missing: String) {
+    #expect(throws: Never.self) { try required(1 as Int?, for: kind, missing: missing) }
+    let error = #expect(throws: ConnectorError.self) { try required(nil as Int?, for: kind, missing: missing) }
+    #expect(error?.description == "idpipe: configuration error: \(missing) must be configured for \(kind.rawValue) actions")
+}
+
 @Suite struct DeletionPolicyTests {
     func action(_ kind: ActionKind, _ state: ActionState, _ reason: String? = nil) -> PendingAction {
         PendingAction(id: 1, kind: kind, state: state, detail: "", reason: reason)
