@@ -118,6 +118,7 @@ public final class PlanRunner {
             // numbers the records and gathers the rows to store.
             let parts = pool.map(batch.partCount) { part in ProcessedPart(batch.decode(part: part), processor: processor) }
             var next = PlanBatch(checkpoint: checkpoint)
+            next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
             var cleaned: [Account] = []
             var sequence = checkpoint.nextSequence
@@ -245,6 +246,8 @@ struct ProcessedPart: Sendable {
     var outcomes: [AccountOutcome] = []
     var quarantine: [QuarantineEntry] = []
     var counter = TallyCounter()
+    /// How many of the outcomes the store keeps (so the batch reserves room for them once).
+    var noteworthy = 0
 
     init(_ records: [DecodedRecord], processor: AccountProcessor) {
         entries.reserveCapacity(records.count)
@@ -262,6 +265,7 @@ struct ProcessedPart: Sendable {
             switch outcome {
             case .account(let processed):
                 entries.append(.account(outcomes.count, idHash: IdHash.of(processed.account.localId)))
+                if processed.isNoteworthy { noteworthy += 1 }
                 outcomes.append(processed)
             case .quarantined(let entry):
                 entries.append(.quarantined(quarantine.count))
