@@ -9,19 +9,19 @@ public struct Masking: Sendable {
     /// `jane.doe@example.com` → `j•••@example.com`. The domain stays: it tells relay from real addresses.
     public func email(_ value: String?) -> String {
         guard let value else { return "" }
-        return Self.text { email(value, into: &$0) }
+        return reveal ? value : Self.text { email(value, into: &$0) }
     }
 
     /// `Jane Doe` → `J••• D•••`; `山田太郎` → `山•••`.
     public func name(_ value: String?) -> String {
         guard let value else { return "" }
-        return Self.text { name(value, into: &$0) }
+        return reveal ? value : Self.text { name(value, into: &$0) }
     }
 
     /// `+14155550100` → `+1•••••••00`.
     public func phone(_ value: String?) -> String {
         guard let value else { return "" }
-        return Self.text { phone(value, into: &$0) }
+        return reveal ? value : Self.text { phone(value, into: &$0) }
     }
 
     /// Appends the masked address's UTF-8 (the value itself when revealed).
