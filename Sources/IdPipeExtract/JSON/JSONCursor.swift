@@ -110,12 +110,15 @@ struct JSONCursor {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string, found \(describe(bytes[position]))") }
         position += 1
         let start = position
-        // Fast path: no escapes.
+        // Fast path: no escapes. The scan also notes whether every byte is ASCII, so ASCII text (most values) is
+        // not checked a second time before it becomes a String.
+        var bits: UInt8 = 0
         while position < end {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
+                if bits < 0x80 { return String(decoding: slice, as: UTF8.self) }
                 if let text = Self.text(slice) { return text }
                 throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
             }
@@ -123,6 +126,7 @@ struct JSONCursor {
             if byte < 0x20 {
                 throw fail(byte == 0x0A ? "a string is not closed before the end of the line (unbalanced quote)" : "a control character inside a string")
             }
+            bits |= byte
             position += 1
         }
         var buffer = Array(UnsafeBufferPointer(rebasing: bytes[start..<position]))
