@@ -13,6 +13,9 @@ struct RawRows {
         connection = db.sqliteConnection
     }
 
+    /// How many columns the SELECT has.
+    var columnCount: Int32 { sqlite3_column_count(statement.sqliteStatement) }
+
     /// Moves to the next row; false after the last.
     func next() throws -> Bool {
         switch sqlite3_step(statement.sqliteStatement) {

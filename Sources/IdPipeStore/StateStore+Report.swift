@@ -52,7 +52,7 @@ extension StateStore: ReportSource {
             let actions = try RawRows(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step")
             var next = try actions.next() ? Self.action(actions) : nil
             while try accounts.next() {
-                let account = Self.account(accounts, newName: false)
+                let account = Self.account(accounts)
                 var own: [ReportAction] = []
                 while let action = next, action.sequence <= account.sequence {
                     if action.sequence == account.sequence { own.append(action) }
@@ -74,12 +74,12 @@ extension StateStore: ReportSource {
     }
 
     // Rows are read by position (in the order of the SELECT lists): a lookup by name costs more than the value.
-    private static func account(_ row: RawRows, newName: Bool = true) -> ReportAccount {
+    private static func account(_ row: RawRows) -> ReportAccount {
         ReportAccount(
             sequence: row.integer(0), uid: row.string(1), file: row.string(2), line: Int(row.integer(3)), relay: row.text(4),
             consentReview: row.text(5), selection: row.string(6), selectionDetail: row.text(7), nameOutcome: row.text(8), email: row.text(9),
             displayName: row.text(10), phone: row.text(11), providers: row.string(12), deletionRequest: row.text(13),
-            newName: newName ? row.text(14) : nil)
+            newName: row.columnCount > 14 ? row.text(14) : nil)
     }
 
     private static let actionColumns = "seq, uid, kind, state, detail, reason, value, attempts, result, policy, resent, dry_count, dry_detail, deleted_count"

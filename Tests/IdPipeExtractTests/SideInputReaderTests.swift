@@ -60,6 +60,14 @@ import IdPipeTestSupport
         #expect(!description.contains("t-secret"))
     }
 
+    /// A value that is not UTF-8 names the file, the line and the column.
+    @Test func invalidUTF8NamesTheColumn() throws {
+        let path = TemporaryFile.write(Array("uid,given_name,family_name,consent\nu1,A,B,true\nu2,".utf8) + [0xC3, 0x28] + Array(",C,true\n".utf8),
+                                       name: "names.csv")
+        let error = #expect(throws: InputError.self) { try SideInputReader.load(InputsConfig(legacyNames: path), relativeTo: "") }
+        #expect(error?.description == path + ":3: given_name: is not valid UTF-8")
+    }
+
     /// With several bad files, the error is the first one's in the pipeline's order, whichever thread finishes first.
     @Test func theFirstBadFileInOrderIsReported() throws {
         let names = TemporaryFile.write("uid,given_name,family_name,consent\nu1,A,B,maybe\n", name: "names.csv")

@@ -136,15 +136,12 @@ public enum SideInputReader {
                 guard record.count == names.count else {
                     throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "has \(record.count) fields; the header has \(names.count)")
                 }
-                var values: [String] = []
-                values.reserveCapacity(names.count)
-                for index in 0..<record.count {
-                    guard let text = record.field(index) else {
-                        throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[index]): is not valid UTF-8")
-                    }
-                    values.append(text.trimmingSpaces)
+                switch record.texts(record.count) {
+                case .success(let texts):
+                    try body(Row(path: path, line: record.firstLine, names: names, values: texts.map { $0?.trimmingSpaces ?? "" }))
+                case .failure(let invalid):
+                    throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[invalid.index]): is not valid UTF-8")
                 }
-                try body(Row(path: path, line: record.firstLine, names: names, values: values))
             }
         }
     }
