@@ -318,7 +318,7 @@ struct OneBatch: RawBatch {
     let records: [DecodedRecord]
     let checkpoint: InputCheckpoint
     var partCount: Int { 1 }
-    func decode(part: Int) -> [DecodedRecord] { records }
+    func decode(part: Int, each: (consuming DecodedRecord) -> Void) { records.forEach(each) }
 }
 
 final class FixedFingerprint: InputFingerprint {

@@ -33,9 +33,9 @@ struct ListBatch: RawBatch {
     let records: [DecodedRecord]
     let checkpoint: InputCheckpoint
     var partCount: Int { 2 }
-    func decode(part: Int) -> [DecodedRecord] {
+    func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
         let half = records.count / 2
-        return part == 0 ? Array(records[..<half]) : Array(records[half...])
+        (part == 0 ? records[..<half] : records[half...]).forEach(each)
     }
 }
 

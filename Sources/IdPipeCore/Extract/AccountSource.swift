@@ -27,10 +27,21 @@ public enum DecodedRecord: Sendable {
 public protocol RawBatch: Sendable {
     /// How many independent parts the batch splits into.
     var partCount: Int { get }
-    /// Decodes one part; parts are decoded concurrently, results are joined in part order.
-    func decode(part: Int) -> [DecodedRecord]
+    /// Decodes one part, handing each record over in input order; parts are decoded concurrently and their
+    /// results joined in part order. Records are handed over, not collected: a part's accounts are processed as
+    /// they are decoded, with no copy of each account on the way.
+    func decode(part: Int, each: (consuming DecodedRecord) -> Void)
     /// Where the input stands after this batch.
     var checkpoint: InputCheckpoint { get }
+}
+
+extension RawBatch {
+    /// The records of one part, collected (for tests and small inputs).
+    public func decode(part: Int) -> [DecodedRecord] {
+        var records: [DecodedRecord] = []
+        decode(part: part) { records.append($0) }
+        return records
+    }
 }
 
 /// A streaming source of accounts. Memory stays bounded by the batch size, not the input size.

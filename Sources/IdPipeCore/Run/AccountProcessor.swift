@@ -13,16 +13,16 @@ public struct AccountProcessor: Sendable {
         self.planner = Planner(stages: pipeline.stages, asOf: asOf)
     }
 
-    public func process(_ raw: Account, position: SourcePosition, sequence: Int64) -> RecordOutcome {
+    /// Takes the account over (`consuming`): it is normalized in place, not copied.
+    public func process(_ raw: consuming Account, position: SourcePosition, sequence: Int64) -> RecordOutcome {
+        let rawId = raw.localId
         var account = raw
         var repairs = RepairSet()
         if pipeline.stages.normalize {
-            switch AccountNormalizer.normalize(raw) {
-            case .success(let result): (account, repairs) = result
-            case .failure(let issue):
-                return .quarantined(QuarantineEntry(position: position, localId: raw.localId.isEmpty ? nil : raw.localId, field: issue.field, reason: issue.reason))
+            if let issue = AccountNormalizer.normalize(&account, repairs: &repairs) {
+                return .quarantined(QuarantineEntry(position: position, localId: rawId.isEmpty ? nil : rawId, field: issue.field, reason: issue.reason))
             }
-        } else if raw.localId.isEmpty {
+        } else if rawId.isEmpty {
             return .quarantined(QuarantineEntry(position: position, localId: nil, field: "localId", reason: "is missing or empty"))
         }
         let uid = account.localId

@@ -116,7 +116,7 @@ public final class PlanRunner {
         while try committer.check(), let batch = try source.nextBatch(records: batchRecords, parts: pool.width * 4) {
             // The workers decode, process, hash the ids and count; this thread only checks the ids for duplicates,
             // numbers the records and gathers the rows to store.
-            let parts = pool.map(batch.partCount) { part in ProcessedPart(batch.decode(part: part), processor: processor) }
+            let parts = pool.map(batch.partCount) { part in ProcessedPart(batch, part: part, processor: processor) }
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
@@ -249,20 +249,19 @@ struct ProcessedPart: Sendable {
     /// How many of the outcomes the store keeps (so the batch reserves room for them once).
     var noteworthy = 0
 
-    init(_ records: [DecodedRecord], processor: AccountProcessor) {
-        entries.reserveCapacity(records.count)
-        outcomes.reserveCapacity(records.count)
-        for record in records {
+    /// Decodes and processes part `part` of `batch`, one record at a time.
+    init(_ batch: any RawBatch, part: Int, processor: AccountProcessor) {
+        batch.decode(part: part) { record in
             let outcome: RecordOutcome
-            switch record {
+            switch consume record {
             case .account(let account, let position): outcome = processor.process(account, position: position, sequence: 0)
             case .malformed(let entry): outcome = .quarantined(entry)
             case .fatal(let error):
                 entries.append(.fatal(error))
-                continue
+                return
             }
             counter.count(outcome)
-            switch outcome {
+            switch consume outcome {
             case .account(let processed):
                 entries.append(.account(outcomes.count, idHash: IdHash.of(processed.account.localId)))
                 if processed.isNoteworthy { noteworthy += 1 }

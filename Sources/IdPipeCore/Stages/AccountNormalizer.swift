@@ -3,42 +3,48 @@ public enum AccountNormalizer {
     /// Epoch-ms values below this (March 1973) are taken to be seconds.
     static let secondsThreshold: Int64 = 100_000_000_000
 
-    public static func normalize(_ input: Account) -> Result<(Account, RepairSet), RecordIssue> {
+    public static func normalize(_ input: consuming Account) -> Result<(Account, RepairSet), RecordIssue> {
         var account = input
         var repairs = RepairSet()
+        if let issue = normalize(&account, repairs: &repairs) { return .failure(issue) }
+        return .success((account, repairs))
+    }
+
+    /// Normalizes `account` in place (no copy of it is made), noting repairs; returns the issue that rejects it.
+    public static func normalize(_ account: inout Account, repairs: inout RepairSet) -> RecordIssue? {
         let uid = TextScan.trimmingWhitespace(Substring(account.localId))
-        guard !uid.isEmpty else { return .failure(RecordIssue(field: "localId", reason: "is missing or empty")) }
-        guard uid.utf8.count <= 128 else { return .failure(RecordIssue(field: "localId", reason: "is longer than 128 bytes")) }
-        if uid.utf8.count != account.localId.utf8.count { return .failure(RecordIssue(field: "localId", reason: "has surrounding whitespace")) }
+        guard !uid.isEmpty else { return RecordIssue(field: "localId", reason: "is missing or empty") }
+        guard uid.utf8.count <= 128 else { return RecordIssue(field: "localId", reason: "is longer than 128 bytes") }
+        if uid.utf8.count != account.localId.utf8.count { return RecordIssue(field: "localId", reason: "has surrounding whitespace") }
 
         switch optional(account.email, field: "email", repairs: &repairs, EmailNormalizer.normalize) {
         case .success(let value): account.email = value
-        case .failure(let issue): return .failure(issue)
+        case .failure(let issue): return issue
         }
         switch optional(account.phoneNumber, field: "phoneNumber", repairs: &repairs, PhoneNormalizer.normalize) {
         case .success(let value): account.phoneNumber = value
-        case .failure(let issue): return .failure(issue)
+        case .failure(let issue): return issue
         }
         if let name = account.displayName {
             switch DisplayNameCleaner.clean(name, repairs: &repairs) {
             case .success(let value): account.displayName = value
-            case .failure(let reason): return .failure(RecordIssue(field: "displayName", reason: "\(reason)"))
+            case .failure(let reason): return RecordIssue(field: "displayName", reason: "\(reason)")
             }
         }
         account.createdAt = normalizeTimestamp(account.createdAt, repairs: &repairs)
         account.lastSignedInAt = normalizeTimestamp(account.lastSignedInAt, repairs: &repairs)
-        if let created = account.createdAt, created < 0 { return .failure(RecordIssue(field: "createdAt", reason: "is negative")) }
-        if let last = account.lastSignedInAt, last < 0 { return .failure(RecordIssue(field: "lastSignedInAt", reason: "is negative")) }
+        if let created = account.createdAt, created < 0 { return RecordIssue(field: "createdAt", reason: "is negative") }
+        if let last = account.lastSignedInAt, last < 0 { return RecordIssue(field: "lastSignedInAt", reason: "is negative") }
 
         for index in account.providers.indices {
-            if let issue = normalizeProvider(&account.providers[index], at: index, repairs: &repairs) { return .failure(issue) }
+            if let issue = normalizeProvider(&account.providers[index], at: index, repairs: &repairs) { return issue }
             // An account links a handful of providers: a scan of the earlier ones beats hashing into a set.
             let id = account.providers[index].providerId
             if account.providers[..<index].contains(where: { $0.providerId == id }) {
-                return .failure(RecordIssue(field: "providerUserInfo[\(index)].providerId", reason: "'\(id)' is linked twice"))
+                return RecordIssue(field: "providerUserInfo[\(index)].providerId", reason: "'\(id)' is linked twice")
             }
         }
-        return .success((account, repairs))
+        return nil
     }
 
     /// An optional text field: blank becomes nil; the rest is normalized, or rejected naming `field` and the value.

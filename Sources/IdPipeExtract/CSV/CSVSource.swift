@@ -84,23 +84,22 @@ struct CSVBatch: RawBatch {
 
     var partCount: Int { max(1, min(parts, items.count)) }
 
-    func decode(part: Int) -> [DecodedRecord] {
+    func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
         let size = (items.count + partCount - 1) / partCount
-        let range = min(items.count, part * size)..<min(items.count, (part + 1) * size)
-        return items[range].map { item in
+        for item in items[min(items.count, part * size)..<min(items.count, (part + 1) * size)] {
             switch item {
             case .malformed(let bad):
                 let position = SourcePosition(file: path, line: bad.firstLine, byteOffset: 0)
                 // A record over several lines: say where the parser found the fault, which may be far below its start.
                 let noticed = bad.lastLine > bad.firstLine ? " (found on line \(bad.lastLine))" : ""
-                return .malformed(QuarantineEntry(position: position, localId: nil, field: "record", reason: bad.reason + noticed))
+                each(.malformed(QuarantineEntry(position: position, localId: nil, field: "record", reason: bad.reason + noticed)))
             case .record(let record):
                 let position = SourcePosition(file: path, line: record.firstLine, byteOffset: record.endOffset)
                 switch decoder.decode(record) {
-                case .success(let account): return .account(account, position)
+                case .success(let account): each(.account(account, position))
                 case .failure(let issue):
                     let uid = record.count > 0 ? record.field(0).flatMap { $0.isEmpty ? nil : $0 } : nil
-                    return .malformed(QuarantineEntry(position: position, localId: uid, field: issue.field, reason: issue.reason))
+                    each(.malformed(QuarantineEntry(position: position, localId: uid, field: issue.field, reason: issue.reason)))
                 }
             }
         }

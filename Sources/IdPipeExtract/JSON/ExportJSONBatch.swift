@@ -19,15 +19,13 @@ struct ExportJSONBatch: RawBatch {
 
     var partCount: Int { boundaries.count - 1 }
 
-    func decode(part: Int) -> [DecodedRecord] {
+    func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
         bytes.withUnsafeBufferPointer { buffer in
-            decode(buffer, part: part)
+            decode(buffer, part: part, each: each)
         }
     }
 
-    private func decode(_ buffer: UnsafeBufferPointer<UInt8>, part: Int) -> [DecodedRecord] {
-        var results: [DecodedRecord] = []
-        results.reserveCapacity((boundaries[part + 1] - boundaries[part]) / 256)
+    private func decode(_ buffer: UnsafeBufferPointer<UInt8>, part: Int, each: (consuming DecodedRecord) -> Void) {
         var cursor = JSONCursor(bytes: buffer, start: boundaries[part], end: boundaries[part + 1])
         let baseLine = partLines[part]
         let lastPart = isLast && part == partCount - 1
@@ -44,8 +42,8 @@ struct ExportJSONBatch: RawBatch {
             if cursor.atEnd { break }
             let byte = buffer[cursor.position]
             if closed {
-                results.append(fatal(position(cursor.position, line: baseLine + cursor.newlines), "unexpected \(cursor.describe(byte)) after the closing ]}"))
-                return results
+                each(fatal(position(cursor.position, line: baseLine + cursor.newlines), "unexpected \(cursor.describe(byte)) after the closing ]}"))
+                return
             }
             if byte == UInt8(ascii: ",") && expectComma {
                 cursor.position += 1
@@ -57,8 +55,8 @@ struct ExportJSONBatch: RawBatch {
                 do throws(JSONCursor.SyntaxError) {
                     try cursor.expect(UInt8(ascii: "}"))
                 } catch {
-                    results.append(fatal(position(cursor.position, line: baseLine + cursor.newlines), "expected } after the users array: \(error.message)"))
-                    return results
+                    each(fatal(position(cursor.position, line: baseLine + cursor.newlines), "expected } after the users array: \(error.message)"))
+                    return
                 }
                 closed = true
                 continue
@@ -70,12 +68,11 @@ struct ExportJSONBatch: RawBatch {
                 if expectComma { throw cursor.fail("expected ',' between user objects") }
                 let decoded = try AccountJSONDecoder.decode(&cursor)
                 let where_ = position(startOffset, line: startLine)
-                switch decoded {
-                case .success(let account): results.append(.account(account, where_))
+                switch consume decoded {
+                case .success(let account): each(.account(account, where_))
                 case .failure(let issue):
-                    var uid: String?
-                    if case .failure = decoded { uid = Self.peekLocalId(buffer, from: startOffset, to: cursor.position) }
-                    results.append(.malformed(QuarantineEntry(position: where_, localId: uid, field: issue.field, reason: issue.reason)))
+                    let uid = Self.peekLocalId(buffer, from: startOffset, to: cursor.position)
+                    each(.malformed(QuarantineEntry(position: where_, localId: uid, field: issue.field, reason: issue.reason)))
                 }
                 expectComma = true
             } catch {
@@ -83,14 +80,14 @@ struct ExportJSONBatch: RawBatch {
                 let where_ = position(startOffset, line: startLine)
                 let uid = Self.peekLocalId(buffer, from: startOffset, to: min(cursor.position + 1, boundaries[part + 1]))
                 if error.atEnd && lastPart {
-                    results.append(.malformed(QuarantineEntry(position: where_, localId: uid, field: error.field, reason: "the file ends inside this account (truncated)")))
-                    return results
+                    each(.malformed(QuarantineEntry(position: where_, localId: uid, field: error.field, reason: "the file ends inside this account (truncated)")))
+                    return
                 }
                 guard exportLayout, let resume = Self.nextClosingLine(buffer, from: error.position, end: boundaries[part + 1]) else {
-                    results.append(fatal(position(error.position, line: errorLine), "\(error.field): \(error.message); cannot find where the next account starts"))
-                    return results
+                    each(fatal(position(error.position, line: errorLine), "\(error.field): \(error.message); cannot find where the next account starts"))
+                    return
                 }
-                results.append(.malformed(QuarantineEntry(
+                each(.malformed(QuarantineEntry(
                     position: where_, localId: uid, field: error.field, reason: "\(error.message) (line \(errorLine))")))
                 cursor.newlines += ExportJSONSource.countNewlinesIn(buffer, error.position..<resume)
                 cursor.position = resume
@@ -99,9 +96,8 @@ struct ExportJSONBatch: RawBatch {
         }
         if lastPart && !closed {
             let entry = QuarantineEntry(position: position(cursor.position, line: baseLine + cursor.newlines), localId: nil, field: "file", reason: "the file ends before the closing ]} (truncated?)")
-            results.append(.malformed(entry))
+            each(.malformed(entry))
         }
-        return results
     }
 
     private func fatal(_ position: SourcePosition, _ message: String) -> DecodedRecord {

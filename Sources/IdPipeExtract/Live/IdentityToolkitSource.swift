@@ -54,21 +54,25 @@ struct LivePage: RawBatch {
 
     var partCount: Int { users.isEmpty ? 0 : min(parts, users.count) }
 
-    func decode(part: Int) -> [DecodedRecord] {
+    func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
         let size = (users.count + partCount - 1) / partCount
         let position = SourcePosition(file: path, line: page)
-        return users[(part * size)..<min(users.count, (part + 1) * size)].map { bytes in
-            bytes.withUnsafeBufferPointer { buffer in
-                var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
-                do throws(JSONCursor.SyntaxError) {
-                    switch try AccountJSONDecoder.decode(&cursor) {
-                    case .success(let account): return .account(account, position)
-                    case .failure(let issue):
-                        return .malformed(QuarantineEntry(position: position, localId: nil, field: issue.field, reason: issue.reason))
-                    }
-                } catch {
-                    return .malformed(QuarantineEntry(position: position, localId: nil, field: error.field, reason: error.message))
+        for bytes in users[(part * size)..<min(users.count, (part + 1) * size)] {
+            each(Self.decode(bytes, position: position))
+        }
+    }
+
+    private static func decode(_ bytes: [UInt8], position: SourcePosition) -> DecodedRecord {
+        bytes.withUnsafeBufferPointer { buffer in
+            var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
+            do throws(JSONCursor.SyntaxError) {
+                switch try AccountJSONDecoder.decode(&cursor) {
+                case .success(let account): return .account(account, position)
+                case .failure(let issue):
+                    return .malformed(QuarantineEntry(position: position, localId: nil, field: issue.field, reason: issue.reason))
                 }
+            } catch {
+                return .malformed(QuarantineEntry(position: position, localId: nil, field: error.field, reason: error.message))
             }
         }
     }
