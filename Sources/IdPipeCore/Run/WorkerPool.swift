@@ -1,8 +1,9 @@
 import Dispatch
 import Synchronization
 
-/// The one worker pool: `DispatchQueue.concurrentPerform` over the cores. Call it from synchronous code
-/// (never from an async context, where a blocking wait would stall the cooperative pool).
+/// The one worker pool: `DispatchQueue.concurrentPerform` over the cores, at most `width` threads at a time.
+/// Call it from synchronous code (never from an async context, where a blocking wait would stall the
+/// cooperative pool).
 public struct WorkerPool: Sendable {
     public let width: Int
 
@@ -10,14 +11,24 @@ public struct WorkerPool: Sendable {
         self.width = max(1, width)
     }
 
-    /// Runs `body` for 0..<count concurrently and returns the results in index order.
+    /// Runs `body` for 0..<count, on up to `width` threads, and returns the results in index order.
     public func map<T: Sendable>(_ count: Int, _ body: @Sendable (Int) -> T) -> [T] {
-        if count == 1 { return [body(0)] }
-        let results = Mutex<[Int: T]>([:])
-        DispatchQueue.concurrentPerform(iterations: count) { index in
-            let value = body(index)
-            results.withLock { $0[index] = value }
+        if count <= 1 || width == 1 { return (0..<count).map(body) }
+        // `concurrentPerform` alone would use every core whatever the width (`--workers 1` ran on all of them):
+        // `width` runners take the indices in turn instead.
+        let next = Mutex(0)
+        let results = Mutex([T?](repeating: nil, count: count))
+        DispatchQueue.concurrentPerform(iterations: min(width, count)) { _ in
+            while true {
+                let index = next.withLock { index in
+                    defer { index += 1 }
+                    return index
+                }
+                guard index < count else { return }
+                let value = body(index)
+                results.withLock { $0[index] = value }
+            }
         }
-        return results.withLock { dict in (0..<count).map { dict[$0]! } }
+        return results.withLock { slots in slots.map { $0! } }
     }
 }
