@@ -110,6 +110,28 @@ extension EmailNormalizerTests {
         #expect(repairs.all == expectedRepairs)
     }
 
+    /// The byte-level check that lets a name through unchanged must agree with the scalar-by-scalar path, on names
+    /// mixing letters of several scripts with every space and control it treats specially and their neighbours.
+    @Test func theQuickCheckAgreesWithTheFullPath() {
+        let alphabet: [Unicode.Scalar] = [
+            "a", "Z", " ", "\t", "\n", "\u{7F}", "\u{80}", "\u{85}", "\u{9F}", "\u{A0}", "\u{A1}", "é", "ß", "Ω", "\u{1680}", "\u{1681}",
+            "\u{2000}", "\u{200A}", "\u{200B}", "\u{200E}", "\u{2010}", "\u{2028}", "\u{202E}", "\u{202F}", "\u{205F}", "\u{2066}",
+            "\u{2070}", "\u{3000}", "\u{3001}", "カ", "山", "한", "\u{FEFF}", "\u{FEFE}", "\u{FF21}", "😀",
+        ]
+        var random = SeededGenerator(seed: 7)
+        for _ in 0..<20000 {
+            var scalars = String.UnicodeScalarView()
+            for _ in 0..<Int.random(in: 0...6, using: &random) { scalars.append(alphabet.randomElement(using: &random)!) }
+            let name = String(scalars)
+            var quick = RepairSet(), full = RepairSet()
+            let cleaned = DisplayNameCleaner.cleanedScalars(name, repairs: &full)
+            #expect(DisplayNameCleaner.clean(name, repairs: &quick) == .success(cleaned.isEmpty ? nil : cleaned),
+                    "\(name.unicodeScalars.map { String($0.value, radix: 16) })")
+            #expect(quick == full)
+            if name.utf8.withContiguousStorageIfAvailable(DisplayNameCleaner.isAlreadyClean) == true { #expect(cleaned == name) }
+        }
+    }
+
     @Test func rejectsNamesLongerThanTheAPIAllows() {
         var repairs = RepairSet()
         let long = String(repeating: "a", count: 257)

@@ -5,7 +5,12 @@ public enum DisplayNameCleaner {
 
     /// Returns the cleaned name (nil when nothing is left), or a reason it cannot be used.
     public static func clean(_ raw: String, repairs: inout RepairSet) -> Result<String?, RecordIssueReason> {
-        if isAlreadyClean(raw) { return checked(raw) }
+        if raw.utf8.withContiguousStorageIfAvailable(isAlreadyClean) ?? false { return checked(raw) }
+        return checked(cleanedScalars(raw, repairs: &repairs))
+    }
+
+    /// The full path, scalar by scalar: drops controls and bidi marks, collapses and trims whitespace.
+    static func cleanedScalars(_ raw: String, repairs: inout RepairSet) -> String {
         var scalars = String.UnicodeScalarView()
         var pendingSpace = false
         var removedControl = false
@@ -27,7 +32,7 @@ public enum DisplayNameCleaner {
         if pendingSpace { changedSpace = true }
         if removedControl { repairs.insert(.nameControlCharacters) }
         if changedSpace { repairs.insert(.nameWhitespace) }
-        return checked(String(scalars))
+        return String(scalars)
     }
 
     /// The last step of both paths: nothing left is no name; a name longer than the API allows is rejected.
@@ -39,15 +44,32 @@ public enum DisplayNameCleaner {
         return .success(name)
     }
 
-    /// Printable ASCII with single inner spaces: the common case, checked on bytes.
-    private static func isAlreadyClean(_ raw: String) -> Bool {
+    /// The common case, checked on the UTF-8 bytes: single inner ASCII spaces, and no byte that may start a control,
+    /// a bidi mark or other whitespace (`isControl`, `TextScan.isSpace`). Letters of any script pass; a byte that
+    /// might start one of those scalars sends the name down the full path, which decides.
+    static func isAlreadyClean(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var previous: UInt8 = 0x20
-        for byte in raw.utf8 {
-            if byte < 0x20 || byte >= 0x7F { return false }
-            if byte == 0x20 && previous == 0x20 { return false }
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte < 0x80 {
+                if byte < 0x20 || byte == 0x7F || (byte == 0x20 && previous == 0x20) { return false }
+            } else {
+                // The valid UTF-8 of a String: a lead byte is followed by its continuation bytes.
+                let next = index + 1 < bytes.count ? bytes[index + 1] : 0
+                switch byte {
+                case 0xC2 where next <= 0xA0: return false  // U+0080–U+00A0: C1 controls, NEL, no-break space
+                case 0xE1 where next == 0x9A: return false  // U+1680 (Ogham space mark) and its neighbours
+                case 0xE2 where next == 0x80 || next == 0x81: return false  // U+2000–U+207F: spaces, bidi marks
+                case 0xE3 where next == 0x80: return false  // U+3000–U+303F: the ideographic space
+                case 0xEF where next == 0xBB: return false  // U+FEFF, the byte order mark
+                default: break
+                }
+            }
             previous = byte
+            index += 1
         }
-        return previous != 0x20 || raw.isEmpty
+        return previous != 0x20 || bytes.isEmpty
     }
 
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
