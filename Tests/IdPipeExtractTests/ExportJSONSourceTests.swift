@@ -52,6 +52,25 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(account.providers == [ProviderLink(providerId: "apple.com", rawId: "001.u1")])
     }
 
+    /// Timestamps come as quoted digits (read without a String), as numbers, or as anything else (the general path).
+    @Test(arguments: [
+        ("\"1608693364100\"", "1608693364100"), ("1608693364100", "1608693364100"), ("\"0012\"", "12"), ("\"-5\"", "-5"),
+        ("\"\"", "nil"), ("null", "nil"), ("\"123456789012345678\"", "123456789012345678"),
+        ("\"1234567890123456789\"", "1234567890123456789"), ("\"12x\"", "quarantine: '12x' is not a timestamp in epoch milliseconds"),
+        ("\"99999999999999999999\"", "quarantine: '99999999999999999999' is not a timestamp in epoch milliseconds"),
+        ("\"\\u0031\"", "1"),
+    ])
+    func readsTimestampsInEveryForm(json: String, expected: String) throws {
+        let text = "{\"users\": [\n" + exportUser("u1", extra: "\n  \"createdAt\": \(json),") + "]}"
+        let found: String
+        switch try readRecords(text).first {
+        case .account(let account, _)?: found = account.createdAt.map(String.init) ?? "nil"
+        case .malformed(let entry)?: found = "quarantine: \(entry.reason)"
+        default: found = "nothing"
+        }
+        #expect(found == expected)
+    }
+
     @Test func truncatedFileQuarantinesTheLastAccountOnly() throws {
         let text = "{\"users\": [\n" + users.prefix(3).joined(separator: ",\n") + ",\n" + String(exportUser("u4").prefix(40))
         let records = summary(try readRecords(text))

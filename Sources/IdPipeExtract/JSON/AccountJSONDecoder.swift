@@ -109,6 +109,7 @@ enum AccountJSONDecoder {
     /// Epoch milliseconds, as a decimal string (the export's form) or a number.
     private static func timestamp(_ cursor: inout JSONCursor, note: (String, String) -> Void) throws(JSONCursor.SyntaxError) -> Int64? {
         let byte = try cursor.peek()
+        if byte == UInt8(ascii: "\""), let value = cursor.quotedDigits() { return value }
         let text: String?
         if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "n") {
             text = try cursor.stringOrNull()

@@ -217,6 +217,22 @@ struct JSONCursor {
         }
     }
 
+    /// The value of a string of 1 to 18 ASCII digits (no sign, no escape) at the cursor, read without making a
+    /// String; nil leaves the cursor where it was, for the general path. The export writes timestamps this way.
+    mutating func quotedDigits() -> Int64? {
+        var index = position + 1
+        var value: Int64 = 0
+        while index < end, index - position <= 18 {
+            let byte = bytes[index]
+            guard byte >= 48, byte <= 57 else { break }
+            value = value * 10 + Int64(byte - 48)
+            index += 1
+        }
+        guard index > position + 1, index < end, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        position = index + 1
+        return value
+    }
+
     /// A number's text, checked against JSON's grammar.
     mutating func numberText() throws(SyntaxError) -> String {
         skipWhitespace()
