@@ -5,11 +5,10 @@ import IdPipeCore
 /// How an account outcome is kept in the `account` table.
 enum AccountRow {
     /// Binds the outcome's columns in the order of the `account` table's INSERT.
-    static func bind(_ outcome: AccountOutcome, to insert: inout RawInsert) {
-        let account = outcome.account
+    static func bind(_ outcome: borrowing AccountOutcome, to insert: inout RawInsert) {
         let (selection, detail) = Self.selection(outcome.selection)
         insert.bind(outcome.sequence)
-        insert.bind(account.localId)
+        insert.bind(outcome.account.localId)
         insert.bind(outcome.position.file)
         insert.bind(outcome.position.line)
         insert.bind(outcome.relay.map { "\($0.relayClass)" })
@@ -17,10 +16,10 @@ enum AccountRow {
         insert.bind(selection)
         insert.bind(detail)
         insert.bind(outcome.name.map(Self.name))
-        insert.bind(account.email)
-        insert.bind(account.displayName)
-        insert.bind(account.phoneNumber)
-        insert.bind(account.providers.map(\.providerId).sorted().joined(separator: " "))
+        insert.bind(outcome.account.email)
+        insert.bind(outcome.account.displayName)
+        insert.bind(outcome.account.phoneNumber)
+        insert.bind(outcome.account.providers.map(\.providerId).sorted().joined(separator: " "))
         insert.bind(outcome.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" })
     }
 

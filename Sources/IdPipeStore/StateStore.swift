@@ -84,19 +84,22 @@ public final class StateStore: PlanStore, @unchecked Sendable {
                 INSERT INTO action (seq, uid, kind, step, state, detail, reason, value, attempts, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
                 """)
-            for outcome in batch.accounts {
-                AccountRow.bind(outcome, to: &accountInsert)
-                try accountInsert.run()
-                for action in outcome.actions {
-                    actionInsert.bind(outcome.sequence)
-                    actionInsert.bind(outcome.account.localId)
-                    actionInsert.bind(action.kind.rawValue)
-                    actionInsert.bind(action.kind.order)
-                    actionInsert.bind(action.state.rawValue)
-                    actionInsert.bind(action.detail)
-                    actionInsert.bind(action.reason)
-                    actionInsert.bind(action.value)
-                    try actionInsert.run()
+            // Read in place: iterating the array would copy each outcome (a retain of every string in it).
+            try batch.accounts.withUnsafeBufferPointer { outcomes in
+                for index in outcomes.indices {
+                    AccountRow.bind(outcomes[index], to: &accountInsert)
+                    try accountInsert.run()
+                    for action in outcomes[index].actions {
+                        actionInsert.bind(outcomes[index].sequence)
+                        actionInsert.bind(outcomes[index].account.localId)
+                        actionInsert.bind(action.kind.rawValue)
+                        actionInsert.bind(action.kind.order)
+                        actionInsert.bind(action.state.rawValue)
+                        actionInsert.bind(action.detail)
+                        actionInsert.bind(action.reason)
+                        actionInsert.bind(action.value)
+                        try actionInsert.run()
+                    }
                 }
             }
             let quarantineInsert = try db.cachedStatement(sql: "INSERT INTO quarantine (seq, file, line, uid, field, reason) VALUES (?, ?, ?, ?, ?, ?)")

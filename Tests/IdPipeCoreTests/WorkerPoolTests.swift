@@ -33,3 +33,31 @@ import Testing
         #expect(WorkerPool(width: 4).map(1) { $0 + 7 } == [7])
     }
 }
+
+@Suite struct IdHashSetTests {
+    /// Against `Set<UInt64>`: random hashes, the hash 0, repeats, and hashes equal in their low bits (long probes).
+    @Test func agreesWithASet() {
+        var random = SeededGenerator(seed: 11)
+        var ours = IdHashSet()
+        var reference = Set<UInt64>()
+        for step in 0..<300_000 {
+            let hash: UInt64 = switch step % 4 {
+            case 0: random.next()
+            case 1: UInt64.random(in: 0...50, using: &random)
+            case 2: UInt64.random(in: 0...1000, using: &random) << 20
+            default: reference.randomElement(using: &random) ?? 0
+            }
+            #expect(ours.insert(hash) == reference.insert(hash).inserted)
+        }
+        #expect(ours.count == reference.count)
+        for hash in reference.prefix(1000) { #expect(ours.contains(hash)) }
+        #expect(!ours.contains(12_345_678_901))
+    }
+
+    @Test func startsFromTheHashesOfACheckpoint() {
+        let saved: [UInt64] = [0, 5, 1 << 40, 5]
+        var set = IdHashSet(saved)
+        #expect(set.count == 3)
+        #expect(!set.insert(0) && !set.insert(1 << 40) && set.insert(6))
+    }
+}

@@ -12,6 +12,12 @@ public struct AccountOutcome: Sendable, Equatable {
     public var deletionRequest: DeletionRequest?
     public var actions: [PlannedAction]
 
+    /// An outcome with nothing in it (and nothing to allocate): what a moved-out outcome leaves in its place.
+    static var empty: AccountOutcome {
+        AccountOutcome(sequence: 0, position: SourcePosition(file: "", line: 0), account: Account(localId: ""), repairs: RepairSet(),
+                       relay: nil, name: nil, selection: .notSelected, deletionRequest: nil, actions: [])
+    }
+
     /// Whether the store keeps a row for this account: it has actions, needs review, or was selected or protected.
     /// (Nameless accounts with no name source are only counted, by reason.)
     /// Other accounts only count in the totals, which keeps a 10-million-account plan small.

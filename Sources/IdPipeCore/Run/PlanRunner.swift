@@ -107,7 +107,7 @@ public final class PlanRunner {
         // Batch N is written while batch N + 1 is read and decoded; the writes stay in order, each with its checkpoint.
         let committer = OrderedCommitter(store: store, fingerprint: fingerprint)
         defer { _ = try? committer.drain() }
-        var seen = Set(checkpoint.seenIdHashes)
+        var seen = IdHashSet(checkpoint.seenIdHashes)
         var tally = checkpoint.tally
         let started = clock()
         var batches = 0
@@ -116,23 +116,23 @@ public final class PlanRunner {
         while try committer.check(), let batch = try source.nextBatch(records: batchRecords, parts: pool.width * 4) {
             // The workers decode, process, hash the ids and count; this thread only checks the ids for duplicates,
             // numbers the records and gathers the rows to store.
-            let parts = pool.map(batch.partCount) { part in ProcessedPart(batch, part: part, processor: processor) }
+            var parts = pool.map(batch.partCount) { part in ProcessedPart(batch, part: part, processor: processor) }
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
             var cleaned: [Account] = []
             var sequence = checkpoint.nextSequence
-            for part in parts {
-                counter.merge(part.counter)
-                for entry in part.entries {
+            for index in parts.indices {
+                counter.merge(parts[index].counter)
+                for entry in parts[index].entries {
                     switch entry {
                     case .fatal(let error):
                         throw PlanError.input(error)
-                    case .quarantined(let index):
-                        next.quarantine.append((sequence, part.quarantine[index]))
-                    case .account(let index, let hash):
-                        if !seen.insert(hash).inserted {
-                            let outcome = part.outcomes[index]
+                    case .quarantined(let entry):
+                        next.quarantine.append((sequence, parts[index].quarantine[entry]))
+                    case .account(let entry, let hash):
+                        if !seen.insert(hash) {
+                            let outcome = parts[index].outcomes[entry]
                             let duplicate = QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
                                                             reason: "duplicate: an earlier row has the same id")
                             counter.count(.account(outcome), by: -1)
@@ -140,12 +140,14 @@ public final class PlanRunner {
                             next.quarantine.append((sequence, duplicate))
                         } else {
                             next.newIdHashes.append(hash)
-                            if part.outcomes[index].isNoteworthy {
-                                var outcome = part.outcomes[index]
+                            if sink != nil { cleaned.append(parts[index].outcomes[entry].account) }
+                            if parts[index].outcomes[entry].isNoteworthy {
+                                // Moved out, not copied: the part is dropped after the merge.
+                                var outcome = AccountOutcome.empty
+                                swap(&outcome, &parts[index].outcomes[entry])
                                 outcome.sequence = sequence
                                 next.accounts.append(outcome)
                             }
-                            if sink != nil { cleaned.append(part.outcomes[index].account) }
                         }
                     }
                     sequence += 1
@@ -294,6 +296,66 @@ public enum IdHash {
         hash &*= 0xc4ce_b9fe_1a85_ec53
         hash ^= hash >> 33
         return hash
+    }
+}
+
+/// The ids seen so far, by their `IdHash`: open addressing with linear probing, on the hash itself (already mixed),
+/// at most half full. A `Set<UInt64>` hashed each hash again, and grew by rehashing everything.
+struct IdHashSet {
+    /// 0 marks an empty slot; the hash 0 itself is kept in `hasZero`.
+    private var slots: [UInt64]
+    private var hasZero = false
+    private(set) var count = 0
+
+    init(_ hashes: [UInt64] = []) {
+        var size = 1 << 16
+        while size < hashes.count * 2 { size <<= 1 }
+        slots = Array(repeating: 0, count: size)
+        for hash in hashes { _ = insert(hash) }
+    }
+
+    /// True when the hash was not there yet.
+    mutating func insert(_ hash: UInt64) -> Bool {
+        if hash == 0 {
+            defer { hasZero = true }
+            if !hasZero { count += 1 }
+            return !hasZero
+        }
+        if (count + 1) * 2 > slots.count { grow() }
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while true {
+            let found = slots[slot]
+            if found == hash { return false }
+            if found == 0 {
+                slots[slot] = hash
+                count += 1
+                return true
+            }
+            slot = (slot + 1) & mask
+        }
+    }
+
+    func contains(_ hash: UInt64) -> Bool {
+        if hash == 0 { return hasZero }
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while slots[slot] != 0 {
+            if slots[slot] == hash { return true }
+            slot = (slot + 1) & mask
+        }
+        return false
+    }
+
+    private mutating func grow() {
+        let old = slots
+        slots = Array(repeating: 0, count: old.count * 2)
+        let mask = slots.count - 1
+        for hash in old where hash != 0 {
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = hash
+        }
     }
 }
 
