@@ -40,8 +40,24 @@ public struct TallyCounter: Sendable {
         static let repairBase = providerBase + ProviderID.reported.count
         static let noProviders = repairBase + Repair.allCases.count
         static let disabled = noProviders + 1
-        static let count = disabled + 1
+        static let namesPresent = disabled + 1
+        static let selected = namesPresent + 1
+        static let protected = selected + 1
+        static let filteredByProvider = protected + 1
+        /// One per action kind and state, kind-major.
+        static let actionBase = filteredByProvider + 1
+        static let count = actionBase + ActionKind.allCases.count * ActionState.allCases.count
+
+        static func action(_ kind: ActionKind, _ state: ActionState) -> Int {
+            actionBase + ActionKind.allCases.firstIndex(of: kind)! * ActionState.allCases.count + ActionState.allCases.firstIndex(of: state)!
+        }
     }
+
+    /// Counts keyed by a value the account carries, named with their prefix only in `tally()`: building the full
+    /// name (and hashing it) for every account cost more than the rest of the counting.
+    private var nameFills: [String: Int] = [:]
+    private var nameMisses: [String: Int] = [:]
+    private var selectionReasons: [String: Int] = [:]
 
     /// Counts a record; `by: -1` takes back one counted before (an account that turns out to be a duplicate).
     public mutating func count(_ record: RecordOutcome, by amount: Int = 1) {
@@ -56,10 +72,9 @@ public struct TallyCounter: Sendable {
 
     private mutating func count(_ outcome: AccountOutcome, by amount: Int) {
         slots[Slot.accounts] += amount
-        let account = outcome.account
-        if account.providers.isEmpty { slots[Slot.noProviders] += amount }
-        for link in account.providers { slots[Slot.providerBase + ProviderID.reportIndex(link.providerId)] += amount }
-        if account.disabled { slots[Slot.disabled] += amount }
+        if outcome.account.providers.isEmpty { slots[Slot.noProviders] += amount }
+        for link in outcome.account.providers { slots[Slot.providerBase + ProviderID.reportIndex(link.providerId)] += amount }
+        if outcome.account.disabled { slots[Slot.disabled] += amount }
         if !outcome.repairs.isEmpty {
             for repair in outcome.repairs.all { slots[Slot.repairBase + repair.rawValue] += amount }
         }
@@ -69,21 +84,21 @@ public struct TallyCounter: Sendable {
         }
         if let name = outcome.name {
             switch name {
-            case .present: keyed["names.present", default: 0] += amount
-            case .fill(let update): keyed["names.fill." + update.source.description, default: 0] += amount
-            case .noSource(let why): keyed["names.no-source." + why, default: 0] += amount
+            case .present: slots[Slot.namesPresent] += amount
+            case .fill(let update): nameFills[update.source.description, default: 0] += amount
+            case .noSource(let why): nameMisses[why, default: 0] += amount
             }
         }
         switch outcome.selection {
         case .notSelected: break
         case .selected(let reasons):
-            keyed["selection.selected", default: 0] += amount
-            for label in reasons.labels { keyed["selection.reason." + label, default: 0] += amount }
-        case .protected: keyed["selection.protected", default: 0] += amount
-        case .filteredByProvider: keyed["selection.filtered-by-provider", default: 0] += amount
+            slots[Slot.selected] += amount
+            for label in reasons.labels { selectionReasons[label, default: 0] += amount }
+        case .protected: slots[Slot.protected] += amount
+        case .filteredByProvider: slots[Slot.filteredByProvider] += amount
         }
         for action in outcome.actions {
-            keyed["actions.\(action.kind.rawValue).\(action.state.rawValue)", default: 0] += amount
+            slots[Slot.action(action.kind, action.state)] += amount
             if let reason = action.reason, action.state == .notPossible {
                 keyed["not-possible.\(action.kind.rawValue).\(reason)", default: 0] += amount
             }
@@ -107,6 +122,9 @@ public struct TallyCounter: Sendable {
     public mutating func merge(_ other: TallyCounter) {
         for index in slots.indices { slots[index] += other.slots[index] }
         for (key, value) in other.keyed { keyed[key, default: 0] += value }
+        for (key, value) in other.nameFills { nameFills[key, default: 0] += value }
+        for (key, value) in other.nameMisses { nameMisses[key, default: 0] += value }
+        for (key, value) in other.selectionReasons { selectionReasons[key, default: 0] += value }
     }
 
     /// The counts as a tally with stable names.
@@ -122,6 +140,16 @@ public struct TallyCounter: Sendable {
         put("relay.consent-review", slots[Slot.consentReview])
         for (index, id) in ProviderID.reported.enumerated() { put("providers.\(id)", slots[Slot.providerBase + index]) }
         for repair in Repair.allCases { put("repairs.\(repair)", slots[Slot.repairBase + repair.rawValue]) }
+        put("names.present", slots[Slot.namesPresent])
+        for (source, value) in nameFills { put("names.fill." + source, value) }
+        for (why, value) in nameMisses { put("names.no-source." + why, value) }
+        put("selection.selected", slots[Slot.selected])
+        for (label, value) in selectionReasons { put("selection.reason." + label, value) }
+        put("selection.protected", slots[Slot.protected])
+        put("selection.filtered-by-provider", slots[Slot.filteredByProvider])
+        for kind in ActionKind.allCases {
+            for state in ActionState.allCases { put("actions.\(kind.rawValue).\(state.rawValue)", slots[Slot.action(kind, state)]) }
+        }
         for (key, value) in keyed { put(key, value) }
         return tally
     }

@@ -1,0 +1,42 @@
+import Testing
+@testable import IdPipeCore
+
+@Suite struct TallyCounterTests {
+    private func outcome(_ name: NameOutcome?, _ selection: SelectionOutcome, _ actions: [PlannedAction]) -> AccountOutcome {
+        var outcome = AccountOutcome.empty
+        outcome.account = Account(localId: "u", disabled: true, providers: [ProviderLink(providerId: "apple.com", rawId: "r")])
+        outcome.name = name
+        outcome.selection = selection
+        outcome.actions = actions
+        return outcome
+    }
+
+    /// Each kind of count under its stable name, and `by: -1` (a duplicate id) takes back exactly what was counted.
+    @Test func namesEveryCountAndTakesADuplicateBack() {
+        let kept = outcome(.fill(NameUpdate(name: "Jane", source: .provider("facebook.com"))), .notSelected,
+                           [PlannedAction(kind: .updateName, state: .planned, detail: "name from provider:facebook.com")])
+        let selected = outcome(.noSource("relay address only"), .selected([.deletionRequested, .inactive]), [
+            PlannedAction(kind: .revokeApple, state: .notPossible, detail: "", reason: "no stored token"),
+            PlannedAction(kind: .deleteAccount, state: .planned, detail: ""),
+        ])
+        let protected = outcome(.present, .protected([.disabled], why: "listed"), [])
+        var counter = TallyCounter()
+        for record in [kept, selected, protected, selected] { counter.count(.account(record)) }
+        counter.count(.account(selected), by: -1)
+        let expected: [String: Int] = [
+            "accounts.read": 3, "accounts.processed": 3, "accounts.disabled": 3, "providers.apple.com": 3,
+            "names.fill.provider:facebook.com": 1, "names.no-source.relay address only": 1, "names.present": 1,
+            "selection.selected": 1, "selection.reason.deletion requested": 1, "selection.reason.inactive": 1, "selection.protected": 1,
+            "actions.update-name.planned": 1, "actions.revoke-apple.not-possible": 1, "actions.delete-account.planned": 1,
+            "not-possible.revoke-apple.no stored token": 1,
+        ]
+        #expect(counter.tally().counts == expected)
+
+        var halves = TallyCounter(), other = TallyCounter()
+        halves.count(.account(kept))
+        other.count(.account(selected))
+        other.count(.account(protected))
+        halves.merge(other)
+        #expect(halves.tally() == counter.tally())
+    }
+}
