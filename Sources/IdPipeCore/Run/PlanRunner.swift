@@ -336,17 +336,6 @@ struct IdHashSet {
         }
     }
 
-    func contains(_ hash: UInt64) -> Bool {
-        if hash == 0 { return hasZero }
-        let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: hash) & mask
-        while slots[slot] != 0 {
-            if slots[slot] == hash { return true }
-            slot = (slot + 1) & mask
-        }
-        return false
-    }
-
     private mutating func grow() {
         let old = slots
         slots = Array(repeating: 0, count: old.count * 2)
