@@ -84,14 +84,17 @@ public final class StateStore: PlanStore, @unchecked Sendable {
                 INSERT INTO action (seq, uid, kind, step, state, detail, reason, value, attempts, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
                 """)
-            // Read in place: iterating the array would copy each outcome (a retain of every string in it).
+            // Read in place, through a pointer: iterating the array, or reading a field through its subscript, copies
+            // each outcome (a retain and a release of every string in it).
             try batch.accounts.withUnsafeBufferPointer { outcomes in
+                guard let first = outcomes.baseAddress else { return }
                 for index in outcomes.indices {
-                    AccountRow.bind(outcomes[index], to: &accountInsert)
+                    let outcome = first + index
+                    AccountRow.bind(outcome.pointee, to: &accountInsert)
                     try accountInsert.run()
-                    for action in outcomes[index].actions {
-                        actionInsert.bind(outcomes[index].sequence)
-                        actionInsert.bind(outcomes[index].account.localId)
+                    for action in outcome.pointee.actions {
+                        actionInsert.bind(outcome.pointee.sequence)
+                        actionInsert.bind(outcome.pointee.account.localId)
                         actionInsert.bind(action.kind.rawValue)
                         actionInsert.bind(action.kind.order)
                         actionInsert.bind(action.state.rawValue)

@@ -11,7 +11,8 @@ import Testing
         return outcome
     }
 
-    /// Each kind of count under its stable name, and `by: -1` (a duplicate id) takes back exactly what was counted.
+    /// Each kind of count under its stable name, and `by: -1` (a duplicate id) takes back exactly what was counted;
+    /// quarantined rows count by field, whatever the provider index.
     @Test func namesEveryCountAndTakesADuplicateBack() {
         let kept = outcome(.fill(NameUpdate(name: "Jane", source: .provider("facebook.com"))), .notSelected,
                            [PlannedAction(kind: .updateName, state: .planned, detail: "name from provider:facebook.com")])
@@ -21,10 +22,11 @@ import Testing
         ])
         let protected = outcome(.present, .protected([.disabled], why: "listed"), [])
         var counter = TallyCounter()
-        for record in [kept, selected, protected, selected] { counter.count(.account(record)) }
-        counter.count(.account(selected), by: -1)
+        for record in [kept, selected, protected, selected] { counter.count(record) }
+        counter.count(selected, by: -1)
+        counter.count(QuarantineEntry(position: SourcePosition(file: "f.json", line: 9), localId: nil, field: "providerUserInfo[2].rawId", reason: "is missing"))
         let expected: [String: Int] = [
-            "accounts.read": 3, "accounts.processed": 3, "accounts.disabled": 3, "providers.apple.com": 3,
+            "accounts.read": 4, "accounts.processed": 3, "accounts.quarantined": 1, "quarantine.field.providerUserInfo[].rawId": 1, "accounts.disabled": 3, "providers.apple.com": 3,
             "names.fill.provider:facebook.com": 1, "names.no-source.relay address only": 1, "names.present": 1,
             "selection.selected": 1, "selection.reason.deletion requested": 1, "selection.reason.inactive": 1, "selection.protected": 1,
             "actions.update-name.planned": 1, "actions.revoke-apple.not-possible": 1, "actions.delete-account.planned": 1,
@@ -33,9 +35,10 @@ import Testing
         #expect(counter.tally().counts == expected)
 
         var halves = TallyCounter(), other = TallyCounter()
-        halves.count(.account(kept))
-        other.count(.account(selected))
-        other.count(.account(protected))
+        halves.count(kept)
+        other.count(selected)
+        other.count(protected)
+        other.count(QuarantineEntry(position: SourcePosition(file: "f.json", line: 9), localId: nil, field: "providerUserInfo[0].rawId", reason: "x"))
         halves.merge(other)
         #expect(halves.tally() == counter.tally())
     }

@@ -47,7 +47,7 @@ public struct AccountProcessor: Sendable {
             }
         }
         return .account(AccountOutcome(
-            sequence: sequence, position: position, account: account, repairs: repairs, relay: relay, name: name,
+            sequence: sequence, position: position, account: consume account, repairs: repairs, relay: relay, name: name,
             selection: selection, deletionRequest: deletionRequest, actions: actions))
     }
 }

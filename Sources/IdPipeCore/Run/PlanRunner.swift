@@ -130,23 +130,23 @@ public final class PlanRunner {
                         throw PlanError.input(error)
                     case .quarantined(let entry):
                         next.quarantine.append((sequence, parts[index].quarantine[entry]))
-                    case .account(let entry, let hash):
+                    case .account(let entry, let hash, let kept):
                         if !seen.insert(hash) {
                             let outcome = parts[index].outcomes[entry]
                             let duplicate = QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
                                                             reason: "duplicate: an earlier row has the same id")
-                            counter.count(.account(outcome), by: -1)
-                            counter.count(.quarantined(duplicate))
+                            counter.count(outcome, by: -1)
+                            counter.count(duplicate)
                             next.quarantine.append((sequence, duplicate))
                         } else {
                             next.newIdHashes.append(hash)
                             if sink != nil { cleaned.append(parts[index].outcomes[entry].account) }
-                            if parts[index].outcomes[entry].isNoteworthy {
+                            if kept {
                                 // Moved out, not copied: the part is dropped after the merge.
                                 var outcome = AccountOutcome.empty
                                 swap(&outcome, &parts[index].outcomes[entry])
                                 outcome.sequence = sequence
-                                next.accounts.append(outcome)
+                                next.accounts.append(consume outcome)
                             }
                         }
                     }
@@ -238,7 +238,8 @@ final class OrderedCommitter: Sendable {
 /// What a worker made of one part of a batch: its records in order, counted, with the ids hashed.
 struct ProcessedPart: Sendable {
     enum Entry: Sendable {
-        case account(Int, idHash: UInt64)
+        /// `kept`: whether the store keeps a row for it (`AccountOutcome.isNoteworthy`, asked once, here).
+        case account(Int, idHash: UInt64, kept: Bool)
         case quarantined(Int)
         case fatal(InputError)
     }
@@ -262,13 +263,15 @@ struct ProcessedPart: Sendable {
                 entries.append(.fatal(error))
                 return
             }
-            counter.count(outcome)
             switch consume outcome {
             case .account(let processed):
-                entries.append(.account(outcomes.count, idHash: IdHash.of(processed.account.localId)))
-                if processed.isNoteworthy { noteworthy += 1 }
+                counter.count(processed)
+                let kept = processed.isNoteworthy
+                entries.append(.account(outcomes.count, idHash: IdHash.of(processed.account.localId), kept: kept))
+                if kept { noteworthy += 1 }
                 outcomes.append(processed)
             case .quarantined(let entry):
+                counter.count(entry)
                 entries.append(.quarantined(quarantine.count))
                 quarantine.append(entry)
             }

@@ -59,18 +59,16 @@ public struct TallyCounter: Sendable {
     private var nameMisses: [String: Int] = [:]
     private var selectionReasons: [String: Int] = [:]
 
-    /// Counts a record; `by: -1` takes back one counted before (an account that turns out to be a duplicate).
-    public mutating func count(_ record: RecordOutcome, by amount: Int = 1) {
-        switch record {
-        case .quarantined(let entry):
-            slots[Slot.quarantined] += amount
-            keyed["quarantine.field." + Self.fieldFamily(entry.field), default: 0] += amount
-        case .account(let outcome):
-            count(outcome, by: amount)
-        }
+    /// Counts a quarantined row.
+    public mutating func count(_ entry: QuarantineEntry) {
+        slots[Slot.quarantined] += 1
+        keyed["quarantine.field." + Self.fieldFamily(entry.field), default: 0] += 1
     }
 
-    private mutating func count(_ outcome: AccountOutcome, by amount: Int) {
+    /// Counts an account; `by: -1` takes back one counted before (an account that turns out to be a duplicate).
+    /// (It takes the outcome itself: taken out of a `RecordOutcome` by a pattern, it was copied, every string in it
+    /// retained and released again, for each account.)
+    public mutating func count(_ outcome: AccountOutcome, by amount: Int = 1) {
         slots[Slot.accounts] += amount
         if outcome.account.providers.isEmpty { slots[Slot.noProviders] += amount }
         for link in outcome.account.providers { slots[Slot.providerBase + ProviderID.reportIndex(link.providerId)] += amount }
