@@ -4,23 +4,25 @@ import IdPipeCore
 
 /// How an account outcome is kept in the `account` table.
 enum AccountRow {
-    /// Binds the outcome's columns in the order of the `account` table's INSERT.
-    static func bind(_ outcome: borrowing AccountOutcome, to insert: inout RawInsert) {
-        let (selection, detail) = Self.selection(outcome.selection)
-        insert.bind(outcome.sequence)
-        insert.bind(outcome.account.localId)
-        insert.bind(outcome.position.file)
-        insert.bind(outcome.position.line)
-        insert.bind(outcome.relay.map { "\($0.relayClass)" })
-        insert.bind(outcome.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.labels.joined(separator: ", ") })
+    /// Binds the outcome's columns in the order of the `account` table's INSERT. Read through a pointer, field by
+    /// field: an outcome passed by value, even to a `borrowing` parameter, was copied whole (a retain and a release
+    /// of every string in it) for each row.
+    static func bind(_ row: UnsafePointer<AccountOutcome>, to insert: inout RawInsert) {
+        let (selection, detail) = Self.selection(row.pointee.selection)
+        insert.bind(row.pointee.sequence)
+        insert.bind(row.pointee.account.localId)
+        insert.bind(row.pointee.position.file)
+        insert.bind(row.pointee.position.line)
+        insert.bind(row.pointee.relay.map { "\($0.relayClass)" })
+        insert.bind(row.pointee.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.labels.joined(separator: ", ") })
         insert.bind(selection)
         insert.bind(detail)
-        insert.bind(outcome.name.map(Self.name))
-        insert.bind(outcome.account.email)
-        insert.bind(outcome.account.displayName)
-        insert.bind(outcome.account.phoneNumber)
-        insert.bind(outcome.account.providers.map(\.providerId).sorted().joined(separator: " "))
-        insert.bind(outcome.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" })
+        insert.bind(row.pointee.name.map(Self.name))
+        insert.bind(row.pointee.account.email)
+        insert.bind(row.pointee.account.displayName)
+        insert.bind(row.pointee.account.phoneNumber)
+        insert.bind(row.pointee.account.providers.map(\.providerId).sorted().joined(separator: " "))
+        insert.bind(row.pointee.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" })
     }
 
     static func selection(_ outcome: SelectionOutcome) -> (String, String?) {

@@ -90,7 +90,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
                 guard let first = outcomes.baseAddress else { return }
                 for index in outcomes.indices {
                     let outcome = first + index
-                    AccountRow.bind(outcome.pointee, to: &accountInsert)
+                    AccountRow.bind(outcome, to: &accountInsert)
                     try accountInsert.run()
                     for action in outcome.pointee.actions {
                         actionInsert.bind(outcome.pointee.sequence)
