@@ -46,9 +46,6 @@ struct RawInsert {
             position = 0
         }
         let code = sqlite3_step(statement.sqliteStatement)
-        guard code == SQLITE_DONE else {
-            let message = connection.map { String(cString: sqlite3_errmsg($0)) }
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
-        }
+        guard code == SQLITE_DONE else { throw DatabaseError.step(code, statement, connection) }
     }
 }

@@ -21,9 +21,7 @@ struct RawRows {
         switch sqlite3_step(statement.sqliteStatement) {
         case SQLITE_ROW: return true
         case SQLITE_DONE: return false
-        case let code:
-            let message = connection.map { String(cString: sqlite3_errmsg($0)) }
-            throw DatabaseError(resultCode: ResultCode(rawValue: code), message: message, sql: statement.sql)
+        case let code: throw DatabaseError.step(code, statement, connection)
         }
     }
 
@@ -42,5 +40,12 @@ struct RawRows {
     /// The column's integer; nil for NULL.
     func optionalInteger(_ column: Int32) -> Int64? {
         sqlite3_column_type(statement.sqliteStatement, column) == SQLITE_NULL ? nil : integer(column)
+    }
+}
+
+extension DatabaseError {
+    /// A failed `sqlite3_step` of a statement run through the C API, with SQLite's message, as GRDB reports one.
+    static func step(_ code: Int32, _ statement: Statement, _ connection: OpaquePointer?) -> DatabaseError {
+        DatabaseError(resultCode: ResultCode(rawValue: code), message: connection.map { String(cString: sqlite3_errmsg($0)) }, sql: statement.sql)
     }
 }

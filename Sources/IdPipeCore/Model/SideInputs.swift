@@ -115,8 +115,7 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
     private var keys: ContiguousArray<String> = []
     private var hashes: ContiguousArray<UInt64> = []
     private var rows: ContiguousArray<Value> = []
-    /// Row numbers, -1 for an empty slot; a power of two long, at most half full.
-    private var slots: [Int32] = []
+    private var slots = HashSlots()
 
     public init() {}
 
@@ -145,13 +144,10 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
             case (let row?, let value?):
                 rows[row] = value
             case (nil, let value?):
-                guard (rows.count + 1) * 2 <= slots.count else {
-                    append(key, hash, value)
-                    rebuild()
-                    return
-                }
-                slots[slot] = Int32(rows.count)
-                append(key, hash, value)
+                keys.append(key)
+                hashes.append(hash)
+                rows.append(value)
+                slots.add(hashes, at: slot)
             case (let row?, nil):
                 // Rare (no reader removes rows): the last row takes the removed one's place, and the table is rebuilt.
                 let last = rows.count - 1
@@ -161,42 +157,16 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
                 keys.removeLast()
                 hashes.removeLast()
                 rows.removeLast()
-                rebuild()
+                slots.rebuild(hashes)
             case (nil, nil):
                 return
             }
         }
     }
 
-    private mutating func append(_ key: String, _ hash: UInt64, _ value: Value) {
-        keys.append(key)
-        hashes.append(hash)
-        rows.append(value)
-    }
-
     /// The slot where `key` is or would go, and its row if it is there.
+    @inline(__always)
     private func find(_ key: String, _ hash: UInt64) -> (slot: Int, row: Int?) {
-        guard !slots.isEmpty else { return (0, nil) }
-        let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: hash) & mask
-        while true {
-            let row = Int(slots[slot])
-            if row < 0 { return (slot, nil) }
-            if hashes[row] == hash && keys[row] == key { return (slot, row) }
-            slot = (slot + 1) & mask
-        }
-    }
-
-    /// Sizes the table to at least twice the rows and places every row again.
-    private mutating func rebuild() {
-        var size = 16
-        while size < rows.count * 2 { size <<= 1 }
-        slots = [Int32](repeating: -1, count: size)
-        let mask = size - 1
-        for row in 0..<rows.count {
-            var slot = Int(truncatingIfNeeded: hashes[row]) & mask
-            while slots[slot] >= 0 { slot = (slot + 1) & mask }
-            slots[slot] = Int32(row)
-        }
+        slots.find(hash) { hashes[$0] == hash && keys[$0] == key }
     }
 }

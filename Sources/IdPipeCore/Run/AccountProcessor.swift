@@ -15,6 +15,13 @@ public struct AccountProcessor: Sendable {
 
     /// Takes the account over (`consuming`): it is normalized in place, not copied.
     public func process(_ raw: consuming Account, position: SourcePosition, sequence: Int64) -> RecordOutcome {
+        var idHash: UInt64 = 0
+        return process(raw, position: position, sequence: sequence, idHash: &idHash)
+    }
+
+    /// The same, and sets `idHash` to the normalized id's `IdHash`: computed once for the side-input lookups, the plan
+    /// checks duplicates with it too.
+    func process(_ raw: consuming Account, position: SourcePosition, sequence: Int64, idHash: inout UInt64) -> RecordOutcome {
         let rawId = raw.localId
         var account = raw
         var repairs = RepairSet()
@@ -26,7 +33,7 @@ public struct AccountProcessor: Sendable {
             return .quarantined(QuarantineEntry(position: position, localId: nil, field: "localId", reason: "is missing or empty"))
         }
         let uid = account.localId
-        let idHash = IdHash.of(uid)
+        idHash = IdHash.of(uid)
         let legacy = sideInputs.legacyNames[uid, hash: idHash]
         let relay = pipeline.stages.detectRelay ? RelayDetection.classify(account, consentRecorded: legacy?.consent ?? false) : nil
         let isRelay = relay?.relayClass == .relayAddress

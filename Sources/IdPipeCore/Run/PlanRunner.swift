@@ -256,8 +256,9 @@ struct ProcessedPart: Sendable {
     init(_ batch: any RawBatch, part: Int, processor: AccountProcessor) {
         batch.decode(part: part) { record in
             let outcome: RecordOutcome
+            var idHash: UInt64 = 0
             switch consume record {
-            case .account(let account, let position): outcome = processor.process(account, position: position, sequence: 0)
+            case .account(let account, let position): outcome = processor.process(account, position: position, sequence: 0, idHash: &idHash)
             case .malformed(let entry): outcome = .quarantined(entry)
             case .fatal(let error):
                 entries.append(.fatal(error))
@@ -267,7 +268,7 @@ struct ProcessedPart: Sendable {
             case .account(let processed):
                 counter.count(processed)
                 let kept = processed.isNoteworthy
-                entries.append(.account(outcomes.count, idHash: IdHash.of(processed.account.localId), kept: kept))
+                entries.append(.account(outcomes.count, idHash: idHash, kept: kept))
                 if kept { noteworthy += 1 }
                 outcomes.append(processed)
             case .quarantined(let entry):
@@ -299,55 +300,6 @@ public enum IdHash {
         hash &*= 0xc4ce_b9fe_1a85_ec53
         hash ^= hash >> 33
         return hash
-    }
-}
-
-/// The ids seen so far, by their `IdHash`: open addressing with linear probing, on the hash itself (already mixed),
-/// at most half full. A `Set<UInt64>` hashed each hash again, and grew by rehashing everything.
-struct IdHashSet {
-    /// 0 marks an empty slot; the hash 0 itself is kept in `hasZero`.
-    private var slots: [UInt64]
-    private var hasZero = false
-    private(set) var count = 0
-
-    init(_ hashes: [UInt64] = []) {
-        var size = 1 << 16
-        while size < hashes.count * 2 { size <<= 1 }
-        slots = Array(repeating: 0, count: size)
-        for hash in hashes { _ = insert(hash) }
-    }
-
-    /// True when the hash was not there yet.
-    mutating func insert(_ hash: UInt64) -> Bool {
-        if hash == 0 {
-            defer { hasZero = true }
-            if !hasZero { count += 1 }
-            return !hasZero
-        }
-        if (count + 1) * 2 > slots.count { grow() }
-        let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: hash) & mask
-        while true {
-            let found = slots[slot]
-            if found == hash { return false }
-            if found == 0 {
-                slots[slot] = hash
-                count += 1
-                return true
-            }
-            slot = (slot + 1) & mask
-        }
-    }
-
-    private mutating func grow() {
-        let old = slots
-        slots = Array(repeating: 0, count: old.count * 2)
-        let mask = slots.count - 1
-        for hash in old where hash != 0 {
-            var slot = Int(truncatingIfNeeded: hash) & mask
-            while slots[slot] != 0 { slot = (slot + 1) & mask }
-            slots[slot] = hash
-        }
     }
 }
 

@@ -1,8 +1,6 @@
-import Dispatch
 import IdPipeCore
 import IdPipeCSV
 import IdPipeCrypto
-import Synchronization
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -19,15 +17,11 @@ public enum SideInputReader {
         if let path = config.deletionRequests { readers.append { .deletionRequests(try deletionRequests(resolve(path, base))) } }
         if let path = config.storedTokens { readers.append { .credentials(try storedTokens(resolve(path, base))) } }
         if let path = config.protectedAccounts { readers.append { .protectedIds(try protectedAccounts(resolve(path, base))) } }
-        let results = Mutex([Result<Loaded, any Error>?](repeating: nil, count: readers.count))
         let all = readers
-        DispatchQueue.concurrentPerform(iterations: all.count) { index in
-            let result = Result { try all[index]() }
-            results.withLock { $0[index] = result }
-        }
+        let results = WorkerPool(width: all.count).map(all.count) { index in Result { try all[index]() } }
         var inputs = SideInputs()
-        for result in results.withLock({ $0 }) {
-            switch try result!.get() {
+        for result in results {
+            switch try result.get() {
             case .legacyNames(let rows): inputs.legacyNames = rows
             case .deletionRequests(let rows): inputs.deletionRequests = rows
             case .credentials(let rows): inputs.credentials = rows
