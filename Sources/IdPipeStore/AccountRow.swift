@@ -13,7 +13,7 @@ enum AccountRow {
         insert.bind(row.pointee.account.localId)
         insert.bind(row.pointee.position.file)
         insert.bind(row.pointee.position.line)
-        insert.bind(row.pointee.relay.map { "\($0.relayClass)" })
+        insert.bind(row.pointee.relay.map(\.relayClass.name))
         insert.bind(row.pointee.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.labels.joined(separator: ", ") })
         insert.bind(selection)
         insert.bind(detail)
@@ -21,8 +21,20 @@ enum AccountRow {
         insert.bind(row.pointee.account.email)
         insert.bind(row.pointee.account.displayName)
         insert.bind(row.pointee.account.phoneNumber)
-        insert.bind(row.pointee.account.providers.map(\.providerId).sorted().joined(separator: " "))
+        insert.bind(providerList(row.pointee.account.providers))
         insert.bind(row.pointee.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" })
+    }
+
+    /// The provider ids, sorted, separated by spaces; without the three arrays of the general way for the one or two
+    /// providers most accounts have.
+    static func providerList(_ providers: [ProviderLink]) -> String {
+        switch providers.count {
+        case 0: ""
+        case 1: providers[0].providerId
+        case 2 where providers[0].providerId <= providers[1].providerId: providers[0].providerId + " " + providers[1].providerId
+        case 2: providers[1].providerId + " " + providers[0].providerId
+        default: providers.map(\.providerId).sorted().joined(separator: " ")
+        }
     }
 
     static func selection(_ outcome: SelectionOutcome) -> (String, String?) {

@@ -24,6 +24,11 @@ import Testing
         #expect(finding.consentReview == flags)
     }
 
+    /// Stores written before `name` existed hold the interpolated case name: the two must stay the same text.
+    @Test(arguments: RelayClass.allCases) func nameIsTheCaseName(_ relayClass: RelayClass) {
+        #expect(relayClass.name == "\(relayClass)")
+    }
+
     @Test func recordedConsentClearsTheReview() {
         let account = Account(localId: "1", email: "jane@example.com", providers: [Self.apple(Self.relay)])
         #expect(RelayDetection.classify(account, consentRecorded: true).consentReview.isEmpty)

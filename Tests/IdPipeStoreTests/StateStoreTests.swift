@@ -177,4 +177,11 @@ final class CountingFingerprint: InputFingerprint {
         #expect(actions.map(\.kind) == outcome.actions.map(\.kind.rawValue))
         #expect(actions.allSatisfy { $0.sequence == 5 && $0.uid == "ü-1" })
     }
+
+    @Test(arguments: [[], ["google.com"], ["google.com", "apple.com"], ["apple.com", "google.com"], ["apple.com", "apple.com"],
+                      ["twitter.com", "facebook.com", "apple.com"]])
+    func providerListIsSortedAndSpaced(_ ids: [String]) {
+        let links = ids.map { ProviderLink(providerId: $0, rawId: "1") }
+        #expect(AccountRow.providerList(links) == ids.sorted().joined(separator: " "))
+    }
 }

@@ -1,13 +1,25 @@
+import Foundation
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Files the tests write to read back, each under a fresh name in a folder of this test process.
+/// Files and folders the tests write, all in one folder of this test process (under `$TMPDIR`, else `/tmp`), which
+/// is removed when the process exits: a `make test` leaves nothing behind.
 public enum TemporaryFile {
-    public static func write(_ bytes: [UInt8], name: String) -> String {
-        let dir = "/tmp/idpipe-tests-\(getpid())"
+    public static let root: String = {
+        let dir = folder(forProcess: getpid())
         mkdir(dir, 0o755)
-        let path = "\(dir)/\(UInt64.random(in: 0...UInt64.max))-\(name)"
+        atexit { try? FileManager.default.removeItem(atPath: TemporaryFile.folder(forProcess: getpid())) }
+        return dir
+    }()
+
+    private static func folder(forProcess pid: pid_t) -> String {
+        let base = ProcessInfo.processInfo.environment["TMPDIR"].flatMap { $0.isEmpty ? nil : $0 } ?? "/tmp"
+        return "\(base)/idpipe-tests-\(pid)"
+    }
+
+    public static func write(_ bytes: [UInt8], name: String) -> String {
+        let path = "\(root)/\(UInt64.random(in: 0...UInt64.max))-\(name)"
         let file = fopen(path, "w")!
         fwrite(bytes, 1, bytes.count, file)
         fclose(file)
@@ -20,7 +32,7 @@ public enum TemporaryFile {
 
     /// A new empty folder, named after `purpose`.
     public static func directory(_ purpose: String) -> String {
-        var template = Array("/tmp/idpipe-\(purpose)-XXXXXX".utf8CString)
+        var template = Array("\(root)/\(purpose)-XXXXXX".utf8CString)
         return template.withUnsafeMutableBufferPointer { buffer in String(cString: mkdtemp(buffer.baseAddress!)!) }
     }
 }

@@ -47,7 +47,7 @@ public struct MarkdownReport {
 
         if tally["relay.relayAddress"] + tally["relay.appleRealEmail"] + tally["relay.appleNoEmail"] + tally["relay.notApple"] > 0 {
             section(&out, "Private relay")
-            table(&out, ["class", "accounts"], RelayClass.allCases.map { ["\($0.label)", "\(tally["relay.\($0)"])"] }
+            table(&out, ["class", "accounts"], RelayClass.allCases.map { ["\($0.label)", "\(tally["relay.\($0.name)"])"] }
                 + [["relay accounts needing consent review", "\(tally["relay.consent-review"])"]])
             try accountList(&out, .consentReview, title: "Relay accounts linked to identifying data without recorded consent",
                             columns: ["uid", "email", "linked data", "providers", "source"]) { account in

@@ -134,7 +134,7 @@ public struct TallyCounter: Sendable {
         put("accounts.quarantined", slots[Slot.quarantined])
         put("accounts.disabled", slots[Slot.disabled])
         put("accounts.no-providers", slots[Slot.noProviders])
-        for relay in RelayClass.allCases { put("relay.\(relay)", slots[Slot.relayBase + relay.rawValue]) }
+        for relay in RelayClass.allCases { put("relay.\(relay.name)", slots[Slot.relayBase + relay.rawValue]) }
         put("relay.consent-review", slots[Slot.consentReview])
         for (index, id) in ProviderID.reported.enumerated() { put("providers.\(id)", slots[Slot.providerBase + index]) }
         for repair in Repair.allCases { put("repairs.\(repair)", slots[Slot.repairBase + repair.rawValue]) }
