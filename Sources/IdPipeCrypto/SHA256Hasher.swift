@@ -41,13 +41,16 @@ public final class SHA256Hasher {
 
     /// One-shot (the side inputs fingerprint every stored token: a context per call would cost more than the hash).
     public static func digest(_ bytes: some Sequence<UInt8>) -> [UInt8] {
-        let input = Array(bytes)
         var output = [UInt8](repeating: 0, count: 32)
-        var length: UInt32 = 0
-        input.withUnsafeBytes { buffer in
-            _ = EVP_Digest(buffer.baseAddress, buffer.count, &output, &length, EVP_sha256(), nil)
-        }
+        // In place when the bytes are contiguous (a native string's UTF-8 is): copying them cost an allocation a call.
+        let done: Void? = bytes.withContiguousStorageIfAvailable { digest(UnsafeRawBufferPointer($0), into: &output) }
+        if done == nil { Array(bytes).withUnsafeBytes { digest($0, into: &output) } }
         return output
+    }
+
+    private static func digest(_ input: UnsafeRawBufferPointer, into output: inout [UInt8]) {
+        var length: UInt32 = 0
+        _ = EVP_Digest(input.baseAddress, input.count, &output, &length, EVP_sha256(), nil)
     }
 
     public static func hexDigest(_ text: String) -> String {
@@ -72,19 +75,23 @@ public enum HMACSHA256 {
 public enum Hex {
     private static let digits = Array("0123456789abcdef".utf8)
 
-    public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        var out: [UInt8] = []
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+    public static func encode(_ bytes: some Collection<UInt8>) -> String {
+        // Written straight into the string's storage: up to 7 bytes (14 digits) it is a small string, with no allocation.
+        String(unsafeUninitializedCapacity: bytes.count * 2) { out in
+            var index = 0
+            for byte in bytes {
+                out[index] = digits[Int(byte >> 4)]
+                out[index + 1] = digits[Int(byte & 0x0F)]
+                index += 2
+            }
+            return index
         }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 
 /// The fingerprint under which a secret may appear in reports and the state store: 12 hex digits of SHA-256.
 public enum SecretFingerprint {
     public static func of(_ secret: String) -> String {
-        String(SHA256Hasher.hexDigest(secret).prefix(12))
+        Hex.encode(SHA256Hasher.digest(secret.utf8).prefix(6))
     }
 }

@@ -60,6 +60,24 @@ import IdPipeTestSupport
         #expect(!description.contains("t-secret"))
     }
 
+    /// Lines come without their `\n` or `\r\n`, numbered from 1, blank ones included, the last one with or without
+    /// its newline.
+    @Test(arguments: [
+        ("a\nb\n", [("a", 1), ("b", 2)]),
+        ("a\r\n\r\nb", [("a", 1), ("", 2), ("b", 3)]),
+        ("\n\n", [("", 1), ("", 2)]),
+        ("", []),
+        ("x\ry\n", [("x\ry", 1)]),
+    ])
+    func linesLoseTheirEndings(text: String, expected: [(String, Int)]) throws {
+        var lines: [(String, Int)] = []
+        try SideInputReader.forEachLineBytes(TemporaryFile.write(text, name: "lines.txt")) { bytes, number in
+            lines.append((String(decoding: bytes, as: UTF8.self), number))
+        }
+        #expect(lines.map(\.0) == expected.map(\.0))
+        #expect(lines.map(\.1) == expected.map(\.1))
+    }
+
     /// A value that is not UTF-8 names the file, the line and the column.
     @Test func invalidUTF8NamesTheColumn() throws {
         let path = TemporaryFile.write(Array("uid,given_name,family_name,consent\nu1,A,B,true\nu2,".utf8) + [0xC3, 0x28] + Array(",C,true\n".utf8),

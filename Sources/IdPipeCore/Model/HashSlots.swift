@@ -1,12 +1,14 @@
 /// Row numbers found by a 64-bit hash (`IdHash`, already mixed): open addressing with linear probing, at most half
 /// full. The owner keeps the rows and their hashes, and says which row a probe has found: `KeyedRows` compares the
 /// hash and then the id, `IdHashSet` the hash alone.
-struct HashSlots: Sendable {
+@usableFromInline struct HashSlots: Sendable {
     /// Row numbers; -1 marks an empty slot. A power of two long.
-    private var slots: [Int32] = []
+    @usableFromInline var slots: [Int32] = []
+
+    @inlinable init() {}
 
     /// The slot of the row that `matches` accepts, and that row; or the empty slot where a new row would go.
-    @inline(__always)
+    @inlinable @inline(__always)
     func find(_ hash: UInt64, matches: (Int) -> Bool) -> (slot: Int, row: Int?) {
         guard !slots.isEmpty else { return (0, nil) }
         let mask = slots.count - 1
@@ -21,13 +23,13 @@ struct HashSlots: Sendable {
 
     /// Places the owner's last row, already appended with its hash, in the empty `slot` that `find` gave; when that
     /// would make the table over half full, it grows instead and places every row again.
-    mutating func add(_ hashes: ContiguousArray<UInt64>, at slot: Int) {
+    @inlinable mutating func add(_ hashes: ContiguousArray<UInt64>, at slot: Int) {
         guard hashes.count * 2 <= slots.count else { return rebuild(hashes) }
         slots[slot] = Int32(hashes.count - 1)
     }
 
     /// Sizes the table to at least twice the rows (and `minimumSize`) and places every row again.
-    mutating func rebuild(_ hashes: ContiguousArray<UInt64>, minimumSize: Int = 16) {
+    @inlinable mutating func rebuild(_ hashes: ContiguousArray<UInt64>, minimumSize: Int = 16) {
         var size = minimumSize
         while size < hashes.count * 2 { size <<= 1 }
         slots = [Int32](repeating: -1, count: size)

@@ -111,31 +111,33 @@ public struct SideInputs: Sendable {
 /// and most lookups miss; a `Dictionary` compares the id string with every key along the probe (SipHash, then
 /// `memcmp`): 4-9 % of the plan's CPU in profiles. Here a probe compares the stored hash first.
 /// Memory is about that of a dictionary of id to row number (for the 254k rows of the 1M-account benchmark, a few MB).
+/// Inlinable, so that the side-input readers in other modules get it specialized: used generically, each row added
+/// looked up type metadata at run time (a third of the side inputs' load time).
 public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiteral {
-    private var keys: ContiguousArray<String> = []
-    private var hashes: ContiguousArray<UInt64> = []
-    private var rows: ContiguousArray<Value> = []
-    private var slots = HashSlots()
+    @usableFromInline var keys: ContiguousArray<String> = []
+    @usableFromInline var hashes: ContiguousArray<UInt64> = []
+    @usableFromInline var rows: ContiguousArray<Value> = []
+    @usableFromInline var slots = HashSlots()
 
-    public init() {}
+    @inlinable public init() {}
 
-    public init(_ dictionary: [String: Value]) {
+    @inlinable public init(_ dictionary: [String: Value]) {
         for (key, value) in dictionary { self[key] = value }
     }
 
-    public init(dictionaryLiteral elements: (String, Value)...) {
+    @inlinable public init(dictionaryLiteral elements: (String, Value)...) {
         for (key, value) in elements { self[key] = value }
     }
 
-    public var count: Int { rows.count }
+    @inlinable public var count: Int { rows.count }
 
     /// The row of `key`, whose `IdHash` the caller has already computed (for several lookups of one account).
-    public subscript(key: String, hash hash: UInt64) -> Value? {
+    @inlinable public subscript(key: String, hash hash: UInt64) -> Value? {
         let (_, row) = find(key, hash)
         return row.map { rows[$0] }
     }
 
-    public subscript(key: String) -> Value? {
+    @inlinable public subscript(key: String) -> Value? {
         get { self[key, hash: IdHash.of(key)] }
         set {
             let hash = IdHash.of(key)
@@ -165,8 +167,8 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
     }
 
     /// The slot where `key` is or would go, and its row if it is there.
-    @inline(__always)
-    private func find(_ key: String, _ hash: UInt64) -> (slot: Int, row: Int?) {
+    @inlinable @inline(__always)
+    func find(_ key: String, _ hash: UInt64) -> (slot: Int, row: Int?) {
         slots.find(hash) { hashes[$0] == hash && keys[$0] == key }
     }
 }

@@ -2,7 +2,12 @@
 public enum Timestamp {
     /// `2026-10-03T12:00:00Z`, `2026-10-03T12:00:00.250+02:00`, or a date alone (`2026-10-03`, midnight UTC).
     public static func parseRFC3339(_ text: String) -> Int64? {
-        let bytes = Array(text.utf8)
+        var text = text
+        return text.withUTF8(parseRFC3339)
+    }
+
+    /// The same, on the text's UTF-8 bytes (read in place: a copy of each timestamp cost an allocation).
+    public static func parseRFC3339(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
         func number(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= bytes.count else { return nil }
             var value = 0

@@ -283,12 +283,12 @@ struct ProcessedPart: Sendable {
 /// A stable 64-bit hash of an account id (FNV-1a with a final avalanche), for duplicate detection.
 /// Two different ids share a hash with odds of about n²/2⁶⁵ (3·10⁻⁸ for a million accounts).
 public enum IdHash {
-    public static func of(_ id: String) -> UInt64 {
+    @inlinable public static func of(_ id: String) -> UInt64 {
         // On the string's own storage when it has one: iterating the UTF-8 view costs more than the hash.
         id.utf8.withContiguousStorageIfAvailable(of) ?? of(Array(id.utf8))
     }
 
-    public static func of(_ bytes: some Collection<UInt8>) -> UInt64 {
+    @inlinable public static func of(_ bytes: some Collection<UInt8>) -> UInt64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         for byte in bytes {
             hash ^= UInt64(byte)

@@ -121,6 +121,9 @@ public enum SideInputReader {
         for column in columns where names.filter({ $0 == column }).count > 1 {
             throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has the column '\(column)' twice")
         }
+        // One array for every row's values: each row is handed to `body` and dropped before the next is read.
+        var values: [String] = []
+        values.reserveCapacity(names.count)
         while let item = try reader.next() {
             switch item {
             case .malformed(let bad):
@@ -132,7 +135,9 @@ public enum SideInputReader {
                 }
                 switch record.texts(record.count) {
                 case .success(let texts):
-                    try body(Row(path: path, line: record.firstLine, names: names, values: texts.map { $0?.trimmingSpaces ?? "" }))
+                    values.removeAll(keepingCapacity: true)
+                    for text in texts { values.append(text?.trimmingSpaces ?? "") }
+                    try body(Row(path: path, line: record.firstLine, names: names, values: values))
                 case .failure(let invalid):
                     throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[invalid.index]): is not valid UTF-8")
                 }
@@ -141,19 +146,27 @@ public enum SideInputReader {
     }
 
     static func forEachLine(_ path: String, _ body: (String, Int) throws -> Void) throws {
+        try forEachLineBytes(path) { line, number in try body(String(decoding: line, as: UTF8.self), number) }
+    }
+
+    /// Each line's bytes, without its `\n` or `\r\n`, and its number (from 1); valid only during the call.
+    static func forEachLineBytes(_ path: String, _ body: (UnsafeBufferPointer<UInt8>, Int) throws -> Void) throws {
         guard let file = fopen(path, "r") else { throw InputError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         defer { fclose(file) }
         var buffer: UnsafeMutablePointer<CChar>?
         var capacity = 0
         var number = 0
         defer { free(buffer) }
-        while getline(&buffer, &capacity, file) >= 0 {
+        while true {
+            let read = getline(&buffer, &capacity, file)
+            guard read >= 0, let buffer else { break }
             number += 1
-            guard let buffer else { break }
-            var text = String(cString: buffer)
-            if text.hasSuffix("\n") { text.removeLast() }
-            if text.hasSuffix("\r") { text.removeLast() }
-            try body(text, number)
+            var length = read
+            if length > 0 && buffer[length - 1] == 0x0A { length -= 1 }
+            if length > 0 && buffer[length - 1] == 0x0D { length -= 1 }
+            try buffer.withMemoryRebound(to: UInt8.self, capacity: read) { bytes in
+                try body(UnsafeBufferPointer(start: bytes, count: length), number)
+            }
         }
     }
 }

@@ -8,12 +8,12 @@ extension SideInputReader {
     /// Token values are kept in memory only, as `Secret`s; errors never quote them.
     public static func storedTokens(_ path: String) throws -> KeyedRows<StoredCredentials> {
         var result = KeyedRows<StoredCredentials>()
-        try forEachLine(path) { text, number in
-            if text.utf8.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
+        try forEachLineBytes(path) { line, number in
+            if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
             func fail(_ message: String) -> InputError {
                 InputError(path: path, position: SourcePosition(file: path, line: number), message: message)
             }
-            let fields = try parseFlatObject(text, fail: fail)
+            let fields = try parseFlatObject(line, fail: fail)
             guard let uid = fields["uid"], !uid.isEmpty else { throw fail("uid: is missing") }
             var stored = result[uid] ?? StoredCredentials()
             switch fields["provider"] {
@@ -57,36 +57,39 @@ extension SideInputReader {
 
     /// A one-level JSON object of strings (numbers and booleans become their text).
     static func parseFlatObject(_ text: String, fail: (String) -> InputError) throws -> FlatObject {
-        var bytes = Array(text.utf8)
-        return try bytes.withUnsafeMutableBufferPointer { mutable in
-            let buffer = UnsafeBufferPointer(mutable)
-            var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
-            var fields = FlatObject()
-            do throws(JSONCursor.SyntaxError) {
-                try cursor.expect(UInt8(ascii: "{"))
-                if try cursor.peek() == UInt8(ascii: "}") { return fields }
-                while true {
-                    let rawKey = try cursor.key()
-                    cursor.currentKey = rawKey
-                    let key = String(decoding: rawKey, as: UTF8.self)
-                    try cursor.expect(UInt8(ascii: ":"))
-                    switch try cursor.peek() {
-                    case UInt8(ascii: "\""): fields.set(key, try cursor.string())
-                    case UInt8(ascii: "t"), UInt8(ascii: "f"): fields.set(key, try cursor.bool() ? "true" : "false")
-                    case UInt8(ascii: "n"): try cursor.literal("null")
-                    default: fields.set(key, try cursor.numberText())
-                    }
-                    if try cursor.peek() == UInt8(ascii: ",") { cursor.position += 1; continue }
-                    try cursor.expect(UInt8(ascii: "}"))
-                    break
+        var text = text
+        return try text.withUTF8 { try parseFlatObject($0, fail: fail) }
+    }
+
+    /// The same, on a line's bytes, read in place.
+    static func parseFlatObject(_ buffer: UnsafeBufferPointer<UInt8>, fail: (String) -> InputError) throws -> FlatObject {
+        var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
+        var fields = FlatObject()
+        fields.members.reserveCapacity(8)
+        do throws(JSONCursor.SyntaxError) {
+            try cursor.expect(UInt8(ascii: "{"))
+            if try cursor.peek() == UInt8(ascii: "}") { return fields }
+            while true {
+                let rawKey = try cursor.key()
+                cursor.currentKey = rawKey
+                let key = String(decoding: rawKey, as: UTF8.self)
+                try cursor.expect(UInt8(ascii: ":"))
+                switch try cursor.peek() {
+                case UInt8(ascii: "\""): fields.set(key, try cursor.string())
+                case UInt8(ascii: "t"), UInt8(ascii: "f"): fields.set(key, try cursor.bool() ? "true" : "false")
+                case UInt8(ascii: "n"): try cursor.literal("null")
+                default: fields.set(key, try cursor.numberText())
                 }
-                cursor.skipWhitespace()
-                guard cursor.atEnd else { throw cursor.fail("text after the object") }
-            } catch {
-                // The message names the field and the problem, never the line's text (it may hold a token).
-                throw fail("not a JSON object: \(error.field): \(error.message)")
+                if try cursor.peek() == UInt8(ascii: ",") { cursor.position += 1; continue }
+                try cursor.expect(UInt8(ascii: "}"))
+                break
             }
-            return fields
+            cursor.skipWhitespace()
+            guard cursor.atEnd else { throw cursor.fail("text after the object") }
+        } catch {
+            // The message names the field and the problem, never the line's text (it may hold a token).
+            throw fail("not a JSON object: \(error.field): \(error.message)")
         }
+        return fields
     }
 }
