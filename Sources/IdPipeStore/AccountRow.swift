@@ -14,7 +14,7 @@ enum AccountRow {
         insert.bind(row.pointee.position.file)
         insert.bind(row.pointee.position.line)
         insert.bind(row.pointee.relay.map(\.relayClass.name))
-        insert.bind(row.pointee.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.labels.joined(separator: ", ") })
+        insert.bind(row.pointee.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.text })
         insert.bind(selection)
         insert.bind(detail)
         insert.bind(row.pointee.name.map(Self.name))
@@ -40,9 +40,9 @@ enum AccountRow {
     static func selection(_ outcome: SelectionOutcome) -> (String, String?) {
         switch outcome {
         case .notSelected: ("not-selected", nil)
-        case .selected(let reasons): ("selected", reasons.labels.joined(separator: ", "))
-        case .protected(let reasons, let why): ("protected", "\(why); matched: \(reasons.labels.joined(separator: ", "))")
-        case .filteredByProvider(let reasons): ("filtered-by-provider", reasons.labels.joined(separator: ", "))
+        case .selected(let reasons): ("selected", reasons.text)
+        case .protected(let reasons, let why): ("protected", "\(why); matched: \(reasons.text)")
+        case .filteredByProvider(let reasons): ("filtered-by-provider", reasons.text)
         }
     }
 

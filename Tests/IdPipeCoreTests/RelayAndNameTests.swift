@@ -29,6 +29,12 @@ import Testing
         #expect(relayClass.name == "\(relayClass)")
     }
 
+    /// The joined labels are made once per set; they must read as joining the labels each time would.
+    @Test(arguments: UInt8(0)...UInt8(9)) func flagTextsJoinTheLabels(_ raw: UInt8) {
+        #expect(ConsentFlags(rawValue: raw).text == ConsentFlags(rawValue: raw).labels.joined(separator: ", "))
+        #expect(SelectionReasons(rawValue: raw).text == SelectionReasons(rawValue: raw).labels.joined(separator: ", "))
+    }
+
     @Test func recordedConsentClearsTheReview() {
         let account = Account(localId: "1", email: "jane@example.com", providers: [Self.apple(Self.relay)])
         #expect(RelayDetection.classify(account, consentRecorded: true).consentReview.isEmpty)

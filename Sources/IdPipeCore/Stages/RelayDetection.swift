@@ -46,6 +46,10 @@ public struct ConsentFlags: OptionSet, Sendable, Hashable, Codable {
         if contains(.phoneNumber) { result.append("phone number") }
         return result
     }
+
+    /// The labels joined by ", ", made once for each of the eight sets (the store writes it for every relay account).
+    public var text: String { rawValue < 8 ? Self.texts[Int(rawValue)] : labels.joined(separator: ", ") }
+    private static let texts = (0..<8).map { ConsentFlags(rawValue: UInt8($0)).labels.joined(separator: ", ") }
 }
 
 public struct RelayFinding: Sendable, Equatable {

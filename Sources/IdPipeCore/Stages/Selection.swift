@@ -14,6 +14,10 @@ public struct SelectionReasons: OptionSet, Sendable, Hashable, Codable {
         if contains(.inactive) { result.append("inactive") }
         return result
     }
+
+    /// The labels joined by ", ", made once for each of the eight sets (the store writes it for every selected account).
+    public var text: String { rawValue < 8 ? Self.texts[Int(rawValue)] : labels.joined(separator: ", ") }
+    private static let texts = (0..<8).map { SelectionReasons(rawValue: UInt8($0)).labels.joined(separator: ", ") }
 }
 
 public enum SelectionOutcome: Sendable, Equatable {
