@@ -70,3 +70,26 @@ import Testing
         #expect(!set.insert(0) && !set.insert(1 << 40) && set.insert(6))
     }
 }
+
+@Suite struct HashSlotsTests {
+    /// Rows whose hashes share the high half (the slot's tag) and the low bits (the first slot): the owner's
+    /// `matches` tells them apart, and every row is found again after the table grew.
+    @Test func sameTagRowsAreToldApartByTheOwner() {
+        var hashes: ContiguousArray<UInt64> = []
+        var slots = HashSlots()
+        slots.rebuild(hashes)
+        let shared: UInt64 = 0xABCD_1234_0000_0000
+        for row in 0..<100 {
+            let hash = shared | UInt64(row) << 16 | UInt64(row % 3)
+            let (slot, found) = slots.find(hash) { hashes[$0] == hash }
+            #expect(found == nil)
+            hashes.append(hash)
+            slots.add(hashes, at: slot)
+        }
+        for (row, hash) in hashes.enumerated() {
+            #expect(slots.find(hash) { hashes[$0] == hash }.row == row)
+        }
+        #expect(slots.find(shared | 0xFFFF) { hashes[$0] == shared | 0xFFFF }.row == nil)
+    }
+}
+

@@ -1,22 +1,30 @@
 /// Row numbers found by a 64-bit hash (`IdHash`, already mixed): open addressing with linear probing, at most half
-/// full. The owner keeps the rows and their hashes, and says which row a probe has found: `KeyedRows` compares the
-/// hash and then the id, `IdHashSet` the hash alone.
+/// full. Each slot holds the row number and the high half of its hash, so a probe passes other rows without reading
+/// them: a lookup that misses (most of a plan's side-input lookups) reads one cache line of this table and nothing else.
+/// The owner keeps the rows and their hashes (for growing) and says whether a row whose hash half matched is the one.
 @usableFromInline struct HashSlots: Sendable {
-    /// Row numbers; -1 marks an empty slot. A power of two long.
-    @usableFromInline var slots: [Int32] = []
+    /// `tag | (row + 1)`; 0 marks an empty slot. A power of two long.
+    @usableFromInline var slots: [UInt64] = []
 
     @inlinable init() {}
+
+    @inlinable @inline(__always)
+    static func tag(_ hash: UInt64) -> UInt64 { hash & 0xFFFF_FFFF_0000_0000 }
 
     /// The slot of the row that `matches` accepts, and that row; or the empty slot where a new row would go.
     @inlinable @inline(__always)
     func find(_ hash: UInt64, matches: (Int) -> Bool) -> (slot: Int, row: Int?) {
         guard !slots.isEmpty else { return (0, nil) }
         let mask = slots.count - 1
+        let tag = Self.tag(hash)
         var slot = Int(truncatingIfNeeded: hash) & mask
         while true {
-            let row = Int(slots[slot])
-            if row < 0 { return (slot, nil) }
-            if matches(row) { return (slot, row) }
+            let entry = slots[slot]
+            if entry == 0 { return (slot, nil) }
+            if entry & 0xFFFF_FFFF_0000_0000 == tag {
+                let row = Int(truncatingIfNeeded: entry & 0xFFFF_FFFF) - 1
+                if matches(row) { return (slot, row) }
+            }
             slot = (slot + 1) & mask
         }
     }
@@ -25,43 +33,66 @@
     /// would make the table over half full, it grows instead and places every row again.
     @inlinable mutating func add(_ hashes: ContiguousArray<UInt64>, at slot: Int) {
         guard hashes.count * 2 <= slots.count else { return rebuild(hashes) }
-        slots[slot] = Int32(hashes.count - 1)
+        slots[slot] = Self.tag(hashes[hashes.count - 1]) | UInt64(hashes.count)
     }
 
     /// Sizes the table to at least twice the rows (and `minimumSize`) and places every row again.
     @inlinable mutating func rebuild(_ hashes: ContiguousArray<UInt64>, minimumSize: Int = 16) {
         var size = minimumSize
         while size < hashes.count * 2 { size <<= 1 }
-        slots = [Int32](repeating: -1, count: size)
+        slots = [UInt64](repeating: 0, count: size)
         let mask = size - 1
         for row in hashes.indices {
             var slot = Int(truncatingIfNeeded: hashes[row]) & mask
-            while slots[slot] >= 0 { slot = (slot + 1) & mask }
-            slots[slot] = Int32(row)
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = Self.tag(hashes[row]) | UInt64(row + 1)
         }
     }
 }
 
-/// The ids seen so far, by their `IdHash` (a plan's duplicate check). A `Set<UInt64>` hashed each hash again, and
-/// grew by rehashing everything.
+/// The ids seen so far, by their `IdHash` (a plan's duplicate check): the hashes themselves in an open-addressing
+/// table, at most half full, so a check reads one place. 0 marks an empty slot; the hash 0 is kept aside.
+/// A `Set<UInt64>` hashed each hash again, and grew by rehashing everything.
 struct IdHashSet {
-    private var hashes: ContiguousArray<UInt64> = []
-    private var slots = HashSlots()
+    private var slots: [UInt64]
+    private var hasZero = false
+    private(set) var count = 0
 
     init(_ saved: [UInt64] = []) {
-        hashes.reserveCapacity(saved.count)
-        slots.rebuild(hashes, minimumSize: 1 << 16)
+        var size = 1 << 16
+        while size < saved.count * 2 { size <<= 1 }
+        slots = [UInt64](repeating: 0, count: size)
         for hash in saved { _ = insert(hash) }
     }
 
-    var count: Int { hashes.count }
-
     /// True when the hash was not there yet.
     mutating func insert(_ hash: UInt64) -> Bool {
-        let (slot, row) = slots.find(hash) { hashes[$0] == hash }
-        guard row == nil else { return false }
-        hashes.append(hash)
-        slots.add(hashes, at: slot)
+        if hash == 0 {
+            defer { hasZero = true }
+            if hasZero { return false }
+            count += 1
+            return true
+        }
+        if (count + 1) * 2 > slots.count { grow() }
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while slots[slot] != 0 {
+            if slots[slot] == hash { return false }
+            slot = (slot + 1) & mask
+        }
+        slots[slot] = hash
+        count += 1
         return true
+    }
+
+    private mutating func grow() {
+        let old = slots
+        slots = [UInt64](repeating: 0, count: old.count * 2)
+        let mask = slots.count - 1
+        for hash in old where hash != 0 {
+            var slot = Int(truncatingIfNeeded: hash) & mask
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = hash
+        }
     }
 }
