@@ -45,7 +45,14 @@ extension StateStore: ReportSource {
     }
 
     /// Both in one pass: two cursors in sequence order, merged, so memory stays flat however many accounts there are.
+    /// Read on a thread of its own, a thousand accounts at most ahead of `body`.
     public func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws {
+        try ReadAhead<(ReportAccount, [ReportAction])>().run(produce: { [self] emit in try readAccountsWithActions(emit) }) { item in
+            try body(item.0, item.1)
+        }
+    }
+
+    private func readAccountsWithActions(_ body: ((ReportAccount, [ReportAction])) throws -> Void) throws {
         try queue.read { db in
             // The actions come with each account, so the name update's value is not looked up a second time.
             let accounts = try RawRows(db, sql: Self.accountSQL(nil, limit: nil, newName: false))
@@ -58,7 +65,7 @@ extension StateStore: ReportSource {
                     if action.sequence == account.sequence { own.append(action) }
                     next = try actions.next() ? Self.action(actions) : nil
                 }
-                try body(account, own)
+                try body((account, own))
             }
         }
     }
