@@ -1,6 +1,6 @@
 # idpipe — the two commands a new machine needs: `make demo` and `make test`.
 SWIFT ?= swift
-APT_PACKAGES = libcsv-dev libssl-dev libsqlite3-dev
+APT_PACKAGES = libcsv-dev libssl-dev libsqlite3-dev libjemalloc-dev
 N ?= 1000000
 SEED ?= 42
 AS_OF ?= 2026-11-21T00:00:00Z

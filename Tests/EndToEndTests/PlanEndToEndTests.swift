@@ -191,6 +191,13 @@ struct Binary {
         ], "\(quarantine)")
     }
 
+    /// The binary allocates with jemalloc (linked in Package.swift for speed): asked to, it prints its statistics at exit.
+    @Test func theBinaryAllocatesWithJemalloc() throws {
+        let (status, output) = try Binary.run(["--help"], environment: ["MALLOC_CONF": "stats_print:true"])
+        #expect(status == 0)
+        #expect(output.contains("jemalloc statistics"))
+    }
+
     @Test func exitCodesSayWhatHappened() throws {
         let out = Binary.temporaryDirectory()
         let (bad, message) = try Binary.run(["validate", "Pipelines/does-not-exist.yaml"])
