@@ -45,7 +45,7 @@ extension StateStore: ReportSource {
     }
 
     /// Both in one pass: two cursors in sequence order, merged, so memory stays flat however many accounts there are.
-    /// Read on a thread of its own, a thousand accounts at most ahead of `body`.
+    /// Read on a thread of its own, at most about a thousand accounts ahead of `body`.
     public func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws {
         try ReadAhead<(ReportAccount, [ReportAction])>().run(produce: { [self] emit in try readAccountsWithActions(emit) }) { item in
             try body(item.0, item.1)
