@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Plans a generated N-account export (JSON, then CSV) with the release idpipe; prints wall time, peak RSS, accounts/s."""
-import argparse, os, subprocess, sys, time
+import argparse, os, statistics, subprocess, sys, time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--accounts", type=int, default=1_000_000)
@@ -59,11 +59,10 @@ for _ in range(max(1, args.runs)):
         results[fmt].append(plan(fmt))
 if args.runs > 1:
     for fmt, runs in results.items():
-        walls = sorted(run[0] for run in runs)
-        median = walls[len(walls) // 2] if len(walls) % 2 else (walls[len(walls) // 2 - 1] + walls[len(walls) // 2]) / 2
-        cpus = sorted(run[3] for run in runs)
+        walls = [run[0] for run in runs]
+        median = statistics.median(walls)
         print(f"{fmt}: median of {len(walls)} runs {median:.2f} s ({args.accounts / median:,.0f} accounts/s), "
-              f"fastest {walls[0]:.2f} s, slowest {walls[-1]:.2f} s, median CPU {cpus[len(cpus) // 2]:.2f} s, "
+              f"fastest {min(walls):.2f} s, slowest {max(walls):.2f} s, median CPU {statistics.median(run[3] for run in runs):.2f} s, "
               f"peak RSS at most {max(run[1] for run in runs):.0f} MB")
 codes = [run[2] for runs in results.values() for run in runs]
 sys.exit(next((code for code in codes if code != 0), 0))

@@ -182,3 +182,26 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(entry.reason.hasSuffix("(found on line 3)"), "\(entry.reason)")
     }
 }
+
+@Suite struct BatchPartTests {
+    /// Every split of a batch into parts covers its records once each, in order, whatever the counts: a page of 9
+    /// users cut into 8 parts gave part 5 the range 10..<9, which stopped the process.
+    @Test(arguments: [(0, 1), (1, 8), (5, 4), (9, 8), (10, 8), (17, 8), (1000, 8), (1001, 8), (1024, 3)])
+    func partsCoverEveryRecordOnce(count: Int, parts: Int) {
+        let ranges = (0..<parts).map { BatchParts.range($0, of: parts, count: count) }
+        #expect(ranges.flatMap { Array($0) } == Array(0..<count))
+    }
+
+    /// A live page with more users than parts but not a multiple of them decodes every user, in order.
+    @Test func aLivePageOfNineUsersInEightParts() {
+        let users = (0..<9).map { Array("{\"localId\": \"u\($0)\"}".utf8) }
+        let page = LivePage(path: "live", page: 1, users: users, parts: 8, checkpoint: InputCheckpoint())
+        let ids = (0..<page.partCount).flatMap { part in
+            page.decode(part: part).compactMap { record -> String? in
+                if case .account(let account, _) = record { return account.localId }
+                return nil
+            }
+        }
+        #expect(ids == (0..<9).map { "u\($0)" })
+    }
+}

@@ -44,6 +44,13 @@ extension RawBatch {
     }
 }
 
+/// How a batch of records is cut into parts: as evenly as they go, in order, every record in exactly one part.
+public enum BatchParts {
+    public static func range(_ part: Int, of parts: Int, count: Int) -> Range<Int> {
+        count * part / parts..<count * (part + 1) / parts
+    }
+}
+
 /// A streaming source of accounts. Memory stays bounded by the batch size, not the input size.
 public protocol AccountSource: AnyObject {
     var path: String { get }

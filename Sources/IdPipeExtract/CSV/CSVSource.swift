@@ -85,8 +85,7 @@ struct CSVBatch: RawBatch {
     var partCount: Int { max(1, min(parts, items.count)) }
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
-        let size = (items.count + partCount - 1) / partCount
-        for item in items[min(items.count, part * size)..<min(items.count, (part + 1) * size)] {
+        for item in items[BatchParts.range(part, of: partCount, count: items.count)] {
             switch item {
             case .malformed(let bad):
                 let position = SourcePosition(file: path, line: bad.firstLine, byteOffset: 0)

@@ -55,9 +55,8 @@ struct LivePage: RawBatch {
     var partCount: Int { users.isEmpty ? 0 : min(parts, users.count) }
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
-        let size = (users.count + partCount - 1) / partCount
         let position = SourcePosition(file: path, line: page)
-        for bytes in users[(part * size)..<min(users.count, (part + 1) * size)] {
+        for bytes in users[BatchParts.range(part, of: partCount, count: users.count)] {
             each(Self.decode(bytes, position: position))
         }
     }
