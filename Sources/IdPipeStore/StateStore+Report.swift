@@ -37,9 +37,11 @@ extension StateStore: ReportSource {
         }
     }
 
+    /// In (seq, step) order, which is the order of the row ids (`commit` writes them so): read in table order, not
+    /// through the (seq, kind) index and a sort, which cost each report a lookup per action.
     public func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws {
         try queue.read { db in
-            let rows = try RawRows(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step \(limit.map { "LIMIT \($0)" } ?? "")")
+            let rows = try RawRows(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY id \(limit.map { "LIMIT \($0)" } ?? "")")
             while try rows.next() { try body(Self.action(rows)) }
         }
     }
@@ -56,7 +58,7 @@ extension StateStore: ReportSource {
         try queue.read { db in
             // The actions come with each account, so the name update's value is not looked up a second time.
             let accounts = try RawRows(db, sql: Self.accountSQL(nil, limit: nil, newName: false))
-            let actions = try RawRows(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY seq, step")
+            let actions = try RawRows(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY id")
             var next = try actions.next() ? Self.action(actions) : nil
             while try accounts.next() {
                 let account = Self.account(accounts)

@@ -178,6 +178,38 @@ final class CountingFingerprint: InputFingerprint {
         #expect(actions.allSatisfy { $0.sequence == 5 && $0.uid == "ü-1" })
     }
 
+    /// The reports read actions in row-id order and expect (seq, step): an outcome whose actions come out of order is
+    /// still stored, and read back, in step order, account after account and batch after batch.
+    @Test func actionsAreReadInSequenceAndStepOrder() throws {
+        struct NotProcessed: Error { var uid: String }
+        let store = try StateStore()
+        let processor = AccountProcessor(pipeline: try pipeline, sideInputs: SideInputs(), asOf: asOf)
+        func outcome(_ uid: String, _ sequence: Int64, _ kinds: [ActionKind]) throws -> AccountOutcome {
+            guard case .account(var outcome) = processor.process(Account(localId: uid), position: SourcePosition(file: "f", line: 1), sequence: 0) else {
+                throw NotProcessed(uid: uid)
+            }
+            outcome.sequence = sequence
+            outcome.actions = kinds.map { PlannedAction(kind: $0, state: .planned, detail: $0.rawValue) }
+            return outcome
+        }
+        func batch(_ outcomes: [AccountOutcome], next: Int64) -> PlanBatch {
+            var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: next, line: 1, records: next, state: nil), inputPrefixSHA256: "x",
+                                                             tally: Tally(), nextSequence: next, seenIdHashes: [], importFileLength: 0))
+            batch.accounts = outcomes
+            return batch
+        }
+        try store.commit(batch([try outcome("a", 0, [.deleteAccount, .revokeSessions, .revokeApple]), try outcome("b", 2, [.revokeFacebook])], next: 3))
+        try store.commit(batch([try outcome("c", 3, [.deleteAccount, .deleteData, .revokeFacebook, .revokeApple])], next: 4))
+        let expected = ["0 revoke-apple", "0 revoke-sessions", "0 delete-account", "2 revoke-facebook",
+                        "3 revoke-apple", "3 revoke-facebook", "3 delete-data", "3 delete-account"]
+        var listed: [String] = []
+        try store.actions(limit: nil) { listed.append("\($0.sequence) \($0.kind)") }
+        #expect(listed == expected)
+        var merged: [String] = []
+        try store.accountsWithActions { account, actions in merged += actions.map { "\(account.sequence) \($0.kind)" } }
+        #expect(merged == expected)
+    }
+
     @Test(arguments: [[], ["google.com"], ["google.com", "apple.com"], ["apple.com", "google.com"], ["apple.com", "apple.com"],
                       ["twitter.com", "facebook.com", "apple.com"]])
     func providerListIsSortedAndSpaced(_ ids: [String]) {
