@@ -1,4 +1,5 @@
 import ArgumentParser
+import IdPipeCore
 
 @main
 struct IdPipe: ParsableCommand {
@@ -12,5 +13,6 @@ struct IdPipe: ParsableCommand {
             Exit codes: 0 all done; 1 done, with quarantined rows or per-account failures; 2 bad usage, pipeline \
             file or input; 3 stopped by a guard; 130 interrupted (run the same command again to resume).
             """,
+        version: IdPipeVersion.text,
         subcommands: [Validate.self, Plan.self, Apply.self, RunPipeline.self, Resume.self, Status.self, Report.self])
 }

@@ -1,4 +1,5 @@
 import Foundation
+import IdPipeCore
 import IdPipeTestSupport
 import Testing
 
@@ -128,6 +129,12 @@ struct Binary {
             let b = try String(contentsOfFile: "\(stopped)/\(file)", encoding: .utf8)
             #expect(a == b, "\(file) differs after a stop at the end of the input")
         }
+    }
+
+    @Test func versionIsPrinted() throws {
+        let (code, output) = try Binary.run(["--version"])
+        #expect(code == 0)
+        #expect(output == IdPipeVersion.text + "\n")
     }
 
     /// Ctrl-C (SIGINT) stops the plan after the batch in hand is recorded, says how to go on, and exits with 130.
