@@ -148,6 +148,15 @@ final class CountingFingerprint: InputFingerprint {
         #expect(loaded.importFileLength == 9)
     }
 
+    /// The seen-id blobs of stores already written keep their meaning: little-endian 8-byte words, in order.
+    @Test func idHashBlobsAreLittleEndianWords() {
+        let hashes: [UInt64] = [0x0102_0304_0506_0708, 0, UInt64.max]
+        let blob = IdHashes.encode(hashes)
+        #expect(Array(blob) == [8, 7, 6, 5, 4, 3, 2, 1] + Array(repeating: 0, count: 8) + Array(repeating: 0xFF, count: 8))
+        #expect(IdHashes.decode(blob) == hashes)
+        #expect(IdHashes.encode([]).isEmpty)
+    }
+
     /// Rows are bound through SQLite's C API: an empty text stays empty (not NULL), NULL stays NULL, and text outside
     /// ASCII is stored as it is.
     @Test func accountRowsKeepTextAsGiven() throws {
