@@ -115,6 +115,59 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         }
     }
 
+    /// The word-at-a-time scan inside strings stops where a byte-by-byte scan does (the first quote, backslash or
+    /// control byte), and says whether a byte before it is not ASCII, for every start and bytes near the stops.
+    @Test func stringScanStopsWhereAPlainLoopDoes() {
+        var state: UInt64 = 7
+        let alphabet: [UInt8] = [0x22, 0x5C, 0x00, 0x1F, 0x20, 0x21, 0x23, 0x5B, 0x5D, 0x7F, 0x80, 0xC3, 0xFF, 0x61, 0x61, 0x61,
+                                 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61, 0x61]
+        let bytes: [UInt8] = (0..<2053).map { _ in
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return alphabet[Int(state >> 59)]
+        }
+        bytes.withUnsafeBufferPointer { buffer in
+            for start in 0..<bytes.count {
+                let end = min(bytes.count, start + 1 + start % 37)
+                var high: UInt64 = 0
+                let stop = JSONCursor.plainRun(buffer, from: start, end: end, high: &high)
+                let expected = bytes[start..<end].firstIndex { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 } ?? end
+                #expect(stop == expected, "from \(start) to \(end)")
+                #expect((high & JSONCursor.highBits != 0) == bytes[start..<expected].contains { $0 >= 0x80 }, "from \(start) to \(end)")
+            }
+        }
+    }
+
+    /// Strings around the scan's eight-byte steps: escapes, non-ASCII, invalid UTF-8 and control bytes at each offset.
+    @Test(arguments: 0..<10)
+    func stringsDecodeAtEveryOffset(_ pad: Int) throws {
+        let filler = String(repeating: "x", count: pad)
+        let cases: [(String, String?)] = [
+            ("\"\(filler)abcdefghijklmnop\"", "\(filler)abcdefghijklmnop"),
+            ("\"\(filler)a\\\"b\\\\c\\u00e9\"", "\(filler)a\"b\\cé"),
+            ("\"\(filler)Thérèse García 山田\"", "\(filler)Thérèse García 山田"),
+            ("\"\(filler)tab\there\"", nil),
+            ("\"\(filler)unclosed", nil),
+        ]
+        for (json, expected) in cases {
+            let bytes = Array(json.utf8)
+            let result: String? = bytes.withUnsafeBufferPointer { buffer in
+                var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
+                return try? cursor.string()
+            }
+            #expect(result == expected, "\(json)")
+        }
+        var invalid = Array("\"\(filler)ab".utf8) + [0xC3, 0x28] + Array("cdefgh\"".utf8)
+        invalid.withUnsafeBufferPointer { buffer in
+            var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
+            #expect(throws: JSONCursor.SyntaxError.self) { try cursor.string() }
+        }
+        invalid = Array("\"\(filler)key12345678\":".utf8)
+        invalid.withUnsafeBufferPointer { buffer in
+            var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
+            #expect((try? cursor.key()).map { String(decoding: $0, as: UTF8.self) } == "\(filler)key12345678")
+        }
+    }
+
     @Test func notAnExportFileIsAClearError() throws {
         let path = TemporaryFile.write("[1,2,3]", name: "export.json")
         #expect(throws: InputError.self) { try ExportJSONSource(path: path) }

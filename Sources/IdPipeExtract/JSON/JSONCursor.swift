@@ -82,18 +82,60 @@ struct JSONCursor {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a key in double quotes, found \(describe(bytes[position]))") }
         position += 1
         let start = position
-        while position < end {
-            let byte = bytes[position]
-            if byte == UInt8(ascii: "\"") {
-                let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
-                position += 1
-                return slice
-            }
-            if byte == UInt8(ascii: "\\") || byte < 0x20 { throw fail("unsupported character in a key") }
-            position += 1
-        }
-        throw fail("unexpected end of input in a key")
+        var high: UInt64 = 0
+        position = Self.plainRun(bytes, from: position, end: end, high: &high)
+        guard position < end else { throw fail("unexpected end of input in a key") }
+        guard bytes[position] == UInt8(ascii: "\"") else { throw fail("unsupported character in a key") }
+        let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
+        position += 1
+        return slice
     }
+
+    /// Where the run of plain string bytes from `start` ends: at the first quote, backslash or control character,
+    /// or at `end`. Eight bytes at a time, since most of an export is the text inside strings. `high` gets the bits
+    /// of the bytes passed, so `high & 0x80…80 != 0` says one of them is not ASCII.
+    @inline(__always)
+    static func plainRun(_ bytes: UnsafeBufferPointer<UInt8>, from start: Int, end: Int, high: inout UInt64) -> Int {
+        var index = start
+        if let base = UnsafeRawPointer(bytes.baseAddress) {
+            while index + 8 <= end {
+                let word = UInt64(littleEndian: base.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                let stops = stopBytes(word)
+                if stops != 0 {
+                    // The lowest flagged byte is the first stop in the text (see `stopBytes`); keep the bits before it.
+                    let count = stops.trailingZeroBitCount >> 3
+                    high |= word & ((1 << UInt64(count * 8)) &- 1)
+                    return index + count
+                }
+                high |= word
+                index += 8
+            }
+        }
+        while index < end {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "\\") || byte < 0x20 { return index }
+            high |= UInt64(byte)
+            index += 1
+        }
+        return index
+    }
+
+    /// The high bit of each byte of `word` that is a quote, a backslash or below 0x20. Exact for the lowest flagged
+    /// byte: each test, `(x - 0x01…01) & ~x & 0x80…80` for a zero byte and `(w - 0x20…20) & ~w & 0x80…80` for a
+    /// control byte, can only flag wrongly above a byte it flags rightly (a borrow starts only at a true match).
+    @inline(__always)
+    static func stopBytes(_ word: UInt64) -> UInt64 {
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        let quotes = word ^ (ones &* 0x22)
+        let backslashes = word ^ (ones &* 0x5C)
+        let quote = (quotes &- ones) & ~quotes & highs
+        let backslash = (backslashes &- ones) & ~backslashes & highs
+        let control = (word &- (ones &* 0x20)) & ~word & highs
+        return quote | backslash | control
+    }
+
+    static let highBits: UInt64 = 0x8080_8080_8080_8080
 
     /// Reads a string value; nil for `null`.
     mutating func stringOrNull() throws(SyntaxError) -> String? {
@@ -112,22 +154,21 @@ struct JSONCursor {
         let start = position
         // Fast path: no escapes. The scan also notes whether every byte is ASCII, so ASCII text (most values) is
         // not checked a second time before it becomes a String.
-        var bits: UInt8 = 0
-        while position < end {
+        var high: UInt64 = 0
+        position = Self.plainRun(bytes, from: position, end: end, high: &high)
+        if position < end {
             let byte = bytes[position]
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
-                if bits < 0x80 { return String(decoding: slice, as: UTF8.self) }
+                if high & Self.highBits == 0 { return String(decoding: slice, as: UTF8.self) }
                 if let text = Self.text(slice) { return text }
                 throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
             }
-            if byte == UInt8(ascii: "\\") { break }
             if byte < 0x20 {
                 throw fail(byte == 0x0A ? "a string is not closed before the end of the line (unbalanced quote)" : "a control character inside a string")
             }
-            bits |= byte
-            position += 1
+            // A backslash: the escapes are decoded below.
         }
         var buffer = Array(UnsafeBufferPointer(rebasing: bytes[start..<position]))
         while position < end {
