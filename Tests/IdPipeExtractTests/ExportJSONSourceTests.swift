@@ -113,6 +113,11 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         for (start, end) in [(0, 4099), (1, 4098), (3, 11), (7, 7), (5, 4096), (4090, 4099)] {
             #expect(ExportJSONSource.countNewlines(bytes, start..<end) == bytes[start..<end].filter { $0 == 0x0A }.count, "\(start)..<\(end)")
         }
+        // Nothing but newlines: every per-byte counter fills up before it is summed.
+        let lines = [UInt8](repeating: 0x0A, count: 8 * 255 * 3 + 5)
+        for (start, end) in [(0, lines.count), (3, 8 * 255 + 3), (0, 8 * 255), (1, 8 * 510 + 9)] {
+            #expect(ExportJSONSource.countNewlines(lines, start..<end) == end - start, "\(start)..<\(end)")
+        }
     }
 
     /// The word-at-a-time scan inside strings stops where a byte-by-byte scan does (the first quote, backslash or
