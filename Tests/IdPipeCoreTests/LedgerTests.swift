@@ -1,0 +1,39 @@
+import Testing
+@testable import IdPipeCore
+
+/// The CSV ledger's fields: RFC 4180 quoting, and a `'` before what a spreadsheet would run as a formula.
+@Suite struct LedgerTests {
+    @Test(arguments: [
+        ("", ""),
+        ("plain", "plain"),
+        ("a,b", "\"a,b\""),
+        ("say \"hi\"", "\"say \"\"hi\"\"\""),
+        ("two\nlines", "\"two\nlines\""),
+        ("cr\r", "\"cr\r\""),
+        ("=SUM(A1)", "'=SUM(A1)"),
+        ("+1", "'+1"),
+        ("-1", "'-1"),
+        ("@home", "'@home"),
+        ("=a,b", "\"'=a,b\""),
+        ("Thérèse, García", "\"Thérèse, García\""),
+        ("山田", "山田"),
+    ])
+    func fieldsAreQuotedAsRFC4180Says(_ field: String, _ expected: String) {
+        var out: [UInt8] = []
+        CSVLedger.append(field, to: &out)
+        #expect(String(decoding: out, as: UTF8.self) == expected)
+    }
+
+    @Test(arguments: [false, true])
+    func aLineHasEveryColumnInTheHeaderOrder(_ reveal: Bool) {
+        let action = ReportAction(sequence: 12, uid: "u,1", kind: "update-name", state: "planned", detail: "name from legacy", reason: nil,
+                                  value: "Jane \"JJ\" Doe", attempts: 2, result: "done", policy: nil, resent: 1, wouldDelete: nil,
+                                  counted: nil, deleted: 3)
+        var out: [UInt8] = []
+        var masked: [UInt8] = []
+        CSVLedger.appendLine(action, masking: Masking(reveal: reveal), masked: &masked, to: &out)
+        let value = reveal ? "\"Jane \"\"JJ\"\" Doe\"" : "\"J••• \"\"••• D•••\""
+        #expect(String(decoding: out, as: UTF8.self) == "12,\"u,1\",update-name,identitytoolkit,planned,name from legacy,,\(value),done,,2,1,,,3\n")
+        #expect(CSVLedger.header.split(separator: ",").count == 15)
+    }
+}
