@@ -188,7 +188,10 @@ import Testing
 
     /// The byte-level path for ASCII gives what the Character-based rules give (they still handle everything else).
     @Test(arguments: ["Jane Doe", "  Jane   Doe ", "x", "a b c", "jane.doe@example.com", "a@b@c.org", "no-at-sign", "@x.com",
-                      "Zoë Ångström", "山田太郎", "e\u{301}mile@example.com", "Line\r\nBreak", "tab\tname"])
+                      "Zoë Ångström", "山田太郎", "e\u{301}mile@example.com", "Line\r\nBreak", "tab\tname",
+                      // Outside ASCII, the words are still the runs of characters other than " ": a space followed by
+                      // a combining mark is one character, and not a space.
+                      "  Zoë   Ångström  ", "", "   ", "é\u{301} x", "a \u{301}b c", "👩‍👩‍👧 family", "\r\n x", "山田 太郎"])
     func asciiFastPathMatchesTheGeneralRules(value: String) {
         let masked = Masking(reveal: false)
         let name = value.split(separator: " ").map { String($0.prefix(1)) + "•••" }.joined(separator: " ")

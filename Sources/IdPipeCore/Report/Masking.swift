@@ -49,7 +49,22 @@ public struct Masking: Sendable {
                 out.append(contentsOf: Self.dots)
             }
         }) { return }
-        out.append(contentsOf: value.split(separator: " ").map { String($0.prefix(1)) + "•••" }.joined(separator: " ").utf8)
+        // The words are the runs of characters other than " " (as `split(separator: " ")` makes them); each gives
+        // its first character. One pass over the characters, with nothing built on the way.
+        var atWordStart = true
+        var firstWord = true
+        for character in value {
+            if character == " " {
+                atWordStart = true
+                continue
+            }
+            guard atWordStart else { continue }
+            atWordStart = false
+            if !firstWord { out.append(UInt8(ascii: " ")) }
+            firstWord = false
+            out.append(contentsOf: character.utf8)
+            out.append(contentsOf: Self.dots)
+        }
     }
 
     /// Appends the masked number's UTF-8: the first two and last two characters; `•••` when shorter than five.
