@@ -173,4 +173,44 @@ extension EmailNormalizerTests {
         #expect(normalized.providers[0].providerId == "apple.com")
         #expect(repairs.contains(.timestampInSeconds) && repairs.contains(.providerIdCase))
     }
+
+    /// Ids spelled as the exports spell them need no repair; anything else is trimmed, lower-cased and checked.
+    @Test(arguments: [
+        ("apple.com", "apple.com", false), ("password", "password", false), ("phone", "phone", false),
+        ("Apple.com", "apple.com", true), ("apple.com ", "apple.com", true), ("oidc.Corp", "oidc.corp", true),
+        ("oidc.corp", "oidc.corp", false), ("saml.x", "saml.x", false), ("PHONE", "phone", true),
+    ])
+    func providerIdsAreRepairedOnlyWhenNeeded(_ id: String, _ expected: String, _ repaired: Bool) throws {
+        let account = Account(localId: "u1", providers: [ProviderLink(providerId: id, rawId: "1")])
+        guard case .success(let (normalized, repairs)) = AccountNormalizer.normalize(account) else {
+            Issue.record("\(id) should normalize")
+            return
+        }
+        #expect(normalized.providers[0].providerId == expected)
+        #expect(repairs.contains(.providerIdCase) == repaired)
+    }
+
+    /// A provider email that is the account's own text normalizes as the account's did (it takes that result); a
+    /// different one is normalized on its own, its repairs noted too.
+    @Test func providerEmailsNormalizeWhetherOrNotTheyRepeatTheAccounts() throws {
+        let account = Account(localId: "u1", email: " Jane@Example.COM", providers: [
+            ProviderLink(providerId: "apple.com", rawId: "1", email: " Jane@Example.COM"),
+            ProviderLink(providerId: "google.com", rawId: "2", email: "jane@bücher.example"),
+            ProviderLink(providerId: "facebook.com", rawId: "3", email: "jane@example.com"),
+        ])
+        guard case .success(let (normalized, repairs)) = AccountNormalizer.normalize(account) else {
+            Issue.record("should normalize")
+            return
+        }
+        #expect(normalized.email == "Jane@example.com")
+        #expect(normalized.providers.map(\.email) == ["Jane@example.com", "jane@xn--bcher-kva.example", "jane@example.com"])
+        #expect(repairs.all == [.emailTrimmed, .emailDomainLowercased, .emailDomainIDNA])
+        let alone = Account(localId: "u2", providers: [ProviderLink(providerId: "apple.com", rawId: "1", email: " Jane@Example.COM")])
+        guard case .success(let (single, singleRepairs)) = AccountNormalizer.normalize(alone) else {
+            Issue.record("should normalize")
+            return
+        }
+        #expect(single.providers[0].email == "Jane@example.com")
+        #expect(singleRepairs.all == [.emailTrimmed, .emailDomainLowercased])
+    }
 }

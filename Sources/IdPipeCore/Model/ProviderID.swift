@@ -23,7 +23,12 @@ public enum ProviderID {
 
     /// Whether an id is one Identity Platform can hold: the exported ones, `password`, `phone`, `oidc.*`, `saml.*`.
     public static func isKnown(_ id: String) -> Bool {
-        exported.contains(id) || id == password || id == phone || id.hasPrefix("oidc.") || id.hasPrefix("saml.")
+        isBuiltIn(id) || id.hasPrefix("oidc.") || id.hasPrefix("saml.")
+    }
+
+    /// Whether an id is exactly one of the fixed ones (the exported ones, `password`, `phone`), as they are spelled.
+    public static func isBuiltIn(_ id: String) -> Bool {
+        exported.contains(id) || id == password || id == phone
     }
 
     public static func reportIndex(_ id: String) -> Int {

@@ -17,6 +17,7 @@ public enum AccountNormalizer {
         guard uid.utf8.count <= 128 else { return RecordIssue(field: "localId", reason: "is longer than 128 bytes") }
         if uid.utf8.count != account.localId.utf8.count { return RecordIssue(field: "localId", reason: "has surrounding whitespace") }
 
+        let rawEmail = account.email
         switch optional(account.email, field: "email", repairs: &repairs, EmailNormalizer.normalize) {
         case .success(let value): account.email = value
         case .failure(let issue): return issue
@@ -37,7 +38,7 @@ public enum AccountNormalizer {
         if let last = account.lastSignedInAt, last < 0 { return RecordIssue(field: "lastSignedInAt", reason: "is negative") }
 
         for index in account.providers.indices {
-            if let issue = normalizeProvider(&account.providers[index], at: index, repairs: &repairs) { return issue }
+            if let issue = normalizeProvider(&account.providers[index], at: index, accountEmail: (rawEmail, account.email), repairs: &repairs) { return issue }
             // An account links a handful of providers: a scan of the earlier ones beats hashing into a set.
             let id = account.providers[index].providerId
             if account.providers[..<index].contains(where: { $0.providerId == id }) {
@@ -65,25 +66,36 @@ public enum AccountNormalizer {
         return value * 1000
     }
 
-    private static func normalizeProvider(_ link: inout ProviderLink, at index: Int, repairs: inout RepairSet) -> RecordIssue? {
+    /// `accountEmail`: the account's email as it came and as normalized. A provider's email is most often the same
+    /// text, which normalizes the same way with the same repairs (already noted): it takes the result as it is.
+    private static func normalizeProvider(
+        _ link: inout ProviderLink, at index: Int, accountEmail: (raw: String?, normalized: String?), repairs: inout RepairSet
+    ) -> RecordIssue? {
         // Built only when it is needed: most providers are fine, and the text would cost more than the checks.
         var field: String { "providerUserInfo[\(index)]" }
-        let id = link.providerId.trimmingSpaces
-        let lowered = id.utf8.contains(where: { $0 >= 65 && $0 <= 90 }) ? id.lowercased() : id
-        if lowered != link.providerId {
-            repairs.insert(.providerIdCase)
-            link.providerId = lowered
-        }
-        guard !lowered.isEmpty else { return RecordIssue(field: "\(field).providerId", reason: "is empty") }
-        guard ProviderID.isKnown(lowered) else {
-            return RecordIssue(field: "\(field).providerId", reason: "'\(lowered)' is not a provider Identity Platform knows")
+        // The ids the exports write are trimmed, lower-case and known already; other text is checked and repaired.
+        if !ProviderID.isBuiltIn(link.providerId) {
+            let id = link.providerId.trimmingSpaces
+            let lowered = id.utf8.contains(where: { $0 >= 65 && $0 <= 90 }) ? id.lowercased() : id
+            if lowered != link.providerId {
+                repairs.insert(.providerIdCase)
+                link.providerId = lowered
+            }
+            guard !lowered.isEmpty else { return RecordIssue(field: "\(field).providerId", reason: "is empty") }
+            guard ProviderID.isKnown(lowered) else {
+                return RecordIssue(field: "\(field).providerId", reason: "'\(lowered)' is not a provider Identity Platform knows")
+            }
         }
         guard !TextScan.trimmingWhitespace(Substring(link.rawId)).isEmpty else {
             return RecordIssue(field: "\(field).rawId", reason: "is empty")
         }
-        switch optional(link.email, field: "\(field).email", repairs: &repairs, EmailNormalizer.normalize) {
-        case .success(let value): link.email = value
-        case .failure(let issue): return issue
+        if let email = link.email, let raw = accountEmail.raw, email == raw {
+            link.email = accountEmail.normalized
+        } else {
+            switch optional(link.email, field: "\(field).email", repairs: &repairs, EmailNormalizer.normalize) {
+            case .success(let value): link.email = value
+            case .failure(let issue): return issue
+            }
         }
         if let name = link.displayName {
             switch DisplayNameCleaner.clean(name, repairs: &repairs) {
