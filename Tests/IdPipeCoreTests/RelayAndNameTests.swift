@@ -24,6 +24,13 @@ import Testing
         #expect(finding.consentReview == flags)
     }
 
+    /// The byte-level check uses its own copy of the domain: it must be the domain's text.
+    @Test func relaySuffixIsTheRelayDomain() {
+        #expect("\(RelayDetection.relaySuffix)" == "@" + RelayDetection.relayDomain)
+        #expect(RelayDetection.isRelayAddress("a@" + RelayDetection.relayDomain.uppercased()))
+        #expect(!RelayDetection.isRelayAddress("@" + RelayDetection.relayDomain))
+    }
+
     /// Stores written before `name` existed hold the interpolated case name: the two must stay the same text.
     @Test(arguments: RelayClass.allCases) func nameIsTheCaseName(_ relayClass: RelayClass) {
         #expect(relayClass.name == "\(relayClass)")

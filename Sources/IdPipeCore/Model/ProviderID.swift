@@ -13,7 +13,8 @@ public enum ProviderID {
     ]
 
     /// Social logins that identify a person. Linking one of them to a relay account needs the user's consent.
-    public static let nonAnonymous: Set<String> = [
+    /// (A list: comparing a few short ids costs less than hashing one for a set, and this is asked per account.)
+    public static let nonAnonymous: [String] = [
         "google.com", "facebook.com", "twitter.com", "github.com", "microsoft.com",
         "playgames.google.com", "linkedin.com", "yahoo.com",
     ]

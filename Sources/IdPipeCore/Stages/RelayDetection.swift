@@ -61,12 +61,13 @@ public struct RelayFinding: Sendable, Equatable {
 public enum RelayDetection {
     public static let relayDomain = "privaterelay.appleid.com"
 
-    private static let relaySuffix = Array(("@" + relayDomain).utf8)
+    /// `"@" + relayDomain`, lower-case ASCII.
+    static let relaySuffix: StaticString = "@privaterelay.appleid.com"
 
     /// Whether an address is at Apple's relay domain (ASCII case-insensitive, on bytes: it runs per account).
     public static func isRelayAddress(_ email: String?) -> Bool {
         guard let email else { return false }
-        let suffix = relaySuffix
+        let suffix = UnsafeBufferPointer(start: relaySuffix.utf8Start, count: relaySuffix.utf8CodeUnitCount)
         return email.utf8.withContiguousStorageIfAvailable { bytes in
             guard bytes.count > suffix.count else { return false }
             let start = bytes.count - suffix.count
@@ -80,12 +81,14 @@ public enum RelayDetection {
     }
 
     public static func classify(_ account: Account, consentRecorded: Bool) -> RelayFinding {
-        let apple = account.provider(ProviderID.apple)
+        // The Apple link's email is read in place (a copy of the link would retain and release each of its strings).
+        let appleIndex = account.providers.firstIndex { $0.providerId == ProviderID.apple }
+        let appleEmail = appleIndex.flatMap { account.providers[$0].email }
         let topRelay = isRelayAddress(account.email)
-        let appleRelay = isRelayAddress(apple?.email)
+        let appleRelay = isRelayAddress(appleEmail)
         guard topRelay || appleRelay else {
-            if apple == nil { return RelayFinding(relayClass: .notApple, consentReview: []) }
-            let hasEmail = account.email != nil || apple?.email != nil
+            if appleIndex == nil { return RelayFinding(relayClass: .notApple, consentReview: []) }
+            let hasEmail = account.email != nil || appleEmail != nil
             return RelayFinding(relayClass: hasEmail ? .appleRealEmail : .appleNoEmail, consentReview: [])
         }
         var flags: ConsentFlags = []
