@@ -76,3 +76,28 @@ func readAll(_ contents: String) throws -> [CSVItem] {
         #expect(record.field(1) == nil)
     }
 }
+
+@Suite struct UTF8TextTests {
+    /// The word-at-a-time ASCII check agrees with a byte loop for every length and start, with one byte at or above
+    /// 0x80 at each place in turn.
+    @Test func asciiCheckAgreesWithAByteLoop() {
+        var bytes = [UInt8](repeating: 0x61, count: 40)
+        bytes.withUnsafeMutableBufferPointer { all in
+            for start in 0..<9 {
+                for end in start...all.count {
+                    for marked in [nil] + Array(start..<end) {
+                        if let marked { all[marked] = 0x80 }
+                        let slice = UnsafeBufferPointer(rebasing: all[start..<end])
+                        #expect(UTF8Text.isASCII(slice) == slice.allSatisfy { $0 < 0x80 }, "\(start)..<\(end), 0x80 at \(String(describing: marked))")
+                        if let marked { all[marked] = 0x61 }
+                    }
+                }
+            }
+        }
+    }
+
+    @Test(arguments: [([0x61, 0x62], "ab"), ([0xC3, 0xA9], "é"), ([0xC3], nil), ([0xED, 0xA0, 0x80], nil), ([0xE5, 0xB1, 0xB1, 0x7F], "山\u{7F}")])
+    func validatesOutsideASCII(_ bytes: [UInt8], _ expected: String?) {
+        #expect(bytes.withUnsafeBufferPointer(UTF8Text.validated) == expected)
+    }
+}

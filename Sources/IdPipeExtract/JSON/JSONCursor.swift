@@ -162,7 +162,7 @@ struct JSONCursor {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
                 if high & Self.highBits == 0 { return String(decoding: slice, as: UTF8.self) }
-                if let text = Self.text(slice) { return text }
+                if let text = String(validating: slice, as: UTF8.self) { return text }
                 throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
             }
             if byte < 0x20 {
