@@ -28,6 +28,32 @@ public struct CSVRecord: Sendable {
         fieldBytes(index).withUnsafeBufferPointer(UTF8Text.validated)
     }
 
+    /// The index of the first of the first `count` fields that is not valid UTF-8; nil when they all are. A record
+    /// all in ASCII (the common case) is settled in one pass over its bytes.
+    public func firstInvalidField(_ count: Int) -> Int? {
+        bytes.withUnsafeBufferPointer { all in
+            if UTF8Text.isASCII(all) { return nil }
+            return fieldEnds.withUnsafeBufferPointer { ends in
+                var start = 0
+                for index in 0..<min(count, ends.count) {
+                    let field = UnsafeBufferPointer(rebasing: all[start..<ends[index]])
+                    if !UTF8Text.isASCII(field) && String(validating: field, as: UTF8.self) == nil { return index }
+                    start = ends[index]
+                }
+                return nil
+            }
+        }
+    }
+
+    /// Field `index` as text, nil when it is empty. For fields `firstInvalidField` found valid (other bytes would be
+    /// replaced with U+FFFD): it reads one column without building the others.
+    public func text(_ index: Int) -> String? {
+        let start = index == 0 ? 0 : fieldEnds[index - 1]
+        let end = fieldEnds[index]
+        guard end > start else { return nil }
+        return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) }
+    }
+
     /// The first `count` fields as text (nil for an empty field) in one pass over the record's storage; or the index
     /// of the first field that is not valid UTF-8. A decoder that wants every column saves a slice per field this way.
     public func texts(_ count: Int) -> Result<[String?], InvalidField> {

@@ -216,13 +216,22 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         bytes += Array(row([0: "u2", 11: "123", 28: "001.x.2", 30: "Bad\u{1}"]).utf8)
         bytes[bytes.firstIndex(of: 0x01)!] = 0xC3
         bytes += Array(row([0: "u3"]).utf8)
+        // A bad boolean before the invalid text: the text is named, as every column is checked before any is read.
+        bytes += Array(row([0: "u4", 2: "yes", 5: "Zoë", 40: "9\u{1}"]).utf8)
+        bytes[bytes.lastIndex(of: 0x01)!] = 0xE0
+        bytes += Array(row([0: "u5", 5: "Zoë Ångström", 28: "001.x.5", 30: "山田"]).utf8)
         let path = TemporaryFile.write(bytes, name: "export.csv")
         let batch = try #require(try CSVSource.authExport(path: path).nextBatch(records: 10, parts: 1))
         let records = batch.decode(part: 0)
-        #expect(summary(records) == ["1:quarantine:displayName", "2:quarantine:providerUserInfo[1].displayName", "3:u3"])
+        #expect(summary(records) == ["1:quarantine:displayName", "2:quarantine:providerUserInfo[1].displayName", "3:u3",
+                                     "4:quarantine:providerUserInfo[0].rawId", "5:u5"])
         guard case .malformed(let entry) = records[1] else { Issue.record("expected a quarantine entry"); return }
         #expect(entry.reason == "is not valid UTF-8 (column 31)")
         #expect(entry.localId == "u2")
+        guard case .malformed(let fourth) = records[3] else { Issue.record("expected a quarantine entry"); return }
+        #expect(fourth.reason == "is not valid UTF-8 (column 41)")
+        guard case .account(let fifth, _) = records[4] else { Issue.record("expected an account"); return }
+        #expect(fifth.displayName == "Zoë Ångström" && fifth.providers.first?.displayName == "山田")
     }
 
     /// A record over several lines whose quoting breaks below its first line: the entry names the line it starts on
