@@ -212,5 +212,23 @@ extension EmailNormalizerTests {
         }
         #expect(single.providers[0].email == "Jane@example.com")
         #expect(singleRepairs.all == [.emailTrimmed, .emailDomainLowercased])
+        // The same characters spelled with other bytes (é precomposed, then as e and a combining accent) are equal
+        // strings to Swift, but each address keeps its own bytes.
+        let spelled = Account(localId: "u3", email: "jos\u{E9}@example.com",
+                              providers: [ProviderLink(providerId: "apple.com", rawId: "1", email: "jose\u{301}@example.com")])
+        guard case .success(let (respelled, _)) = AccountNormalizer.normalize(spelled) else {
+            Issue.record("should normalize")
+            return
+        }
+        #expect(Array(respelled.email!.utf8) == Array("jos\u{E9}@example.com".utf8))
+        #expect(Array(respelled.providers[0].email!.utf8) == Array("jose\u{301}@example.com".utf8))
+        // So each is held to the limits on its own bytes: 32 é fit the local part's 64 bytes; as e and an accent, not.
+        let long = Account(localId: "u4", email: String(repeating: "\u{E9}", count: 32) + "@example.com",
+                           providers: [ProviderLink(providerId: "apple.com", rawId: "1", email: String(repeating: "e\u{301}", count: 32) + "@example.com")])
+        guard case .failure(let issue) = AccountNormalizer.normalize(long) else {
+            Issue.record("the provider's email is too long")
+            return
+        }
+        #expect(issue.field == "providerUserInfo[0].email")
     }
 }

@@ -66,6 +66,32 @@ public enum AccountNormalizer {
         return value * 1000
     }
 
+    /// Whether two strings are the same UTF-8 bytes, compared on their storage when both have it (through the UTF-8
+    /// views it cost more than normalizing the address again).
+    static func sameBytes(_ a: String, _ b: String) -> Bool {
+        var a = a, b = b
+        return a.withUTF8 { x in
+            b.withUTF8 { y in
+                guard x.count == y.count else { return false }
+                // Eight bytes at a time (a generic `elementsEqual` went byte by byte through iterators).
+                var index = 0
+                if let left = UnsafeRawPointer(x.baseAddress), let right = UnsafeRawPointer(y.baseAddress) {
+                    while index + 8 <= x.count {
+                        if left.loadUnaligned(fromByteOffset: index, as: UInt64.self) != right.loadUnaligned(fromByteOffset: index, as: UInt64.self) {
+                            return false
+                        }
+                        index += 8
+                    }
+                }
+                while index < x.count {
+                    if x[index] != y[index] { return false }
+                    index += 1
+                }
+                return true
+            }
+        }
+    }
+
     /// `accountEmail`: the account's email as it came and as normalized. A provider's email is most often the same
     /// text, which normalizes the same way with the same repairs (already noted): it takes the result as it is.
     private static func normalizeProvider(
@@ -89,7 +115,9 @@ public enum AccountNormalizer {
         guard !TextScan.trimmingWhitespace(Substring(link.rawId)).isEmpty else {
             return RecordIssue(field: "\(field).rawId", reason: "is empty")
         }
-        if let email = link.email, let raw = accountEmail.raw, email == raw {
+        // Compared byte for byte: `==` on strings also matches other spellings of the same characters (é as one scalar
+        // or as e and an accent), which normalize to different bytes.
+        if let email = link.email, let raw = accountEmail.raw, sameBytes(email, raw) {
             link.email = accountEmail.normalized
         } else {
             switch optional(link.email, field: "\(field).email", repairs: &repairs, EmailNormalizer.normalize) {
