@@ -36,4 +36,16 @@ import Testing
         #expect(String(decoding: out, as: UTF8.self) == "12,\"u,1\",update-name,identitytoolkit,planned,name from legacy,,\(value),done,,2,1,,,3\n")
         #expect(CSVLedger.header.split(separator: ",").count == 15)
     }
+
+    /// A path deletion fills the columns the line above leaves empty: reason, policy, would_delete and counted.
+    @Test func aPathDeletionFillsItsCountColumns() {
+        let action = ReportAction(sequence: 3, uid: "u3", kind: "delete-firestore", state: "failed", detail: "users/{uid}", reason: "-1 left",
+                                  value: nil, attempts: 1, result: nil, policy: "when_revocation_fails: delete", resent: 0, wouldDelete: 7,
+                                  counted: "users/{uid}: 7", deleted: nil)
+        var out: [UInt8] = []
+        var masked: [UInt8] = []
+        CSVLedger.appendLine(action, masking: Masking(reveal: false), masked: &masked, to: &out)
+        #expect(String(decoding: out, as: UTF8.self)
+            == "3,u3,delete-firestore,firestore,failed,users/{uid},'-1 left,,,when_revocation_fails: delete,1,0,7,users/{uid}: 7,\n")
+    }
 }

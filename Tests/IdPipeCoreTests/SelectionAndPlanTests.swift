@@ -186,18 +186,19 @@ import Testing
         #expect(masked.quotedValues(in: "'jane@@x.com' has more than one @", field: "email") == "'j•••@x.com' has more than one @")
     }
 
-    /// The byte-level path for ASCII gives what the Character-based rules give (they still handle everything else).
+    /// The byte-level path for ASCII, and the one pass over characters for the rest, give the bytes the
+    /// Character-based rules give.
     @Test(arguments: ["Jane Doe", "  Jane   Doe ", "x", "a b c", "jane.doe@example.com", "a@b@c.org", "no-at-sign", "@x.com",
                       "Zoë Ångström", "山田太郎", "e\u{301}mile@example.com", "Line\r\nBreak", "tab\tname",
                       // Outside ASCII, the words are still the runs of characters other than " ": a space followed by
                       // a combining mark is one character, and not a space.
                       "  Zoë   Ångström  ", "", "   ", "é\u{301} x", "a \u{301}b c", "👩‍👩‍👧 family", "\r\n x", "山田 太郎"])
-    func asciiFastPathMatchesTheGeneralRules(value: String) {
+    func maskingMatchesTheCharacterRules(value: String) {
         let masked = Masking(reveal: false)
         let name = value.split(separator: " ").map { String($0.prefix(1)) + "•••" }.joined(separator: " ")
         let email = value.lastIndex(of: "@").map { String(value.prefix(1)) + "•••" + value[$0...] } ?? "•••"
-        #expect(masked.name(value) == name)
-        #expect(masked.email(value) == email)
+        #expect(Array(masked.name(value).utf8) == Array(name.utf8))
+        #expect(Array(masked.email(value).utf8) == Array(email.utf8))
     }
 }
 

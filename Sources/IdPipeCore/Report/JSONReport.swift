@@ -338,13 +338,6 @@ public enum JSONText {
             }
         }
     }
-
-    /// Whether any byte matches, scanned on the string's own storage when it has one (much faster than the view).
-    @inline(__always)
-    static func any(_ utf8: String.UTF8View, _ test: (UInt8) -> Bool) -> Bool {
-        if let found = utf8.withContiguousStorageIfAvailable({ $0.contains(where: test) }) { return found }
-        return utf8.contains(where: test)
-    }
 }
 
 /// A number with a fixed count of decimals (`12.50`), the same on every platform, without Foundation.
