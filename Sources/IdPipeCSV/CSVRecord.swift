@@ -19,8 +19,12 @@ public struct CSVRecord: Sendable {
     public var count: Int { fieldEnds.count }
 
     public func fieldBytes(_ index: Int) -> ArraySlice<UInt8> {
-        let start = index == 0 ? 0 : fieldEnds[index - 1]
-        return bytes[start..<fieldEnds[index]]
+        bytes[bounds(index)]
+    }
+
+    /// Where field `index` lies in `bytes`.
+    func bounds(_ index: Int) -> Range<Int> {
+        (index == 0 ? 0 : fieldEnds[index - 1])..<fieldEnds[index]
     }
 
     /// The field as text, or nil when it is not valid UTF-8.
@@ -48,38 +52,9 @@ public struct CSVRecord: Sendable {
     /// Field `index` as text, nil when it is empty. For fields `firstInvalidField` found valid (other bytes would be
     /// replaced with U+FFFD): it reads one column without building the others.
     public func text(_ index: Int) -> String? {
-        let start = index == 0 ? 0 : fieldEnds[index - 1]
-        let end = fieldEnds[index]
-        guard end > start else { return nil }
-        return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) }
-    }
-
-    /// The first `count` fields as text (nil for an empty field) in one pass over the record's storage; or the index
-    /// of the first field that is not valid UTF-8. A decoder that wants every column saves a slice per field this way.
-    public func texts(_ count: Int) -> Result<[String?], InvalidField> {
-        var texts: [String?] = []
-        texts.reserveCapacity(count)
-        let invalid: Int? = bytes.withUnsafeBufferPointer { all in
-            fieldEnds.withUnsafeBufferPointer { ends in
-                var start = 0
-                for index in 0..<min(count, ends.count) {
-                    let end = ends[index]
-                    if end == start {
-                        texts.append(nil)
-                    } else {
-                        guard let text = UTF8Text.validated(UnsafeBufferPointer(rebasing: all[start..<end])) else { return index }
-                        texts.append(text)
-                    }
-                    start = end
-                }
-                return nil
-            }
-        }
-        return invalid.map { .failure(InvalidField(index: $0)) } ?? .success(texts)
-    }
-
-    public struct InvalidField: Error {
-        public var index: Int
+        let range = bounds(index)
+        guard !range.isEmpty else { return nil }
+        return bytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[range]), as: UTF8.self) }
     }
 }
 

@@ -126,7 +126,7 @@ struct JSONCursor {
     @inline(__always)
     static func stopBytes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
+        let highs = highBits
         let quotes = word ^ (ones &* 0x22)
         let backslashes = word ^ (ones &* 0x5C)
         let quote = (quotes &- ones) & ~quotes & highs

@@ -133,14 +133,12 @@ public enum SideInputReader {
                 guard record.count == names.count else {
                     throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "has \(record.count) fields; the header has \(names.count)")
                 }
-                switch record.texts(record.count) {
-                case .success(let texts):
-                    values.removeAll(keepingCapacity: true)
-                    for text in texts { values.append(text?.trimmingSpaces ?? "") }
-                    try body(Row(path: path, line: record.firstLine, names: names, values: values))
-                case .failure(let invalid):
-                    throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[invalid.index]): is not valid UTF-8")
+                if let invalid = record.firstInvalidField(record.count) {
+                    throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[invalid]): is not valid UTF-8")
                 }
+                values.removeAll(keepingCapacity: true)
+                for index in 0..<record.count { values.append(record.text(index)?.trimmingSpaces ?? "") }
+                try body(Row(path: path, line: record.firstLine, names: names, values: values))
             }
         }
     }

@@ -55,13 +55,7 @@ extension SideInputReader {
         mutating func set(_ key: String, _ value: String) { members.append((key, value)) }
     }
 
-    /// A one-level JSON object of strings (numbers and booleans become their text).
-    static func parseFlatObject(_ text: String, fail: (String) -> InputError) throws -> FlatObject {
-        var text = text
-        return try text.withUTF8 { try parseFlatObject($0, fail: fail) }
-    }
-
-    /// The same, on a line's bytes, read in place.
+    /// A one-level JSON object of strings (numbers and booleans become their text), on a line's bytes, read in place.
     static func parseFlatObject(_ buffer: UnsafeBufferPointer<UInt8>, fail: (String) -> InputError) throws -> FlatObject {
         var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
         var fields = FlatObject()
