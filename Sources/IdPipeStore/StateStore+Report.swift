@@ -64,12 +64,20 @@ extension StateStore: ReportSource {
                 let account = Self.account(accounts)
                 var own: [ReportAction] = []
                 while let action = next, action.sequence <= account.sequence {
-                    if action.sequence == account.sequence { own.append(action) }
+                    // Skipping it would drop an action from the reports without a word.
+                    guard action.sequence == account.sequence else { throw Self.unplaced(action) }
+                    own.append(action)
                     next = try actions.next() ? Self.action(actions) : nil
                 }
                 try body((account, own))
             }
+            if let action = next { throw Self.unplaced(action) }
         }
+    }
+
+    /// An action the merge cannot place: its account has no row, or the action table is not in sequence order.
+    private static func unplaced(_ action: ReportAction) -> StoreError {
+        .corrupt("the \(action.kind) action of account #\(action.sequence) (\(action.uid)) is out of sequence order or has no account row")
     }
 
     /// With `newName`, a last column holds the value of the account's name update (a lookup per account).

@@ -219,6 +219,39 @@ final class CountingFingerprint: InputFingerprint {
         #expect(merged == expected)
     }
 
+    /// An action the merge cannot place (the action table out of sequence order) fails the report as a damaged store
+    /// instead of being left out of it: followed by another account's actions, or as the last row.
+    @Test(arguments: [true, false])
+    func actionOutOfOrderIsAnError(followedByAnother: Bool) throws {
+        let store = try StateStore()
+        let processor = AccountProcessor(pipeline: try pipeline, sideInputs: SideInputs(), asOf: asOf)
+        func commit(_ accounts: [(String, Int64)]) throws {
+            let next = accounts.last!.1 + 1
+            var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: next, line: 1, records: next, state: nil), inputPrefixSHA256: "x",
+                                                             tally: Tally(), nextSequence: next, seenIdHashes: [], importFileLength: 0))
+            for (uid, sequence) in accounts {
+                guard case .account(var outcome) = processor.process(Account(localId: uid), position: SourcePosition(file: "f", line: 1), sequence: 0) else {
+                    Issue.record("not processed")
+                    return
+                }
+                outcome.sequence = sequence
+                outcome.actions = [PlannedAction(kind: .deleteAccount, state: .planned, detail: "x")]
+                batch.accounts.append(outcome)
+            }
+            try store.commit(batch)
+        }
+        try commit([("a", 0), ("c", 2)])
+        var merged = 0
+        try store.accountsWithActions { _, actions in merged += actions.count }
+        #expect(merged == 2)
+        // A second action of account a, written after account c's.
+        try store.queue.write { db in
+            try db.execute(sql: "INSERT INTO action (seq, uid, kind, step, state, detail, updated_at) VALUES (0, 'a', 'revoke-apple', 1, 'planned', 'x', 0)")
+        }
+        if followedByAnother { try commit([("e", 4)]) }
+        #expect(throws: StoreError.self) { try store.accountsWithActions { _, _ in } }
+    }
+
     @Test(arguments: [[], ["google.com"], ["google.com", "apple.com"], ["apple.com", "google.com"], ["apple.com", "apple.com"],
                       ["twitter.com", "facebook.com", "apple.com"]])
     func providerListIsSortedAndSpaced(_ ids: [String]) {
