@@ -12,15 +12,19 @@ parser.add_argument("--runs", type=int, default=1,
 args = parser.parse_args()
 os.makedirs(args.dir, exist_ok=True)
 prefix = f"bench-{args.accounts}"
-if not os.path.exists(f"{args.dir}/{prefix}.csv"):
+# Each size has its own side inputs: a run at another size must not change those of the exports already there.
+sides = {role: f"{prefix}-{name}" for role, name in
+         (("legacy_names", "legacy-names.csv"), ("deletion_requests", "deletion-requests.csv"), ("stored_tokens", "stored-tokens.jsonl"))}
+if not all(os.path.exists(f"{args.dir}/{name}") for name in [f"{prefix}.json", f"{prefix}.csv", *sides.values()]):
     subprocess.run([sys.executable, "Scripts/gen_samples.py", "--accounts", str(args.accounts), "--seed", "42",
-                    "--out-dir", args.dir, "--prefix", prefix, "--format", "both", "--side-inputs"], check=True)
+                    "--out-dir", args.dir, "--prefix", prefix, "--format", "both", "--side-inputs", "--side-prefix", f"{prefix}-"],
+                   check=True)
 pipelines = {}
 for fmt in ("json", "csv"):
-    pipeline = f"{args.dir}/bench-{fmt}.yaml"
+    pipeline = f"{args.dir}/{prefix}-{fmt}.yaml"
     with open(pipeline, "w") as f:
         f.write(f"version: 1\nname: bench-{fmt}\nsource: {{path: {prefix}.{fmt}}}\n"
-                "inputs: {legacy_names: legacy-names.csv, deletion_requests: deletion-requests.csv, stored_tokens: stored-tokens.jsonl}\n"
+                "inputs: {" + ", ".join(f"{role}: {name}" for role, name in sides.items()) + "}\n"
                 "select: {deletion_requested: true}\n"
                 "stages: {backfill_names: {sources: [legacy, provider:facebook.com]}, revoke: true, delete: {when_not_revocable: delete}}\n")
     pipelines[fmt] = pipeline
@@ -38,7 +42,7 @@ def warm(paths):
 def plan(fmt):
     out = f"{args.dir}/out-{fmt}"
     subprocess.run(["rm", "-rf", out])
-    warm([f"{args.dir}/{prefix}.{fmt}"] + [f"{args.dir}/{name}" for name in ("legacy-names.csv", "deletion-requests.csv", "stored-tokens.jsonl")])
+    warm([f"{args.dir}/{prefix}.{fmt}"] + [f"{args.dir}/{name}" for name in sides.values()])
     start = time.monotonic()
     # wait4 gives this child's own rusage; RUSAGE_CHILDREN would be the maximum over every child so far.
     child = subprocess.Popen([args.binary, "plan", pipelines[fmt], "--out", out, "--as-of", "2026-11-21T00:00:00Z"],

@@ -874,12 +874,15 @@ def apply_malformed(acc: Account, kind: str, variant: str | None, src_uid: str |
 
 
 class SideInputs:
-    def __init__(self, out_dir: str, seed: int, n: int, uid: UidMaker):
+    def __init__(self, out_dir: str, prefix: str, seed: int, n: int, uid: UidMaker):
         self.rng = random.Random(f"idpipe-gen-samples:{seed}:side")
-        self.names_f = open(os.path.join(out_dir, "legacy-names.csv"), "w", encoding="utf-8", newline="")
-        self.del_f = open(os.path.join(out_dir, "deletion-requests.csv"), "w", encoding="utf-8", newline="")
-        self.tok_f = open(os.path.join(out_dir, "stored-tokens.jsonl"), "w", encoding="utf-8", newline="")
-        self.users_f = open(os.path.join(out_dir, "legacy-users.csv"), "w", encoding="utf-8", newline="")
+
+        def create(name):
+            return open(os.path.join(out_dir, prefix + name), "w", encoding="utf-8", newline="")
+        self.names_f = create("legacy-names.csv")
+        self.del_f = create("deletion-requests.csv")
+        self.tok_f = create("stored-tokens.jsonl")
+        self.users_f = create("legacy-users.csv")
         self.names = csv.writer(self.names_f, lineterminator="\n")
         self.dels = csv.writer(self.del_f, lineterminator="\n")
         self.users = csv.writer(self.users_f, lineterminator="\n")
@@ -1033,6 +1036,9 @@ def main(argv=None) -> int:
     ap.add_argument("--side-inputs", action="store_true",
                     help="also write legacy-names.csv, deletion-requests.csv, "
                          "stored-tokens.jsonl, legacy-users.csv")
+    ap.add_argument("--side-prefix", default="",
+                    help="put this before the side inputs' names (so exports of other sizes in the same "
+                         "directory keep their own)")
     args = ap.parse_args(argv)
     n = args.accounts
     if n < 0:
@@ -1052,7 +1058,7 @@ def main(argv=None) -> int:
               newline="") if want_json else None
     cf = open(os.path.join(args.out_dir, args.prefix + ".csv"), "w", encoding="utf-8",
               newline="") if want_csv else None
-    side = SideInputs(args.out_dir, args.seed, n, gen.uid) if args.side_inputs else None
+    side = SideInputs(args.out_dir, args.side_prefix, args.seed, n, gen.uid) if args.side_inputs else None
 
     jbuf: list[str] = []
     cbuf: list[str] = []
