@@ -52,6 +52,28 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(account.providers == [ProviderLink(providerId: "apple.com", rawId: "001.u1")])
     }
 
+    /// A provider's email, name and photo are taken from the account's when their bytes are the same, and decoded
+    /// on their own otherwise: an escape, a different case or length, a value the account does not have.
+    @Test(arguments: [
+        ("a@example.com", "a@example.com"), ("a\\u0040example.com", "a@example.com"), ("A@example.com", "A@example.com"),
+        ("a@example.co", "a@example.co"), ("a@example.comm", "a@example.comm"), ("", ""),
+    ])
+    func providerFieldsRepeatingTheAccountsAreDecodedRight(raw: String, decoded: String) throws {
+        let provider = "\n    {\n      \"providerId\": \"google.com\",\n      \"rawId\": \"g1\",\n      \"email\": \"\(raw)\","
+            + "\n      \"displayName\": \"Zoë Ångström-Lindqvist\",\n      \"photoUrl\": \"https://p.example/\(raw)\"\n    }"
+        let user = "{\n  \"localId\": \"u1\",\n  \"email\": \"a@example.com\",\n  \"displayName\": \"Zoë Ångström-Lindqvist\","
+            + "\n  \"photoUrl\": \"https://p.example/a@example.com\",\n  \"providerUserInfo\": [\(provider)\n  ]\n}"
+        guard case .account(let account, _)? = try readRecords("{\"users\": [\n" + user + "]}").first else {
+            Issue.record("expected an account")
+            return
+        }
+        let link = try #require(account.providers.first)
+        #expect(link.email == decoded)
+        #expect(link.displayName == "Zoë Ångström-Lindqvist")
+        #expect(link.photoUrl == "https://p.example/" + decoded)
+        #expect(account.email == "a@example.com")
+    }
+
     /// Timestamps come as quoted digits (read without a String), as numbers, or as anything else (the general path).
     @Test(arguments: [
         ("\"1608693364100\"", "1608693364100"), ("1608693364100", "1608693364100"), ("\"0012\"", "12"), ("\"-5\"", "-5"),

@@ -40,7 +40,7 @@ enum AccountJSONDecoder {
             case 13 where matches(key, "emailVerified"): account.emailVerified = try cursor.bool()
             case 14 where matches(key, "lastSignedInAt"): account.lastSignedInAt = try timestamp(&cursor, note: note)
             case 16 where matches(key, "customAttributes"): account.customAttributes = try cursor.stringOrNull()
-            case 16 where matches(key, "providerUserInfo"): account.providers = try providers(&cursor, note: note)
+            case 16 where matches(key, "providerUserInfo"): account.providers = try providers(&cursor, of: account, note: note)
             default: try cursor.skipValue()
             }
             if try cursor.peek() == UInt8(ascii: ",") {
@@ -56,7 +56,10 @@ enum AccountJSONDecoder {
         return .success(account)
     }
 
-    private static func providers(_ cursor: inout JSONCursor, note: (String, String) -> Void) throws(JSONCursor.SyntaxError) -> [ProviderLink] {
+    /// A provider's email, name and photo mostly repeat the account's (decoded before them in an export): those are
+    /// shared, not copied.
+    private static func providers(_ cursor: inout JSONCursor, of account: Account, note: (String, String) -> Void) throws(JSONCursor.SyntaxError)
+        -> [ProviderLink] {
         var links: [ProviderLink] = []
         try cursor.expect(UInt8(ascii: "["))
         if try cursor.peek() == UInt8(ascii: "]") {
@@ -79,10 +82,10 @@ enum AccountJSONDecoder {
                     case 5 where matches(key, "rawId"):
                         link.rawId = try cursor.stringOrNull() ?? ""
                         sawRawId = true
-                    case 5 where matches(key, "email"): link.email = try cursor.stringOrNull()
-                    case 8 where matches(key, "photoUrl"): link.photoUrl = try cursor.stringOrNull()
+                    case 5 where matches(key, "email"): link.email = try cursor.stringOrNull(sameAs: account.email)
+                    case 8 where matches(key, "photoUrl"): link.photoUrl = try cursor.stringOrNull(sameAs: account.photoUrl)
                     case 10 where matches(key, "providerId"): link.providerId = try cursor.stringOrNull() ?? ""
-                    case 11 where matches(key, "displayName"): link.displayName = try cursor.stringOrNull()
+                    case 11 where matches(key, "displayName"): link.displayName = try cursor.stringOrNull(sameAs: account.displayName)
                     default: try cursor.skipValue()
                     }
                     if try cursor.peek() == UInt8(ascii: ",") {

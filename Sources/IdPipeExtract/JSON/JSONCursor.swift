@@ -137,18 +137,27 @@ struct JSONCursor {
 
     static let highBits: UInt64 = 0x8080_8080_8080_8080
 
+    /// Whether `text` is made of exactly `bytes` (false when its UTF-8 is not stored in one piece).
+    static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
+        text.utf8.withContiguousStorageIfAvailable { stored in
+            stored.count == bytes.count && (bytes.isEmpty || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+        } ?? false
+    }
+
     /// Reads a string value; nil for `null`.
-    mutating func stringOrNull() throws(SyntaxError) -> String? {
+    /// `sameAs`: a string decoded before that this one often repeats (a provider's email is the account's): when
+    /// the bytes are the same, that string is returned instead of a copy of it.
+    mutating func stringOrNull(sameAs earlier: String? = nil) throws(SyntaxError) -> String? {
         let byte = try peek()
         if byte == UInt8(ascii: "n") {
             try literal("null")
             return nil
         }
         guard byte == UInt8(ascii: "\"") else { throw fail("expected a string, found \(describe(byte))") }
-        return try string()
+        return try string(sameAs: earlier)
     }
 
-    mutating func string() throws(SyntaxError) -> String {
+    mutating func string(sameAs earlier: String? = nil) throws(SyntaxError) -> String {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string, found \(describe(bytes[position]))") }
         position += 1
         let start = position
@@ -161,6 +170,7 @@ struct JSONCursor {
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
+                if let earlier, Self.same(slice, earlier) { return earlier }
                 if high & Self.highBits == 0 { return String(decoding: slice, as: UTF8.self) }
                 if let text = String(validating: slice, as: UTF8.self) { return text }
                 throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
