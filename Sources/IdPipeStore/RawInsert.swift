@@ -8,13 +8,15 @@ struct RawInsert {
     private let statement: Statement
     private let connection: OpaquePointer?
     private var position: Int32 = 0
+    private let row: RowBytes
 
-    /// SQLite copies the bound bytes (the Swift strings they come from are not kept alive).
+    /// For text that does not fit in `row`: SQLite copies the bytes (the Swift strings they come from are not kept alive).
     private static let transient = unsafeBitCast(OpaquePointer(bitPattern: -1), to: sqlite3_destructor_type.self)
 
     init(_ db: Database, sql: String) throws {
         statement = try db.cachedStatement(sql: sql)
         connection = db.sqliteConnection
+        row = RowBytes(statement: statement.sqliteStatement, capacity: 64 << 10)
     }
 
     mutating func bind(_ value: String?) {
@@ -24,11 +26,15 @@ struct RawInsert {
             return
         }
         _ = value.withUTF8 { bytes in
-            if let start = bytes.baseAddress {
-                sqlite3_bind_text(statement.sqliteStatement, position, UnsafeRawPointer(start).assumingMemoryBound(to: CChar.self), Int32(bytes.count), Self.transient)
+            let count = bytes.count
+            if row.used + count <= row.capacity {
+                // An empty buffer may have no address; the row's own bytes always have one (a null pointer binds NULL, not '').
+                if let start = bytes.baseAddress { (row.base + row.used).copyMemory(from: start, byteCount: count) }
+                sqlite3_bind_text(statement.sqliteStatement, position, (row.base + row.used).assumingMemoryBound(to: CChar.self), Int32(count), nil)
+                row.used += count
             } else {
-                // An empty buffer may have no address, and a null pointer would bind NULL instead of ''.
-                sqlite3_bind_text(statement.sqliteStatement, position, "", 0, Self.transient)
+                sqlite3_bind_text(statement.sqliteStatement, position, UnsafeRawPointer(bytes.baseAddress!).assumingMemoryBound(to: CChar.self),
+                                  Int32(count), Self.transient)
             }
         }
     }
@@ -44,8 +50,30 @@ struct RawInsert {
         defer {
             sqlite3_reset(statement.sqliteStatement)
             position = 0
+            row.used = 0
         }
         let code = sqlite3_step(statement.sqliteStatement)
         guard code == SQLITE_DONE else { throw DatabaseError.step(code, statement, connection) }
+    }
+}
+
+/// The text of the row being bound, copied one value after the other. SQLite reads it where it is (`SQLITE_STATIC`)
+/// when the row is stepped, instead of allocating and freeing a copy of every value; the next row overwrites it.
+/// The cached statement outlives it, so its bindings are cleared before the bytes are freed.
+private final class RowBytes {
+    let base: UnsafeMutableRawPointer
+    let capacity: Int
+    var used = 0
+    private let statement: OpaquePointer
+
+    init(statement: OpaquePointer, capacity: Int) {
+        self.statement = statement
+        self.capacity = capacity
+        base = .allocate(byteCount: capacity, alignment: 1)
+    }
+
+    deinit {
+        sqlite3_clear_bindings(statement)
+        base.deallocate()
     }
 }

@@ -187,6 +187,34 @@ final class CountingFingerprint: InputFingerprint {
         #expect(actions.allSatisfy { $0.sequence == 5 && $0.uid == "ü-1" })
     }
 
+    /// Text is copied into the insert's own row buffer for binding; a value longer than that buffer is bound as a copy
+    /// of its own. Either way every row reads back as written, the rows before and after a long one included.
+    @Test func longAndShortTextRowsReadBackWhole() throws {
+        let store = try StateStore()
+        let processor = AccountProcessor(pipeline: try pipeline, sideInputs: SideInputs(), asOf: asOf)
+        let long = String(repeating: "Zoë ", count: 20_000)
+        let names = ["Ann", long, "", "山田太郎", long + "!"]
+        var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: 1, line: 2, records: 5, state: nil), inputPrefixSHA256: "x",
+                                                         tally: Tally(), nextSequence: 5, seenIdHashes: [], importFileLength: 0))
+        for (index, name) in names.enumerated() {
+            let account = Account(localId: "u\(index)", email: "u\(index)@example.com", displayName: "Ann", disabled: true,
+                                  providers: [ProviderLink(providerId: "google.com", rawId: "g\(index)")])
+            guard case .account(var outcome) = processor.process(account, position: SourcePosition(file: "f.json", line: index + 1), sequence: 0) else {
+                Issue.record("not processed")
+                return
+            }
+            outcome.sequence = Int64(index)
+            outcome.account.displayName = name  // as stored, whatever processing made of it
+            batch.accounts.append(outcome)
+        }
+        try store.commit(batch)
+        var rows: [ReportAccount] = []
+        try store.accountsWithActions { account, _ in rows.append(account) }
+        #expect(rows.map(\.displayName) == names)
+        #expect(rows.map(\.uid) == (0..<5).map { "u\($0)" })
+        #expect(rows.map(\.email) == (0..<5).map { "u\($0)@example.com" })
+    }
+
     /// The reports read actions in row-id order and expect (seq, step): an outcome whose actions come out of order is
     /// still stored, and read back, in step order, account after account and batch after batch.
     @Test func actionsAreReadInSequenceAndStepOrder() throws {
