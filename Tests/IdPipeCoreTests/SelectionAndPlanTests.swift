@@ -171,8 +171,24 @@ import Testing
         #expect(Timestamp.parseRFC3339(text) == expected)
     }
 
+    @Test(arguments: [
+        (1_791_028_800_000, "2026-10-03T12:00:00Z"), (1_791_028_800_999, "2026-10-03T12:00:00Z"), (0, "1970-01-01T00:00:00Z"),
+        (-1, "1969-12-31T23:59:59Z"), (951_782_400_000, "2000-02-29T00:00:00Z"), (1_704_067_199_000, "2023-12-31T23:59:59Z"),
+        (253_402_300_799_000, "9999-12-31T23:59:59Z"), (253_402_300_800_000, "10000-01-01T00:00:00Z"),
+        (-30_610_224_000_000, "1000-01-01T00:00:00Z"), (-30_610_224_001_000, "999-12-31T23:59:59Z"),
+    ] as [(Int64, String)])
+    func formats(millis: Int64, expected: String) {
+        #expect(Timestamp.formatRFC3339(millis) == expected)
+    }
+
+    /// Formatting then parsing gives the time back, to the second, for any time in the years 1000 to 9999.
     @Test func roundTrips() {
-        #expect(Timestamp.formatRFC3339(1_791_028_800_000) == "2026-10-03T12:00:00Z")
+        var random = SeededGenerator(seed: 3)
+        for _ in 0..<2000 {
+            let millis = Int64.random(in: -30_610_224_000_000..<253_402_300_800_000, using: &random)
+            let text = Timestamp.formatRFC3339(millis)
+            #expect(Timestamp.parseRFC3339(text) == millis - ((millis % 1000) + 1000) % 1000, "\(text)")
+        }
     }
 }
 

@@ -52,8 +52,28 @@ public enum Timestamp {
         let days = seconds.floorDiv(86_400)
         let rest = seconds - days * 86_400
         let (year, month, day) = civilFromDays(days)
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "\(year)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
+        guard (1000...9999).contains(year) else {
+            func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+            return "\(year)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
+        }
+        // Digit by digit into the string's own storage: interpolating six numbers cost about 5,000 instructions.
+        return String(unsafeUninitializedCapacity: 20) { text in
+            func put(_ value: Int, at start: Int, digits: Int) {
+                var value = value
+                for index in (start..<start + digits).reversed() {
+                    text[index] = UInt8(48 + value % 10)
+                    value /= 10
+                }
+            }
+            put(year, at: 0, digits: 4)
+            put(month, at: 5, digits: 2)
+            put(day, at: 8, digits: 2)
+            put(rest / 3600, at: 11, digits: 2)
+            put(rest / 60 % 60, at: 14, digits: 2)
+            put(rest % 60, at: 17, digits: 2)
+            for (index, byte) in [(4, 45), (7, 45), (10, 84), (13, 58), (16, 58), (19, 90)] { text[index] = UInt8(byte) }
+            return 20
+        }
     }
 
     // Howard Hinnant's days-from-civil algorithms.
