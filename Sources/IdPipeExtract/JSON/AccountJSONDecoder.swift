@@ -68,7 +68,8 @@ enum AccountJSONDecoder {
         }
         while true {
             let index = links.count
-            var link = ProviderLink(providerId: "", rawId: "")
+            // Filled in place: a link built on its own was copied into the array (a retain and release of each string).
+            links.append(ProviderLink(providerId: "", rawId: ""))
             cursor.providerIndex = index
             cursor.currentKey = nil
             try cursor.expect(UInt8(ascii: "{"))
@@ -80,12 +81,12 @@ enum AccountJSONDecoder {
                     cursor.currentKey = key
                     switch key.count {
                     case 5 where matches(key, "rawId"):
-                        link.rawId = try cursor.stringOrNull() ?? ""
+                        links[index].rawId = try cursor.stringOrNull() ?? ""
                         sawRawId = true
-                    case 5 where matches(key, "email"): link.email = try cursor.stringOrNull(sameAs: account.email)
-                    case 8 where matches(key, "photoUrl"): link.photoUrl = try cursor.stringOrNull(sameAs: account.photoUrl)
-                    case 10 where matches(key, "providerId"): link.providerId = try cursor.stringOrNull() ?? ""
-                    case 11 where matches(key, "displayName"): link.displayName = try cursor.stringOrNull(sameAs: account.displayName)
+                    case 5 where matches(key, "email"): links[index].email = try cursor.stringOrNull(sameAs: account.email)
+                    case 8 where matches(key, "photoUrl"): links[index].photoUrl = try cursor.stringOrNull(sameAs: account.photoUrl)
+                    case 10 where matches(key, "providerId"): links[index].providerId = try cursor.stringOrNull() ?? ""
+                    case 11 where matches(key, "displayName"): links[index].displayName = try cursor.stringOrNull(sameAs: account.displayName)
                     default: try cursor.skipValue()
                     }
                     if try cursor.peek() == UInt8(ascii: ",") {
@@ -98,7 +99,6 @@ enum AccountJSONDecoder {
             cursor.currentKey = nil
             try cursor.expect(UInt8(ascii: "}"))
             if !sawRawId { note("providerUserInfo[\(index)].rawId", "is missing") }
-            links.append(link)
             cursor.providerIndex = nil
             if try cursor.peek() == UInt8(ascii: ",") {
                 cursor.position += 1
