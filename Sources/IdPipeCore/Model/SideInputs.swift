@@ -133,6 +133,7 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
 
     /// The row of `key`, whose `IdHash` the caller has already computed (for several lookups of one account).
     @inlinable public subscript(key: String, hash hash: UInt64) -> Value? {
+        guard slots.mayContain(hash) else { return nil }
         let (_, row) = find(key, hash)
         return row.map { rows[$0] }
     }
