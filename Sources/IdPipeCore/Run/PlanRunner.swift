@@ -123,6 +123,7 @@ public final class PlanRunner {
             var cleaned: [Account] = []
             var sequence = checkpoint.nextSequence
             for index in parts.indices {
+                seen.warm(parts[index].idHashes)
                 counter.merge(parts[index].counter)
                 for entry in parts[index].entries {
                     switch entry {
@@ -251,6 +252,13 @@ struct ProcessedPart: Sendable {
     var counter = TallyCounter()
     /// How many of the outcomes the store keeps (so the batch reserves room for them once).
     var noteworthy = 0
+
+    /// The id hashes of the accounts, in order.
+    var idHashes: some Sequence<UInt64> {
+        entries.lazy.compactMap { entry in
+            if case .account(_, let hash, _) = entry { hash } else { nil }
+        }
+    }
 
     /// Decodes and processes part `part` of `batch`, one record at a time.
     init(_ batch: any RawBatch, part: Int, processor: AccountProcessor) {
