@@ -113,4 +113,3 @@ import Testing
         #expect(slots.find(shared | 0xFFFF) { hashes[$0] == shared | 0xFFFF }.row == nil)
     }
 }
-
