@@ -49,7 +49,8 @@ test: deps venv
 	$(SWIFT) build
 	$(SWIFT) test
 
-# Large synthetic exports for the benchmark (not committed): make samples N=1000000
+# Large synthetic exports with their side inputs, to try idpipe at scale (not committed; make bench generates its
+# own): make samples N=1000000
 samples:
 	mkdir -p bench-data
 	python3 Scripts/gen_samples.py --accounts $(N) --seed $(SEED) --out-dir bench-data --format both --side-inputs

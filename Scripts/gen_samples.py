@@ -6,7 +6,7 @@ Writes files in the exact layout of `firebase auth:export` (JSON and/or the head
 pipeline reads (legacy names, deletion requests, stored tokens, a legacy user table).
 
     python3 Scripts/gen_samples.py --accounts N --seed S --out-dir DIR \
-        [--format json|csv|both] [--prefix NAME] [--malformed] [--side-inputs]
+        [--format json|csv|both] [--prefix NAME] [--malformed] [--side-inputs [--side-prefix P]]
 
 Properties:
   * Deterministic: the same arguments give byte-identical files (seeded random.Random

@@ -3,8 +3,8 @@ import Synchronization
 import Testing
 @testable import IdPipeCore
 
-/// The plan's writer: batches are written in the order submitted, up to two waiting behind the one being written; a
-/// failed write is reported, and no batch after it is written.
+/// The plan's writer: batches are written in the order submitted, one being written and one waiting for it at most;
+/// a failed write is reported, and no batch after it is written.
 @Suite struct OrderedCommitterTests {
     /// Records the batches it is given (by their next sequence number), slowly, and fails the one it is told to.
     final class SlowStore: PlanStore {

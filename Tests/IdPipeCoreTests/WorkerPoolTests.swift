@@ -75,7 +75,8 @@ import Testing
 
 @Suite struct HashSlotsTests {
     /// The filter never turns away a hash a row has (added one by one or placed again when the table grew), and
-    /// turns away most hashes no row has: about 1 in 10 gets through at the fullest, where each costs a probe.
+    /// turns away most hashes no row has: about 1 in 10 gets through at this fill (1 in 8 when the table is half
+    /// full, just before it grows), and each of those costs a probe.
     @Test func filterKeepsEveryRowAndTurnsMostOthersAway() {
         var random = SeededGenerator(seed: 5)
         var hashes: ContiguousArray<UInt64> = []

@@ -247,10 +247,11 @@ final class CountingFingerprint: InputFingerprint {
         #expect(merged == expected)
     }
 
-    /// An action the merge cannot place (the action table out of sequence order) fails the report as a damaged store
-    /// instead of being left out of it: followed by another account's actions, or as the last row.
+    /// An action the merge cannot place fails the report as a damaged store instead of being left out of it: one out
+    /// of sequence order, met before a later account's actions, and one after every account (no account has its
+    /// number: only a store written with foreign keys off can hold it).
     @Test(arguments: [true, false])
-    func actionOutOfOrderIsAnError(followedByAnother: Bool) throws {
+    func actionOutOfOrderIsAnError(outOfOrder: Bool) throws {
         let store = try StateStore()
         let processor = AccountProcessor(pipeline: try pipeline, sideInputs: SideInputs(), asOf: asOf)
         func commit(_ accounts: [(String, Int64)]) throws {
@@ -272,11 +273,19 @@ final class CountingFingerprint: InputFingerprint {
         var merged = 0
         try store.accountsWithActions { _, actions in merged += actions.count }
         #expect(merged == 2)
-        // A second action of account a, written after account c's.
-        try store.queue.write { db in
-            try db.execute(sql: "INSERT INTO action (seq, uid, kind, step, state, detail, updated_at) VALUES (0, 'a', 'revoke-apple', 1, 'planned', 'x', 0)")
+        if outOfOrder {
+            // A second action of account a, written after account c's, and account e's after it.
+            try store.queue.write { db in
+                try db.execute(sql: "INSERT INTO action (seq, uid, kind, step, state, detail, updated_at) VALUES (0, 'a', 'revoke-apple', 1, 'planned', 'x', 0)")
+            }
+            try commit([("e", 4)])
+        } else {
+            try store.queue.writeWithoutTransaction { db in
+                try db.execute(sql: "PRAGMA foreign_keys = OFF")
+                try db.execute(sql: "INSERT INTO action (seq, uid, kind, step, state, detail, updated_at) VALUES (9, 'z', 'revoke-apple', 1, 'planned', 'x', 0)")
+                try db.execute(sql: "PRAGMA foreign_keys = ON")
+            }
         }
-        if followedByAnother { try commit([("e", 4)]) }
         #expect(throws: StoreError.self) { try store.accountsWithActions { _, _ in } }
     }
 

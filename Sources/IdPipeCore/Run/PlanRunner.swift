@@ -104,8 +104,8 @@ public final class PlanRunner {
         try sink?.truncate(to: checkpoint.importFileLength)
 
         let source = try openSource(checkpoint.input)
-        // Batches N and N + 1 are written while batch N + 2 is read and decoded; the writes stay in order, each with
-        // its checkpoint.
+        // Batch N is written, and batch N + 1 waits for it, while batch N + 2 is read and decoded; the writes stay in
+        // order, each with its checkpoint.
         let committer = OrderedCommitter(store: store, fingerprint: fingerprint)
         defer { _ = try? committer.drain() }
         var seen = IdHashSet(checkpoint.seenIdHashes)
@@ -195,11 +195,11 @@ public final class PlanRunner {
 }
 
 /// Writes plan batches to the store on one background thread, in the order they were submitted, one at a time:
-/// `submit` waits while two batches are still to be written, so at most three are held. With one, the reading thread
-/// waited for the write before it about 0.4 s of a 1M-account plan while the other core had nothing to do (the writer
-/// gets little of the CPU while both cores decode); with two, that wait is about 0.1 s. Before writing a
-/// batch it advances the input's fingerprint to the batch's end, for the checkpoint. A failed write stops the ones
-/// after it; `check` and `drain` rethrow it.
+/// `submit` waits while two batches are still to be written (one being written, one waiting), so at most three are
+/// held. When `submit` waited as soon as one was, the reading thread spent about 0.4 s of a 1M-account plan waiting
+/// while the other core had nothing to do (the writer gets little of the CPU while both cores decode); now it waits
+/// about 0.1 s. Before writing a batch it advances the input's fingerprint to the batch's end, for the checkpoint.
+/// A failed write stops the ones after it; `check` and `drain` rethrow it.
 final class OrderedCommitter: Sendable {
     private let store: any PlanStore
     /// Used only on `queue` while batches are submitted; the caller uses it again after `drain`.

@@ -70,26 +70,7 @@ public enum AccountNormalizer {
     /// views it cost more than normalizing the address again).
     static func sameBytes(_ a: String, _ b: String) -> Bool {
         var a = a, b = b
-        return a.withUTF8 { x in
-            b.withUTF8 { y in
-                guard x.count == y.count else { return false }
-                // Eight bytes at a time (a generic `elementsEqual` went byte by byte through iterators).
-                var index = 0
-                if let left = UnsafeRawPointer(x.baseAddress), let right = UnsafeRawPointer(y.baseAddress) {
-                    while index + 8 <= x.count {
-                        if left.loadUnaligned(fromByteOffset: index, as: UInt64.self) != right.loadUnaligned(fromByteOffset: index, as: UInt64.self) {
-                            return false
-                        }
-                        index += 8
-                    }
-                }
-                while index < x.count {
-                    if x[index] != y[index] { return false }
-                    index += 1
-                }
-                return true
-            }
-        }
+        return a.withUTF8 { x in b.withUTF8 { y in TextScan.sameBytes(x, y) } }
     }
 
     /// `accountEmail`: the account's email as it came and as normalized. A provider's email is most often the same

@@ -1,5 +1,25 @@
 /// Byte-level text helpers for the hot path: Foundation's trimming costs microseconds a call.
-enum TextScan {
+public enum TextScan {
+    /// Whether two runs of bytes are the same, eight bytes at a time (a generic `elementsEqual` went byte by byte
+    /// through iterators).
+    public static func sameBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard x.count == y.count else { return false }
+        var index = 0
+        if let left = UnsafeRawPointer(x.baseAddress), let right = UnsafeRawPointer(y.baseAddress) {
+            while index + 8 <= x.count {
+                if left.loadUnaligned(fromByteOffset: index, as: UInt64.self) != right.loadUnaligned(fromByteOffset: index, as: UInt64.self) {
+                    return false
+                }
+                index += 8
+            }
+        }
+        while index < x.count {
+            if x[index] != y[index] { return false }
+            index += 1
+        }
+        return true
+    }
+
     /// Whether a scalar is whitespace for the purposes of names and emails.
     @inline(__always)
     static func isSpace(_ scalar: Unicode.Scalar) -> Bool {

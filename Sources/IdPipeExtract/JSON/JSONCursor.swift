@@ -1,4 +1,6 @@
+import IdPipeCore
 import IdPipeCSV
+
 /// A byte-level JSON reader over a buffer: strict syntax, escapes, `\uXXXX` with surrogates, UTF-8 validation.
 /// Raw newlines are only legal between tokens, so counting them in whitespace gives line numbers for free.
 struct JSONCursor {
@@ -139,9 +141,7 @@ struct JSONCursor {
 
     /// Whether `text` is made of exactly `bytes` (false when its UTF-8 is not stored in one piece).
     static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
-        text.utf8.withContiguousStorageIfAvailable { stored in
-            stored.count == bytes.count && (bytes.isEmpty || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
-        } ?? false
+        text.utf8.withContiguousStorageIfAvailable { TextScan.sameBytes($0, bytes) } ?? false
     }
 
     /// Reads a string value; nil for `null`.
