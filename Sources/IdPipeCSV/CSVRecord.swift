@@ -77,8 +77,11 @@ public enum UTF8Text {
             high |= UInt64(bytes[index])
             index += 1
         }
-        return high & 0x8080_8080_8080_8080 == 0
+        return high & highBits == 0
     }
+
+    /// The high bit of each byte of a word: set in a byte that is not ASCII.
+    public static let highBits: UInt64 = 0x8080_8080_8080_8080
 }
 
 /// A stretch of the file that is not a CSV record: the reader skipped it and goes on.

@@ -1,3 +1,5 @@
+import IdPipeCore
+
 /// `application/x-www-form-urlencoded` bodies and query strings (RFC 3986 unreserved characters kept).
 public enum FormBody {
     public static func encode(_ fields: [(String, String)]) -> String {
@@ -46,8 +48,8 @@ public enum FormBody {
     }
 }
 
-/// The product name and version sent in `User-Agent` and `X-Client-Version`.
+/// The product name and version sent in `User-Agent` and `X-Client-Version` (the version `idpipe --version` prints).
 public enum IdPipeProduct {
-    public static let version = "0.3.0"
+    public static let version = IdPipeVersion.text
     public static let userAgent = "idpipe/\(version)"
 }

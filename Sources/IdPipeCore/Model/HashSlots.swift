@@ -105,7 +105,7 @@ struct IdHashSet {
     /// after the other, and does nothing else with it: in a loop of independent loads the cache misses overlap, where
     /// inserting the hashes one by one waited for each miss in turn. perf put most of the merge's own time on that
     /// wait, on the one thread that runs it (the tables of a 1M-account plan are 8 MB each).
-    mutating func warm(_ upcoming: some Sequence<UInt64>) {
+    func warm(_ upcoming: some Sequence<UInt64>) {
         let mask = slots.count - 1
         var any: UInt64 = 0
         slots.withUnsafeBufferPointer { slots in

@@ -41,20 +41,21 @@ public struct Masking: Sendable {
     public func name(_ value: String, into out: inout [UInt8]) {
         if reveal { return out.append(contentsOf: value.utf8) }
         if Self.plainASCII(value, into: &out, { bytes, out in
-            var first = true
-            for word in bytes.split(separator: UInt8(ascii: " ")) {
-                if !first { out.append(UInt8(ascii: " ")) }
-                first = false
-                out.append(word.first!)
-                out.append(contentsOf: Self.dots)
-            }
+            Self.initials(bytes, isSpace: { $0 == UInt8(ascii: " ") }, into: &out) { $1.append($0) }
         }) { return }
-        // The words are the runs of characters other than " " (as `split(separator: " ")` makes them); each gives
-        // its first character. One pass over the characters, with nothing built on the way.
+        Self.initials(value, isSpace: { $0 == " " }, into: &out) { $1.append(contentsOf: $0.utf8) }
+    }
+
+    /// Each word's first element and dots, the words separated by a space. The words are the runs of elements other
+    /// than a space (as `split(separator: " ")` makes them); one pass, with nothing built on the way. On bytes for
+    /// plain ASCII, on characters otherwise.
+    private static func initials<Text: Sequence>(
+        _ text: Text, isSpace: (Text.Element) -> Bool, into out: inout [UInt8], append: (Text.Element, inout [UInt8]) -> Void
+    ) {
         var atWordStart = true
         var firstWord = true
-        for character in value {
-            if character == " " {
+        for element in text {
+            if isSpace(element) {
                 atWordStart = true
                 continue
             }
@@ -62,8 +63,8 @@ public struct Masking: Sendable {
             atWordStart = false
             if !firstWord { out.append(UInt8(ascii: " ")) }
             firstWord = false
-            out.append(contentsOf: character.utf8)
-            out.append(contentsOf: Self.dots)
+            append(element, &out)
+            out.append(contentsOf: dots)
         }
     }
 

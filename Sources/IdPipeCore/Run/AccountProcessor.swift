@@ -36,8 +36,7 @@ public struct AccountProcessor: Sendable {
         idHash = IdHash.of(uid)
         let legacy = sideInputs.legacyNames[uid, hash: idHash]
         let relay = pipeline.stages.detectRelay ? RelayDetection.classify(account, consentRecorded: legacy?.consent ?? false) : nil
-        let isRelay = relay?.relayClass == .relayAddress
-            || (relay == nil && (RelayDetection.isRelayAddress(account.email) || RelayDetection.isRelayAddress(account.provider(ProviderID.apple)?.email)))
+        let isRelay = relay?.relayClass == .relayAddress || (relay == nil && RelayDetection.hasRelayAddress(account))
         let deletionRequest = sideInputs.deletionRequests[uid, hash: idHash]
         let selection = selector.select(account, deletionRequest: deletionRequest)
 

@@ -66,13 +66,6 @@ public enum AccountNormalizer {
         return value * 1000
     }
 
-    /// Whether two strings are the same UTF-8 bytes, compared on their storage when both have it (through the UTF-8
-    /// views it cost more than normalizing the address again).
-    static func sameBytes(_ a: String, _ b: String) -> Bool {
-        var a = a, b = b
-        return a.withUTF8 { x in b.withUTF8 { y in TextScan.sameBytes(x, y) } }
-    }
-
     /// `accountEmail`: the account's email as it came and as normalized. A provider's email is most often the same
     /// text, which normalizes the same way with the same repairs (already noted): it takes the result as it is.
     private static func normalizeProvider(
@@ -98,7 +91,8 @@ public enum AccountNormalizer {
         }
         // Compared byte for byte: `==` on strings also matches other spellings of the same characters (é as one scalar
         // or as e and an accent), which normalize to different bytes.
-        if let email = link.email, let raw = accountEmail.raw, sameBytes(email, raw) {
+        // On the strings' storage: through the UTF-8 views it cost more than normalizing the address again.
+        if var email = link.email, let raw = accountEmail.raw, email.withUTF8({ TextScan.sameBytes($0, raw) }) {
             link.email = accountEmail.normalized
         } else {
             switch optional(link.email, field: "\(field).email", repairs: &repairs, EmailNormalizer.normalize) {

@@ -77,18 +77,22 @@ public enum RelayDetection {
                 if byte != suffix[i] { return false }
             }
             return true
-        } ?? email.lowercased().hasSuffix("@" + relayDomain)
+        } ?? email.lowercased().hasSuffix(relaySuffix.description)
+    }
+
+    /// Whether the account's email or its Apple link's email is a relay address. The Apple link's email is read in
+    /// place (a copy of the link would retain and release each of its strings).
+    public static func hasRelayAddress(_ account: Account) -> Bool {
+        isRelayAddress(account.email)
+            || isRelayAddress(account.providers.firstIndex { $0.providerId == ProviderID.apple }.flatMap { account.providers[$0].email })
     }
 
     public static func classify(_ account: Account, consentRecorded: Bool) -> RelayFinding {
-        // The Apple link's email is read in place (a copy of the link would retain and release each of its strings).
-        let appleIndex = account.providers.firstIndex { $0.providerId == ProviderID.apple }
-        let appleEmail = appleIndex.flatMap { account.providers[$0].email }
-        let topRelay = isRelayAddress(account.email)
-        let appleRelay = isRelayAddress(appleEmail)
-        guard topRelay || appleRelay else {
-            if appleIndex == nil { return RelayFinding(relayClass: .notApple, consentReview: []) }
-            let hasEmail = account.email != nil || appleEmail != nil
+        guard hasRelayAddress(account) else {
+            guard let apple = account.providers.firstIndex(where: { $0.providerId == ProviderID.apple }) else {
+                return RelayFinding(relayClass: .notApple, consentReview: [])
+            }
+            let hasEmail = account.email != nil || account.providers[apple].email != nil
             return RelayFinding(relayClass: hasEmail ? .appleRealEmail : .appleNoEmail, consentReview: [])
         }
         var flags: ConsentFlags = []

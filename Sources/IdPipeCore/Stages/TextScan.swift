@@ -20,6 +20,13 @@ public enum TextScan {
         return true
     }
 
+    /// Whether `text` is made of exactly these bytes, compared on the string's own storage when it has one.
+    public static func sameBytes(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
+        if let same = text.utf8.withContiguousStorageIfAvailable({ sameBytes(bytes, $0) }) { return same }
+        var text = text
+        return text.withUTF8 { sameBytes(bytes, $0) }
+    }
+
     /// Whether a scalar is whitespace for the purposes of names and emails.
     @inline(__always)
     static func isSpace(_ scalar: Unicode.Scalar) -> Bool {

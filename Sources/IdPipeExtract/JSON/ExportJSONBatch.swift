@@ -89,7 +89,7 @@ struct ExportJSONBatch: RawBatch {
                 }
                 each(.malformed(QuarantineEntry(
                     position: where_, localId: uid, field: error.field, reason: "\(error.message) (line \(errorLine))")))
-                cursor.newlines += ExportJSONSource.countNewlinesIn(buffer, error.position..<resume)
+                cursor.newlines += ExportJSONSource.countNewlines(UnsafeRawBufferPointer(buffer), error.position..<resume)
                 cursor.position = resume
                 expectComma = true
             }
@@ -127,13 +127,5 @@ struct ExportJSONBatch: RawBatch {
             index += 1
         }
         return nil
-    }
-}
-
-extension ExportJSONSource {
-    static func countNewlinesIn(_ buffer: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) -> Int {
-        var count = 0
-        for index in range where buffer[index] == 0x0A { count += 1 }
-        return count
     }
 }

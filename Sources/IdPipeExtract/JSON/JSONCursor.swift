@@ -137,12 +137,7 @@ struct JSONCursor {
         return quote | backslash | control
     }
 
-    static let highBits: UInt64 = 0x8080_8080_8080_8080
-
-    /// Whether `text` is made of exactly `bytes` (false when its UTF-8 is not stored in one piece).
-    static func same(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
-        text.utf8.withContiguousStorageIfAvailable { TextScan.sameBytes($0, bytes) } ?? false
-    }
+    static let highBits = UTF8Text.highBits
 
     /// Reads a string value; nil for `null`.
     /// `sameAs`: a string decoded before that this one often repeats (a provider's email is the account's): when
@@ -170,7 +165,7 @@ struct JSONCursor {
             if byte == UInt8(ascii: "\"") {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
-                if let earlier, Self.same(slice, earlier) { return earlier }
+                if let earlier, TextScan.sameBytes(slice, earlier) { return earlier }
                 if high & Self.highBits == 0 { return String(decoding: slice, as: UTF8.self) }
                 if let text = String(validating: slice, as: UTF8.self) { return text }
                 throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
