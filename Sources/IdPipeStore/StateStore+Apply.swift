@@ -34,12 +34,14 @@ extension StateStore {
         }
     }
 
+    /// The sequence numbers of the next `limit` accounts after a sequence number that have an open action; read along
+    /// the (seq, kind) index, a page at a time (see migration v7-no-state-index).
+    static let pendingSequencesSQL = "SELECT seq FROM action WHERE seq > ? AND state IN \(openStates) GROUP BY seq ORDER BY seq LIMIT ?"
+
     /// The next accounts (in input order, after `sequence`) that still have an open action, with all their actions.
     public func pendingAccounts(after sequence: Int64, limit: Int) async throws -> [PendingAccount] {
         try await queue.read { db in
-            let sequences = try Int64.fetchAll(db, sql: """
-                SELECT seq FROM action WHERE seq > ? AND state IN \(Self.openStates) GROUP BY seq ORDER BY seq LIMIT ?
-                """, arguments: [sequence, limit])
+            let sequences = try Int64.fetchAll(db, sql: Self.pendingSequencesSQL, arguments: [sequence, limit])
             guard let first = sequences.first, let last = sequences.last else { return [] }
             let wanted = Set(sequences)
             var accounts: [PendingAccount] = []
