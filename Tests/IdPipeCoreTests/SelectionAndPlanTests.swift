@@ -233,6 +233,11 @@ import Testing
         rows["b"] = nil
         rows["b"] = nil
         #expect(rows.count == 0 && rows["b"] == nil)
+        // `modify` on an absent id that leaves nil adds nothing; on a present one, it changes the row in place.
+        #expect(rows.modify("z") { entry in entry == nil } && rows.count == 0)
+        rows["z"] = 1
+        rows.modify("z") { $0! += 1 }
+        #expect(rows["z"] == 2 && rows.count == 1)
         let built = KeyedRows(["x": 7, "y": 8])
         #expect(built["x"] == 7 && built["y"] == 8 && built.count == 2)
     }
@@ -247,7 +252,16 @@ import Testing
         for step in 0..<20000 {
             let id = ids[Int.random(in: 0..<ids.count, using: &generator)]
             let value = step % 10 == 9 ? nil : step
-            rows[id] = value
+            if step % 3 == 0 {
+                // Through `modify`, which must see what a lookup would and store what it leaves.
+                let seen = rows.modify(id) { entry in
+                    defer { entry = value }
+                    return entry
+                }
+                #expect(seen == reference[id], "\(id)")
+            } else {
+                rows[id] = value
+            }
             reference[id] = value
         }
         #expect(rows.count == reference.count)

@@ -34,10 +34,20 @@ import IdPipeTestSupport
         #expect(inputs.protectedIds == ["u9"])
     }
 
+    /// Columns are found by their header names, in any order and among others; flags in any case.
+    @Test func columnsAreFoundByName() throws {
+        let path = TemporaryFile.write("consent,note,family_name,uid,given_name\nYES,x, Berg ,u1,Anna\nFalse,\"y, z\",Kim,u2,\n", name: "names.csv")
+        let names = try SideInputReader.legacyNames(path)
+        #expect(names.count == 2)
+        #expect(names["u1"] == LegacyName(givenName: "Anna", familyName: "Berg", consent: true))
+        #expect(names["u2"] == LegacyName(givenName: "", familyName: "Kim", consent: false))
+    }
+
     /// Bad rows stop the run with the file, the line and the column; a token is never quoted.
     @Test(arguments: [
         ("names", "uid,given_name,family_name,consent\nu1,A,B,true\nu1,C,D,false\n", ":3: uid: 'u1' appears twice"),
         ("names", "uid,given_name,family_name,consent\nu1,A,B,maybe\n", ":2: consent: 'maybe' is not true or false"),
+        ("names", "consent,uid,given_name,family_name\nMaybe,u1,A,B\n", ":2: consent: 'maybe' is not true or false"),
         ("names", "uid,given,family_name,consent\n", ":1: the header has no column 'given_name'"),
         ("names", "uid,given_name,family_name,consent,uid\nu1,A,B,true,u2\n", ":1: the header has the column 'uid' twice"),
         ("deletions", "uid,requested_at,source\n,2025-01-01T00:00:00Z,app\n", ":2: uid: is empty"),

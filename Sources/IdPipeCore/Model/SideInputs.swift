@@ -143,27 +143,43 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
         set {
             let hash = IdHash.of(key)
             let (slot, found) = find(key, hash)
-            switch (found, newValue) {
-            case (let row?, let value?):
-                rows[row] = value
-            case (nil, let value?):
-                keys.append(key)
-                hashes.append(hash)
-                rows.append(value)
-                slots.add(hashes, at: slot)
-            case (let row?, nil):
-                // Rare (no reader removes rows): the last row takes the removed one's place, and the table is rebuilt.
-                let last = rows.count - 1
-                keys.swapAt(row, last)
-                hashes.swapAt(row, last)
-                rows.swapAt(row, last)
-                keys.removeLast()
-                hashes.removeLast()
-                rows.removeLast()
-                slots.rebuild(hashes)
-            case (nil, nil):
-                return
-            }
+            place(newValue, key: key, hash: hash, slot: slot, found: found)
+        }
+    }
+
+    /// Looks `key` up once: `body` gets its row (nil when there is none) to read and change; what it leaves is stored.
+    /// For a reader that checks a row before adding or replacing it (a get and a set looked the key up twice).
+    @inlinable public mutating func modify<Answer>(_ key: String, _ body: (inout Value?) throws -> Answer) rethrows -> Answer {
+        let hash = IdHash.of(key)
+        let (slot, found) = find(key, hash)
+        var value = found.map { rows[$0] }
+        let result = try body(&value)
+        place(value, key: key, hash: hash, slot: slot, found: found)
+        return result
+    }
+
+    /// Stores `value` as the row of `key`, which `find` placed at `slot` (its row `found`, if any).
+    @inlinable mutating func place(_ value: Value?, key: String, hash: UInt64, slot: Int, found: Int?) {
+        switch (found, value) {
+        case (let row?, let value?):
+            rows[row] = value
+        case (nil, let value?):
+            keys.append(key)
+            hashes.append(hash)
+            rows.append(value)
+            slots.add(hashes, at: slot)
+        case (let row?, nil):
+            // Rare (no reader removes rows): the last row takes the removed one's place, and the table is rebuilt.
+            let last = rows.count - 1
+            keys.swapAt(row, last)
+            hashes.swapAt(row, last)
+            rows.swapAt(row, last)
+            keys.removeLast()
+            hashes.removeLast()
+            rows.removeLast()
+            slots.rebuild(hashes)
+        case (nil, nil):
+            return
         }
     }
 

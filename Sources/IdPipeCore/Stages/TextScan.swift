@@ -38,12 +38,16 @@ public enum TextScan {
         }
     }
 
+    /// Whether the text is empty or starts and ends with a printable ASCII byte: then it has no whitespace to trim.
+    @inline(__always)
+    static func hasPlainEnds(_ utf8: some BidirectionalCollection<UInt8>) -> Bool {
+        guard let first = utf8.first, let last = utf8.last else { return true }
+        return first > 0x20 && first < 0x80 && last > 0x20 && last < 0x80
+    }
+
     /// Trims whitespace from both ends; returns the same slice when there is none (the common case).
     static func trimmingWhitespace(_ text: Substring) -> Substring {
-        let utf8 = text.utf8
-        if let first = utf8.first, let last = utf8.last, first > 0x20, first < 0x80, last > 0x20, last < 0x80 {
-            return text
-        }
+        if hasPlainEnds(text.utf8) { return text }
         let scalars = text.unicodeScalars
         guard let start = scalars.firstIndex(where: { !isSpace($0) }) else { return text[text.endIndex...] }
         let end = scalars.lastIndex(where: { !isSpace($0) })!

@@ -45,11 +45,16 @@ public enum SideInputReader {
     /// `uid,given_name,family_name,consent`
     public static func legacyNames(_ path: String) throws -> KeyedRows<LegacyName> {
         var result = KeyedRows<LegacyName>()
+        let (uid, given, family, consent) = (0, 1, 2, 3)
         try readTable(path, columns: ["uid", "given_name", "family_name", "consent"]) { row in
-            let uid = try row.required("uid")
-            let consent = try row.bool("consent")
-            guard result[uid] == nil else { throw row.error("uid", "'\(uid)' appears twice") }
-            result[uid] = LegacyName(givenName: row["given_name"] ?? "", familyName: row["family_name"] ?? "", consent: consent)
+            let id = try row.required(uid)
+            let name = LegacyName(givenName: row.text(given) ?? "", familyName: row.text(family) ?? "", consent: try row.bool(consent))
+            let added = result.modify(id) { entry in
+                guard entry == nil else { return false }
+                entry = name
+                return true
+            }
+            guard added else { throw row.error(uid, "'\(id)' appears twice") }
         }
         return result
     }
@@ -57,13 +62,16 @@ public enum SideInputReader {
     /// `uid,requested_at,source`; the earliest request for an account counts.
     public static func deletionRequests(_ path: String) throws -> KeyedRows<DeletionRequest> {
         var result = KeyedRows<DeletionRequest>()
+        let (uid, requestedAt, source) = (0, 1, 2)
         try readTable(path, columns: ["uid", "requested_at", "source"]) { row in
-            let uid = try row.required("uid")
-            let text = try row.required("requested_at")
-            guard let at = Timestamp.parseRFC3339(text) else { throw row.error("requested_at", "'\(text)' is not an RFC 3339 time") }
-            let request = DeletionRequest(requestedAt: at, source: row["source"] ?? "unspecified")
-            if let existing = result[uid], existing.requestedAt <= at { return }
-            result[uid] = request
+            let id = try row.required(uid)
+            let text = try row.required(requestedAt)
+            guard let at = Timestamp.parseRFC3339(text) else { throw row.error(requestedAt, "'\(text)' is not an RFC 3339 time") }
+            let request = DeletionRequest(requestedAt: at, source: row.text(source) ?? "unspecified")
+            result.modify(id) { entry in
+                if let earlier = entry, earlier.requestedAt <= at { return }
+                entry = request
+            }
         }
         return result
     }
@@ -80,36 +88,45 @@ public enum SideInputReader {
 
     // MARK: - Tables
 
+    /// One row of a table, with the values of the columns `readTable` was asked for, by their position in that list.
     struct Row {
         let path: String
         let line: Int
-        /// The header's names, and this row's values in the same order (trimmed).
+        /// The names of the columns asked for, and this row's values of them in the same order (trimmed).
         let names: [String]
         let values: [String]
 
-        subscript(_ column: String) -> String? {
-            guard let position = names.firstIndex(of: column) else { return nil }
-            return values[position].isEmpty ? nil : values[position]
+        /// The value of the column at `index`; nil when it is empty.
+        func text(_ index: Int) -> String? {
+            values[index].isEmpty ? nil : values[index]
         }
 
-        func error(_ column: String, _ message: String) -> InputError {
-            InputError(path: path, position: SourcePosition(file: path, line: line), message: "\(column): \(message)")
+        func error(_ index: Int, _ message: String) -> InputError {
+            InputError(path: path, position: SourcePosition(file: path, line: line), message: "\(names[index]): \(message)")
         }
 
-        func required(_ column: String) throws -> String {
-            guard let value = self[column] else { throw error(column, "is empty") }
+        func required(_ index: Int) throws -> String {
+            guard let value = text(index) else { throw error(index, "is empty") }
             return value
         }
 
-        func bool(_ column: String) throws -> Bool {
-            switch self[column]?.lowercased() {
-            case "true", "1", "yes": return true
-            case "false", "0", "no", nil: return false
-            case let other?: throw error(column, "'\(other)' is not true or false")
+        func bool(_ index: Int) throws -> Bool {
+            // The usual spellings first, without lower-casing a copy of each.
+            switch text(index) {
+            case nil, "false": return false
+            case "true": return true
+            case let other?:
+                switch other.lowercased() {
+                case "true", "1", "yes": return true
+                case "false", "0", "no": return false
+                case let lowered: throw error(index, "'\(lowered)' is not true or false")
+                }
             }
         }
     }
 
+    /// Reads a CSV table with a header row that names at least `columns` (in any order, among others), one row at a
+    /// time; each row is handed to `body` with the values of `columns`, in that order, and dropped before the next.
     static func readTable(_ path: String, columns: [String], _ body: (Row) throws -> Void) throws {
         let reader: CSVRecordReader
         do { reader = try CSVRecordReader(path: path) } catch let error as CSVReadError { throw InputError(path: path, message: error.message) }
@@ -121,9 +138,10 @@ public enum SideInputReader {
         for column in columns where names.filter({ $0 == column }).count > 1 {
             throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has the column '\(column)' twice")
         }
-        // One array for every row's values: each row is handed to `body` and dropped before the next is read.
+        // Where each column asked for is in the file: found once, not by name in every row.
+        let positions = columns.map { names.firstIndex(of: $0)! }
         var values: [String] = []
-        values.reserveCapacity(names.count)
+        values.reserveCapacity(columns.count)
         while let item = try reader.next() {
             switch item {
             case .malformed(let bad):
@@ -137,8 +155,8 @@ public enum SideInputReader {
                     throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[invalid]): is not valid UTF-8")
                 }
                 values.removeAll(keepingCapacity: true)
-                for index in 0..<record.count { values.append(record.text(index)?.trimmingSpaces ?? "") }
-                try body(Row(path: path, line: record.firstLine, names: names, values: values))
+                for position in positions { values.append(record.text(position)?.trimmingSpaces ?? "") }
+                try body(Row(path: path, line: record.firstLine, names: columns, values: values))
             }
         }
     }
