@@ -132,6 +132,22 @@ extension EmailNormalizerTests {
         }
     }
 
+    /// `trimmingSpaces`, which answers on the bytes when both ends are plain ASCII, removes exactly the Unicode
+    /// White_Space scalars at either end, on text mixing them with their neighbours.
+    @Test func trimmingRemovesWhiteSpaceAtTheEndsOnly() {
+        let alphabet: [Unicode.Scalar] = ["a", "Z", "!", "~", " ", "\t", "\n", "\r", "\u{7F}", "\u{85}", "\u{A0}", "é", "\u{301}", "\u{1680}",
+                                          "\u{2000}", "\u{200B}", "\u{2028}", "\u{202F}", "\u{3000}", "山", "😀"]
+        var random = SeededGenerator(seed: 11)
+        for _ in 0..<20000 {
+            var scalars: [Unicode.Scalar] = []
+            for _ in 0..<Int.random(in: 0...24, using: &random) { scalars.append(alphabet.randomElement(using: &random)!) }
+            let text = String(String.UnicodeScalarView(scalars))
+            while let first = scalars.first, first.properties.isWhitespace { scalars.removeFirst() }
+            while let last = scalars.last, last.properties.isWhitespace { scalars.removeLast() }
+            #expect(Array(text.trimmingSpaces.unicodeScalars) == scalars, "\(text.unicodeScalars.map { String($0.value, radix: 16) })")
+        }
+    }
+
     @Test func rejectsNamesLongerThanTheAPIAllows() {
         var repairs = RepairSet()
         let long = String(repeating: "a", count: 257)

@@ -233,8 +233,9 @@ import Testing
         rows["b"] = nil
         rows["b"] = nil
         #expect(rows.count == 0 && rows["b"] == nil)
-        // `modify` on an absent id that leaves nil adds nothing; on a present one, it changes the row in place.
-        #expect(rows.modify("z") { entry in entry == nil } && rows.count == 0)
+        // `modify` on an absent id that leaves nil adds nothing; on a present one, it changes that row.
+        let wasAbsent = rows.modify("z") { entry in entry == nil }
+        #expect(wasAbsent && rows.count == 0)
         rows["z"] = 1
         rows.modify("z") { $0! += 1 }
         #expect(rows["z"] == 2 && rows.count == 1)

@@ -1,5 +1,5 @@
-import Foundation
 import GRDB
+import IdPipeTestSupport
 import Logging
 import Testing
 @testable import IdPipeCore
@@ -298,8 +298,7 @@ final class CountingFingerprint: InputFingerprint {
         }
     }
 
-    /// Apply's pages of accounts with open actions follow the (seq, kind) index. With an index on (state, kind),
-    /// each page read and sorted every open action (10 s of queries for the 120k accounts of a 1M-account plan).
+    /// Apply's pages of accounts with open actions follow the (seq, kind) index (see migration v7-no-state-index).
     @Test func openActionsArePagedAlongTheSequence() throws {
         let plan = try Self.queryPlan(try StateStore(), StateStore.pendingSequencesSQL)
         #expect(plan.contains { $0.contains("INDEX sqlite_autoindex_action_1 (seq>?)") }, "\(plan)")
@@ -308,10 +307,7 @@ final class CountingFingerprint: InputFingerprint {
 
     /// A store written before migration v7 loses its (state, kind) index when it is opened again.
     @Test func anOlderStoreLosesTheStateIndex() throws {
-        let path = FileManager.default.temporaryDirectory.appendingPathComponent("idpipe-store-\(UUID().uuidString).sqlite").path
-        defer {
-            for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: path + suffix) }
-        }
+        let path = TemporaryFile.directory("older-store") + "/state.sqlite"
         let indexes = "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = 'action_state'"
         do {
             let old = try StateStore(path: path)

@@ -38,7 +38,8 @@ public enum TextScan {
         }
     }
 
-    /// Whether the text is empty or starts and ends with a printable ASCII byte: then it has no whitespace to trim.
+    /// Whether the text is empty or starts and ends with an ASCII byte above the space (0x21-0x7F): then it has no
+    /// whitespace to trim.
     @inline(__always)
     static func hasPlainEnds(_ utf8: some BidirectionalCollection<UInt8>) -> Bool {
         guard let first = utf8.first, let last = utf8.last else { return true }

@@ -42,19 +42,45 @@ public enum SideInputReader {
         path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path
     }
 
+    /// The columns of the legacy names table.
+    enum NameColumn: Int, TableColumn {
+        case uid, givenName, familyName, consent
+
+        var header: String {
+            switch self {
+            case .uid: "uid"
+            case .givenName: "given_name"
+            case .familyName: "family_name"
+            case .consent: "consent"
+            }
+        }
+    }
+
+    /// The columns of the deletion-request table.
+    enum DeletionColumn: Int, TableColumn {
+        case uid, requestedAt, source
+
+        var header: String {
+            switch self {
+            case .uid: "uid"
+            case .requestedAt: "requested_at"
+            case .source: "source"
+            }
+        }
+    }
+
     /// `uid,given_name,family_name,consent`
     public static func legacyNames(_ path: String) throws -> KeyedRows<LegacyName> {
         var result = KeyedRows<LegacyName>()
-        let (uid, given, family, consent) = (0, 1, 2, 3)
-        try readTable(path, columns: ["uid", "given_name", "family_name", "consent"]) { row in
-            let id = try row.required(uid)
-            let name = LegacyName(givenName: row.text(given) ?? "", familyName: row.text(family) ?? "", consent: try row.bool(consent))
+        try readTable(path, NameColumn.self) { row in
+            let id = try row.required(.uid)
+            let name = LegacyName(givenName: row.text(.givenName) ?? "", familyName: row.text(.familyName) ?? "", consent: try row.bool(.consent))
             let added = result.modify(id) { entry in
                 guard entry == nil else { return false }
                 entry = name
                 return true
             }
-            guard added else { throw row.error(uid, "'\(id)' appears twice") }
+            guard added else { throw row.error(.uid, "'\(id)' appears twice") }
         }
         return result
     }
@@ -62,12 +88,11 @@ public enum SideInputReader {
     /// `uid,requested_at,source`; the earliest request for an account counts.
     public static func deletionRequests(_ path: String) throws -> KeyedRows<DeletionRequest> {
         var result = KeyedRows<DeletionRequest>()
-        let (uid, requestedAt, source) = (0, 1, 2)
-        try readTable(path, columns: ["uid", "requested_at", "source"]) { row in
-            let id = try row.required(uid)
-            let text = try row.required(requestedAt)
-            guard let at = Timestamp.parseRFC3339(text) else { throw row.error(requestedAt, "'\(text)' is not an RFC 3339 time") }
-            let request = DeletionRequest(requestedAt: at, source: row.text(source) ?? "unspecified")
+        try readTable(path, DeletionColumn.self) { row in
+            let id = try row.required(.uid)
+            let text = try row.required(.requestedAt)
+            guard let at = Timestamp.parseRFC3339(text) else { throw row.error(.requestedAt, "'\(text)' is not an RFC 3339 time") }
+            let request = DeletionRequest(requestedAt: at, source: row.text(.source) ?? "unspecified")
             result.modify(id) { entry in
                 if let earlier = entry, earlier.requestedAt <= at { return }
                 entry = request
@@ -88,46 +113,52 @@ public enum SideInputReader {
 
     // MARK: - Tables
 
-    /// One row of a table, with the values of the columns `readTable` was asked for, by their position in that list.
-    struct Row {
+    /// The columns a table reader asks for: cases numbered from 0 in order (the default raw values), each with the
+    /// name it has in the file's header.
+    protocol TableColumn: CaseIterable, RawRepresentable where RawValue == Int {
+        var header: String { get }
+    }
+
+    /// One row of a table: the values of the columns `Column` names, by their raw value.
+    struct Row<Column: TableColumn> {
         let path: String
         let line: Int
-        /// The names of the columns asked for, and this row's values of them in the same order (trimmed).
-        let names: [String]
+        /// The values (trimmed), one a column, in the order of the raw values.
         let values: [String]
 
-        /// The value of the column at `index`; nil when it is empty.
-        func text(_ index: Int) -> String? {
-            values[index].isEmpty ? nil : values[index]
+        /// The value of `column`; nil when it is empty.
+        func text(_ column: Column) -> String? {
+            values[column.rawValue].isEmpty ? nil : values[column.rawValue]
         }
 
-        func error(_ index: Int, _ message: String) -> InputError {
-            InputError(path: path, position: SourcePosition(file: path, line: line), message: "\(names[index]): \(message)")
+        func error(_ column: Column, _ message: String) -> InputError {
+            InputError(path: path, position: SourcePosition(file: path, line: line), message: "\(column.header): \(message)")
         }
 
-        func required(_ index: Int) throws -> String {
-            guard let value = text(index) else { throw error(index, "is empty") }
+        func required(_ column: Column) throws -> String {
+            guard let value = text(column) else { throw error(column, "is empty") }
             return value
         }
 
-        func bool(_ index: Int) throws -> Bool {
+        func bool(_ column: Column) throws -> Bool {
             // The usual spellings first, without lower-casing a copy of each.
-            switch text(index) {
+            switch text(column) {
             case nil, "false": return false
             case "true": return true
             case let other?:
                 switch other.lowercased() {
                 case "true", "1", "yes": return true
                 case "false", "0", "no": return false
-                case let lowered: throw error(index, "'\(lowered)' is not true or false")
+                case let lowered: throw error(column, "'\(lowered)' is not true or false")
                 }
             }
         }
     }
 
-    /// Reads a CSV table with a header row that names at least `columns` (in any order, among others), one row at a
-    /// time; each row is handed to `body` with the values of `columns`, in that order, and dropped before the next.
-    static func readTable(_ path: String, columns: [String], _ body: (Row) throws -> Void) throws {
+    /// Reads a CSV table with a header row that names at least the columns of `Column` (in any order, among others),
+    /// one row at a time; each row is handed to `body` with the values of those columns and dropped before the next.
+    static func readTable<Column>(_ path: String, _: Column.Type, _ body: (Row<Column>) throws -> Void) throws {
+        let columns = Column.allCases.sorted { $0.rawValue < $1.rawValue }.map(\.header)
         let reader: CSVRecordReader
         do { reader = try CSVRecordReader(path: path) } catch let error as CSVReadError { throw InputError(path: path, message: error.message) }
         guard case .record(let header)? = try reader.next() else { throw InputError(path: path, message: "expected a header row: \(columns.joined(separator: ","))") }
@@ -138,7 +169,7 @@ public enum SideInputReader {
         for column in columns where names.filter({ $0 == column }).count > 1 {
             throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has the column '\(column)' twice")
         }
-        // Where each column asked for is in the file: found once, not by name in every row.
+        // Where each column is in the file: found once, not by name in every row.
         let positions = columns.map { names.firstIndex(of: $0)! }
         var values: [String] = []
         values.reserveCapacity(columns.count)
@@ -156,7 +187,7 @@ public enum SideInputReader {
                 }
                 values.removeAll(keepingCapacity: true)
                 for position in positions { values.append(record.text(position)?.trimmingSpaces ?? "") }
-                try body(Row(path: path, line: record.firstLine, names: columns, values: values))
+                try body(Row(path: path, line: record.firstLine, values: values))
             }
         }
     }
