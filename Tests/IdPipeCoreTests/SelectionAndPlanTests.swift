@@ -223,6 +223,8 @@ import Testing
     @Test func behavesLikeADictionary() {
         var rows: KeyedRows<Int> = ["a": 1, "b": 2]
         rows["c"] = 3
+        // Room made with rows already in: the table is placed again, and every row is still found.
+        rows.reserveCapacity(1000)
         rows["a"] = 10
         #expect(rows.count == 3)
         #expect([rows["a"], rows["b"], rows["c"], rows["d"]] == [10, 2, 3, nil])

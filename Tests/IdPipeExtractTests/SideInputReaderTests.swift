@@ -43,6 +43,14 @@ import IdPipeTestSupport
         #expect(names["u2"] == LegacyName(givenName: "", familyName: "Kim", consent: false))
     }
 
+    /// The row count a table reserves: the lines, with or without a newline at the end; 0 for a file that is not there.
+    @Test func countsLinesForTheTablesRoom() {
+        #expect(SideInputReader.lineCount(TemporaryFile.write("a\nb\nc\n", name: "three.csv")) == 4)
+        #expect(SideInputReader.lineCount(TemporaryFile.write("a\nb\nc", name: "three.csv")) == 3)
+        #expect(SideInputReader.lineCount(TemporaryFile.write(String(repeating: "x\n", count: 1_500_000), name: "long.csv")) == 1_500_001)
+        #expect(SideInputReader.lineCount(TemporaryFile.directory("none") + "/missing.csv") == 0)
+    }
+
     /// Bad rows stop the run with the file, the line and the column; a token is never quoted.
     @Test(arguments: [
         ("names", "uid,given_name,family_name,consent\nu1,A,B,true\nu1,C,D,false\n", ":3: uid: 'u1' appears twice"),

@@ -131,6 +131,17 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
 
     @inlinable public var count: Int { rows.count }
 
+    /// Makes room for `count` rows, so that a reader that knows about how many rows it will add allocates each array
+    /// and the table once.
+    @inlinable public mutating func reserveCapacity(_ count: Int) {
+        keys.reserveCapacity(count)
+        hashes.reserveCapacity(count)
+        rows.reserveCapacity(count)
+        var size = 16
+        while size < count * 2 { size <<= 1 }
+        if slots.slots.count < size { slots.rebuild(hashes, minimumSize: size) }
+    }
+
     /// The row of `key`, whose `IdHash` the caller has already computed (for several lookups of one account).
     @inlinable public subscript(key: String, hash hash: UInt64) -> Value? {
         guard slots.mayContain(hash) else { return nil }

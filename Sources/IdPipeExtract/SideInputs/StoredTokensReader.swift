@@ -8,6 +8,7 @@ extension SideInputReader {
     /// Token values are kept in memory only, as `Secret`s; errors never quote them.
     public static func storedTokens(_ path: String) throws -> KeyedRows<StoredCredentials> {
         var result = KeyedRows<StoredCredentials>()
+        result.reserveCapacity(lineCount(path))
         try forEachLineBytes(path) { line, number in
             if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
             func fail(_ message: String) -> InputError {
