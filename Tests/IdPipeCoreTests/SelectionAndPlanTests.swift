@@ -246,10 +246,12 @@ import Testing
     }
 
     /// Many rows, as a side input holds them: the same answers as a dictionary through growth, updates and removals,
-    /// for ids that are there and ids that are not.
-    @Test func answersAsADictionaryDoes() {
+    /// for ids that are there and ids that are not; with room reserved for fewer rows than are added, and without.
+    @Test(arguments: [0, 40])
+    func answersAsADictionaryDoes(reserved: Int) {
         var generator = SeededGenerator(seed: 7)
         var rows = KeyedRows<Int>()
+        if reserved > 0 { rows.reserveCapacity(reserved) }
         var reference: [String: Int] = [:]
         let ids = (0..<5000).map { "id-\($0 * 7919 % 10007)-" + String(repeating: "x", count: $0 % 30) }
         for step in 0..<20000 {

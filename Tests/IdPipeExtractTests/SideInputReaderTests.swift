@@ -1,5 +1,8 @@
 import Testing
 import IdPipeCore
+#if canImport(Glibc)
+import Glibc
+#endif
 @testable import IdPipeExtract
 import IdPipeTestSupport
 
@@ -43,12 +46,31 @@ import IdPipeTestSupport
         #expect(names["u2"] == LegacyName(givenName: "", familyName: "Kim", consent: false))
     }
 
-    /// The row count a table reserves: the lines, with or without a newline at the end; 0 for a file that is not there.
+    /// The row count a table reserves: the lines, with or without a newline at the end; 0 for a file that is not there
+    /// or is not a regular file.
     @Test func countsLinesForTheTablesRoom() {
         #expect(SideInputReader.lineCount(TemporaryFile.write("a\nb\nc\n", name: "three.csv")) == 4)
         #expect(SideInputReader.lineCount(TemporaryFile.write("a\nb\nc", name: "three.csv")) == 3)
         #expect(SideInputReader.lineCount(TemporaryFile.write(String(repeating: "x\n", count: 1_500_000), name: "long.csv")) == 1_500_001)
         #expect(SideInputReader.lineCount(TemporaryFile.directory("none") + "/missing.csv") == 0)
+        // Not a regular file (a folder here; a pipe would be emptied before the reader read it).
+        #expect(SideInputReader.lineCount(TemporaryFile.directory("folder")) == 0)
+    }
+
+    /// Stored tokens given through a pipe (as `<(zcat tokens.gz)` gives them) are read whole: only a regular file's
+    /// lines are counted first, since counting a pipe's would empty it before the reader read it.
+    @Test func storedTokensThroughAPipeAreReadWhole() throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        let bytes = Array(tokens.utf8)
+        let written = write(ends[1], bytes, bytes.count)
+        close(ends[1])
+        try #require(written == bytes.count)
+        let credentials = try SideInputReader.storedTokens("/dev/fd/\(ends[0])")
+        #expect(credentials.count == 2)
+        #expect(credentials["u1"]?.apple?.token.value == "r-secret-1")
+        #expect(credentials["u4"]?.facebook?.login == .limited)
     }
 
     /// Bad rows stop the run with the file, the line and the column; a token is never quoted.

@@ -65,10 +65,11 @@ import Synchronization
         mark(hashes[hashes.count - 1])
     }
 
-    /// Sizes the table to at least twice the rows (and `minimumSize`) and places every row again.
-    @inlinable mutating func rebuild(_ hashes: ContiguousArray<UInt64>, minimumSize: Int = 16) {
-        var size = minimumSize
-        while size < hashes.count * 2 { size <<= 1 }
+    /// Sizes the table to at least twice the rows (or twice `room`, when a reader knows it will add that many) and
+    /// places every row again.
+    @inlinable mutating func rebuild(_ hashes: ContiguousArray<UInt64>, room: Int = 0) {
+        var size = 16
+        while size < max(hashes.count, room) * 2 { size <<= 1 }
         slots = [UInt64](repeating: 0, count: size)
         filter = [UInt64](repeating: 0, count: max(1, size / 16))
         let mask = size - 1

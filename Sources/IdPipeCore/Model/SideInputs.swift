@@ -137,9 +137,7 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
         keys.reserveCapacity(count)
         hashes.reserveCapacity(count)
         rows.reserveCapacity(count)
-        var size = 16
-        while size < count * 2 { size <<= 1 }
-        if slots.slots.count < size { slots.rebuild(hashes, minimumSize: size) }
+        if slots.slots.count < count * 2 { slots.rebuild(hashes, room: count) }
     }
 
     /// The row of `key`, whose `IdHash` the caller has already computed (for several lookups of one account).

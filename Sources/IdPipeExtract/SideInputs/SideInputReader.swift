@@ -194,13 +194,16 @@ public enum SideInputReader {
         }
     }
 
-    /// About how many rows a side input holds: its lines (plus one), counted a MiB at a time (a few ms for the 20 MB of the 1M
-    /// benchmark's stored tokens). Its table reserves them before reading: grown by doubling, each array and the hash
-    /// table were copied at every step, and the allocator kept the pages of the old copies (loaded alone, the stored
-    /// tokens peaked 8 MB higher). 0 when the file cannot be read; the reader itself then says why.
+    /// At most about how many rows a side input holds: its lines plus one (an account may have two lines), counted a
+    /// MiB at a time in one extra read of the file. Its table reserves them before reading: grown by doubling, each
+    /// array and the hash table were copied at every step, and the allocator kept the pages of the old copies (loaded
+    /// alone, the stored tokens peaked 8 MB higher). 0 when the file cannot be read (the reader then says why) or is
+    /// not a regular file: a pipe, read here, would be empty when the reader opened it again.
     static func lineCount(_ path: String) -> Int {
         guard let file = fopen(path, "r") else { return 0 }
         defer { fclose(file) }
+        var info = stat()
+        guard fstat(fileno(file), &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return 0 }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var count = 1
         while true {
