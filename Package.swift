@@ -91,7 +91,7 @@ let package = Package(
         .testTarget(name: "IdPipeCoreTests", dependencies: ["IdPipeCore"]),
         .testTarget(name: "IdPipeCryptoTests", dependencies: ["IdPipeCrypto"]),
         .testTarget(name: "IdPipeCSVTests", dependencies: ["IdPipeCSV", "IdPipeTestSupport"]),
-        .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore", "IdPipeTestSupport"]),
+        .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore", "IdPipeCSV", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeStoreTests", dependencies: ["IdPipeStore", "IdPipeCore", "IdPipeTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "IdPipeApplyTests", dependencies: ["IdPipeApply", "IdPipeStore", "IdPipeCore", "IdPipeConnect"]),
         .testTarget(name: "IdPipeConnectTests", dependencies: ["IdPipeConnect", "IdPipeCrypto", "IdPipeTestSupport"]),

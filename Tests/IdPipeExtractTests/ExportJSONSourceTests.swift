@@ -1,5 +1,6 @@
 import Testing
 import IdPipeCore
+import IdPipeCSV
 @testable import IdPipeExtract
 import IdPipeTestSupport
 
@@ -133,12 +134,12 @@ func summary(_ records: [DecodedRecord]) -> [String] {
             return [0x0A, 0x0B, 0x09, 0x8A, 0x00, 0xFF, 0x7F, 0x20][Int(state >> 61)]
         }
         for (start, end) in [(0, 4099), (1, 4098), (3, 11), (7, 7), (5, 4096), (4090, 4099)] {
-            #expect(ExportJSONSource.countNewlines(bytes, start..<end) == bytes[start..<end].filter { $0 == 0x0A }.count, "\(start)..<\(end)")
+            #expect(Newlines.count(bytes, start..<end) == bytes[start..<end].filter { $0 == 0x0A }.count, "\(start)..<\(end)")
         }
         // Nothing but newlines: every per-byte counter fills up before it is summed.
         let lines = [UInt8](repeating: 0x0A, count: 8 * 255 * 3 + 5)
         for (start, end) in [(0, lines.count), (3, 8 * 255 + 3), (0, 8 * 255), (1, 8 * 510 + 9)] {
-            #expect(ExportJSONSource.countNewlines(lines, start..<end) == end - start, "\(start)..<\(end)")
+            #expect(Newlines.count(lines, start..<end) == end - start, "\(start)..<\(end)")
         }
     }
 
@@ -159,7 +160,7 @@ func summary(_ records: [DecodedRecord]) -> [String] {
                 let stop = JSONCursor.plainRun(buffer, from: start, end: end, high: &high)
                 let expected = bytes[start..<end].firstIndex { $0 == 0x22 || $0 == 0x5C || $0 < 0x20 } ?? end
                 #expect(stop == expected, "from \(start) to \(end)")
-                #expect((high & JSONCursor.highBits != 0) == bytes[start..<expected].contains { $0 >= 0x80 }, "from \(start) to \(end)")
+                #expect((high & UTF8Text.highBits != 0) == bytes[start..<expected].contains { $0 >= 0x80 }, "from \(start) to \(end)")
             }
         }
     }

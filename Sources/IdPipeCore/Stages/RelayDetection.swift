@@ -80,18 +80,25 @@ public enum RelayDetection {
         } ?? email.lowercased().hasSuffix(relaySuffix.description)
     }
 
-    /// Whether the account's email or its Apple link's email is a relay address. The Apple link's email is read in
-    /// place (a copy of the link would retain and release each of its strings).
+    /// Whether the account's email or its Apple link's email is a relay address.
     public static func hasRelayAddress(_ account: Account) -> Bool {
-        isRelayAddress(account.email)
-            || isRelayAddress(account.providers.firstIndex { $0.providerId == ProviderID.apple }.flatMap { account.providers[$0].email })
+        hasRelayAddress(account, apple: appleLink(account))
+    }
+
+    /// The same, with the Apple link's index already found. Its email is read in place (a copy of the link would
+    /// retain and release each of its strings).
+    private static func hasRelayAddress(_ account: Account, apple: Int?) -> Bool {
+        isRelayAddress(account.email) || isRelayAddress(apple.flatMap { account.providers[$0].email })
+    }
+
+    private static func appleLink(_ account: Account) -> Int? {
+        account.providers.firstIndex { $0.providerId == ProviderID.apple }
     }
 
     public static func classify(_ account: Account, consentRecorded: Bool) -> RelayFinding {
-        guard hasRelayAddress(account) else {
-            guard let apple = account.providers.firstIndex(where: { $0.providerId == ProviderID.apple }) else {
-                return RelayFinding(relayClass: .notApple, consentReview: [])
-            }
+        let apple = appleLink(account)
+        guard hasRelayAddress(account, apple: apple) else {
+            guard let apple else { return RelayFinding(relayClass: .notApple, consentReview: []) }
             let hasEmail = account.email != nil || account.providers[apple].email != nil
             return RelayFinding(relayClass: hasEmail ? .appleRealEmail : .appleNoEmail, consentReview: [])
         }

@@ -89,7 +89,7 @@ struct ExportJSONBatch: RawBatch {
                 }
                 each(.malformed(QuarantineEntry(
                     position: where_, localId: uid, field: error.field, reason: "\(error.message) (line \(errorLine))")))
-                cursor.newlines += ExportJSONSource.countNewlines(UnsafeRawBufferPointer(buffer), error.position..<resume)
+                cursor.newlines += Newlines.count(UnsafeRawBufferPointer(buffer), error.position..<resume)
                 cursor.position = resume
                 expectComma = true
             }

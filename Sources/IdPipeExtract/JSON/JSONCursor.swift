@@ -128,7 +128,7 @@ struct JSONCursor {
     @inline(__always)
     static func stopBytes(_ word: UInt64) -> UInt64 {
         let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs = highBits
+        let highs = UTF8Text.highBits
         let quotes = word ^ (ones &* 0x22)
         let backslashes = word ^ (ones &* 0x5C)
         let quote = (quotes &- ones) & ~quotes & highs
@@ -136,8 +136,6 @@ struct JSONCursor {
         let control = (word &- (ones &* 0x20)) & ~word & highs
         return quote | backslash | control
     }
-
-    static let highBits = UTF8Text.highBits
 
     /// Reads a string value; nil for `null`.
     /// `sameAs`: a string decoded before that this one often repeats (a provider's email is the account's): when
@@ -166,7 +164,7 @@ struct JSONCursor {
                 let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
                 position += 1
                 if let earlier, TextScan.sameBytes(slice, earlier) { return earlier }
-                if high & Self.highBits == 0 { return String(decoding: slice, as: UTF8.self) }
+                if high & UTF8Text.highBits == 0 { return String(decoding: slice, as: UTF8.self) }
                 if let text = String(validating: slice, as: UTF8.self) { return text }
                 throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
             }

@@ -160,7 +160,7 @@ public enum SideInputReader {
     /// Reads a CSV table with a header row that names at least the columns of `Column` (in any order, among others),
     /// one row at a time; each row is handed to `body` with the values of those columns and dropped before the next.
     static func readTable<Column>(_ path: String, _: Column.Type, _ body: (Row<Column>) throws -> Void) throws {
-        let columns = Column.allCases.sorted { $0.rawValue < $1.rawValue }.map(\.header)
+        let columns = Column.allCases.map(\.header)
         let reader: CSVRecordReader
         do { reader = try CSVRecordReader(path: path) } catch let error as CSVReadError { throw InputError(path: path, message: error.message) }
         guard case .record(let header)? = try reader.next() else { throw InputError(path: path, message: "expected a header row: \(columns.joined(separator: ","))") }
@@ -209,7 +209,7 @@ public enum SideInputReader {
         while true {
             let read = buffer.withUnsafeMutableBytes { fread($0.baseAddress, 1, $0.count, file) }
             guard read > 0 else { return count }
-            count += buffer.withUnsafeBytes { ExportJSONSource.countNewlines($0, 0..<read) }
+            count += buffer.withUnsafeBytes { Newlines.count($0, 0..<read) }
         }
     }
 
