@@ -395,7 +395,7 @@ struct ApplyCommand {
 
     /// The pipeline file and every input must be byte for byte what the plan read.
     func checkUnchanged(_ run: RunRecord, _ context: PipelineContext) throws {
-        let pipelineDigest = try FileFingerprint.digest(of: context.path)
+        let pipelineDigest = context.sha256
         guard pipelineDigest == run.pipelineSHA256 else {
             throw CommandError("refusing to apply: the pipeline file \(context.path) changed since the plan was made "
                 + "(sha256 \(run.pipelineSHA256.prefix(12)) then, \(pipelineDigest.prefix(12)) now); plan again into a new state store and review it")

@@ -1,4 +1,5 @@
 import IdPipeCore
+import IdPipeCrypto
 import IdPipeExtract
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,11 @@ struct PipelineContext {
     let text: String
     let definition: PipelineDefinition
     let folder: String
+    /// SHA-256 of the bytes read: the same for a pipeline given through a pipe, which cannot be read twice.
+    let sha256: String
 
+    /// Reads the pipeline file, and copies each side input given as a stream (`<(zcat tokens.gz)`) so that it can be
+    /// read more than once: for its digest, then by its reader.
     init(path: String) throws {
         guard let file = fopen(path, "r") else { throw CommandError("cannot read the pipeline file \(path): \(String(cString: strerror(errno)))") }
         defer { fclose(file) }
@@ -24,9 +29,13 @@ struct PipelineContext {
         guard let text = String(validating: bytes, as: UTF8.self) else { throw CommandError("\(path): the pipeline file is not valid UTF-8") }
         self.path = path
         self.text = text
+        self.sha256 = SHA256Hasher.hexDigest(text)
         self.definition = try PipelineDefinition.parse(yaml: text, file: path)
         let slash = path.lastIndex(of: "/")
         self.folder = slash.map { String(path[..<$0]) } ?? "."
+        for (role, path) in sideInputPaths {
+            do { try FileInfo.captureStream(path) } catch let error as InputError { throw CommandError("\(self.path): inputs.\(role): \(error)") }
+        }
     }
 
     func resolve(_ relative: String) -> String {

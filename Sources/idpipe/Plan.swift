@@ -74,15 +74,19 @@ struct PlanExecution {
         defer { services?.shutdown() }
         let sourcePath = live ? "identitytoolkit:projects/\(services?.projectId ?? "")" : context.sourcePath
         guard live || fileExists(sourcePath) else { throw CommandError("\(context.path): source.path: the input \(sourcePath) does not exist") }
+        guard live || !FileInfo.isStream(sourcePath) else {
+            throw CommandError("\(context.path): source.path: the input \(sourcePath) is a pipe; the plan reads the export by position, "
+                + "so that a stopped run resumes where it stopped, and a pipe cannot be read so: save the export to a file first")
+        }
         let sideDigests = try context.sideInputDigests()
         let store = try StateStore(path: statePath)
         let existing = try store.loadRun()
         let planAsOf = existing?.asOf ?? asOf ?? epochMilliseconds()
         let sideInputs = try SideInputReader.load(definition.inputs, relativeTo: context.folder)
         var run = RunRecord(
-            pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: try FileFingerprint.digest(of: context.path),
+            pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: context.sha256,
             asOf: planAsOf, createdAt: epochMilliseconds(), status: .planning, sourcePath: sourcePath,
-            sourceFormat: definition.source.format.rawValue, sourceSize: live ? 0 : Int64(fileSize(sourcePath)), sideInputSHA256: sideDigests)
+            sourceFormat: definition.source.format.rawValue, sourceSize: live ? 0 : FileInfo.size(sourcePath), sideInputSHA256: sideDigests)
         if applyRequested { run.applyRequested = true }
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, pool: WorkerPool(width: workers), logger: logger)
@@ -110,9 +114,4 @@ enum ProcessEnvironment {
     static func value(_ name: String) -> String? {
         getenv(name).map { String(cString: $0) }
     }
-}
-
-func fileSize(_ path: String) -> Int {
-    var info = stat()
-    return stat(path, &info) == 0 ? Int(info.st_size) : 0
 }

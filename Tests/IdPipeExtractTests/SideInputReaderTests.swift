@@ -77,7 +77,7 @@ import IdPipeTestSupport
     @Test(arguments: [
         ("names", "uid,given_name,family_name,consent\nu1,A,B,true\nu1,C,D,false\n", ":3: uid: 'u1' appears twice"),
         ("names", "uid,given_name,family_name,consent\nu1,A,B,maybe\n", ":2: consent: 'maybe' is not true or false"),
-        ("names", "consent,uid,given_name,family_name\nMaybe,u1,A,B\n", ":2: consent: 'maybe' is not true or false"),
+        ("names", "consent,uid,given_name,family_name\nMaybe,u1,A,B\n", ":2: consent: 'Maybe' is not true or false"),
         ("names", "uid,given,family_name,consent\n", ":1: the header has no column 'given_name'"),
         ("names", "uid,given_name,family_name,consent,uid\nu1,A,B,true,u2\n", ":1: the header has the column 'uid' twice"),
         ("deletions", "uid,requested_at,source\n,2025-01-01T00:00:00Z,app\n", ":2: uid: is empty"),
