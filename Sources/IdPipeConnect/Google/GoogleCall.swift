@@ -22,7 +22,7 @@ struct GoogleCall: Sendable {
             }
             sentToken = try await tokens.accessToken()
             var headers = [
-                ("Authorization", "Bearer \(sentToken)"), ("X-Client-Version", "idpipe/\(IdPipeProduct.version)"),
+                ("Authorization", "Bearer \(sentToken)"), ("X-Client-Version", IdPipeProduct.userAgent),
                 ("User-Agent", IdPipeProduct.userAgent), ("Accept", "application/json"),
             ]
             if body != nil { headers.append(("Content-Type", "application/json")) }
