@@ -10,6 +10,11 @@ public enum FileInfo {
         return stat(path, &info) == 0 ? Int64(info.st_size) : 0
     }
 
+    public static func isFolder(_ path: String) -> Bool {
+        var info = stat()
+        return stat(path, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR
+    }
+
     /// True for a pipe or a socket: bytes that can be read once, from the start, and whose size is not known.
     public static func isStream(_ path: String) -> Bool {
         var info = stat()

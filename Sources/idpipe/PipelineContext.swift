@@ -14,8 +14,6 @@ struct PipelineContext {
     /// SHA-256 of the bytes read: the same for a pipeline given through a pipe, which cannot be read twice.
     let sha256: String
 
-    /// Reads the pipeline file, and copies each side input given as a stream (`<(zcat tokens.gz)`) so that it can be
-    /// read more than once: for its digest, then by its reader.
     init(path: String) throws {
         guard let file = fopen(path, "r") else { throw CommandError("cannot read the pipeline file \(path): \(String(cString: strerror(errno)))") }
         defer { fclose(file) }
@@ -33,9 +31,6 @@ struct PipelineContext {
         self.definition = try PipelineDefinition.parse(yaml: text, file: path)
         let slash = path.lastIndex(of: "/")
         self.folder = slash.map { String(path[..<$0]) } ?? "."
-        for (role, path) in sideInputPaths {
-            do { try FileInfo.captureStream(path) } catch let error as InputError { throw CommandError("\(self.path): inputs.\(role): \(error)") }
-        }
     }
 
     func resolve(_ relative: String) -> String {
@@ -52,11 +47,15 @@ struct PipelineContext {
             .compactMap { role, path in path.map { (role, resolve($0)) } }
     }
 
-    /// SHA-256 of each side input by role; a missing file names its pipeline key.
+    /// SHA-256 of each side input by role; a missing file names its pipeline key. Plan and apply ask for them before
+    /// reading any side input: a side input given as a stream (`<(zcat tokens.gz)`) is copied here first, so that it
+    /// can be read more than once (for its digest, then by its reader).
     func sideInputDigests() throws -> [String: String] {
         var digests: [String: String] = [:]
         for (role, path) in sideInputPaths {
             guard fileExists(path) else { throw CommandError("\(self.path): inputs.\(role): \(path) does not exist") }
+            guard !FileInfo.isFolder(path) else { throw CommandError("\(self.path): inputs.\(role): \(path) is a folder, not a file") }
+            do { try FileInfo.captureStream(path) } catch let error as InputError { throw CommandError("\(self.path): inputs.\(role): \(error)") }
             digests[role] = try FileFingerprint.digest(of: path)
         }
         return digests
@@ -81,6 +80,11 @@ struct PipelineContext {
         }
     }
 
+    /// What `validate` says of an input that plan could not read; nothing when it can.
+    private func fileProblem(_ path: String) -> String {
+        fileExists(path) ? FileInfo.isFolder(path) ? "  (a folder, not a file)" : "" : "  (file not found)"
+    }
+
     /// What a stage would do, in words, for `validate`.
     func describe() -> [String] {
         let d = definition
@@ -88,9 +92,10 @@ struct PipelineContext {
         if d.source.format == .identityToolkit {
             lines.append("extract: the live API (accounts:batchGet pages of 1000; the page token is checkpointed)")
         } else {
-            lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + (fileExists(sourcePath) ? "" : "  (file not found)"))
+            let problem = FileInfo.isStream(sourcePath) ? "  (a pipe: the export must be a file)" : fileProblem(sourcePath)
+            lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + problem)
         }
-        for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + (fileExists(path) ? "" : "  (file not found)")) }
+        for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + fileProblem(path)) }
         lines.append("normalize: " + (d.stages.normalize ? "on" : "off"))
         lines.append("detect private relay: " + (d.stages.detectRelay ? "on" : "off"))
         lines.append("backfill names: " + (d.stages.backfillNames.map { "from " + $0.map(\.description).joined(separator: ", then ") } ?? "off"))

@@ -74,6 +74,7 @@ struct PlanExecution {
         defer { services?.shutdown() }
         let sourcePath = live ? "identitytoolkit:projects/\(services?.projectId ?? "")" : context.sourcePath
         guard live || fileExists(sourcePath) else { throw CommandError("\(context.path): source.path: the input \(sourcePath) does not exist") }
+        guard live || !FileInfo.isFolder(sourcePath) else { throw CommandError("\(context.path): source.path: the input \(sourcePath) is a folder, not a file") }
         guard live || !FileInfo.isStream(sourcePath) else {
             throw CommandError("\(context.path): source.path: the input \(sourcePath) is a pipe; the plan reads the export by position, "
                 + "so that a stopped run resumes where it stopped, and a pipe cannot be read so: save the export to a file first")

@@ -254,6 +254,25 @@ struct Binary {
         #expect(refusal.contains("source.path: the input /dev/stdin is a pipe"), "\(refusal)")
     }
 
+    /// A folder where a file is expected is named as such, with its pipeline key: before, a side input that was a
+    /// folder was reported as "the file is shorter than before".
+    @Test func foldersGivenAsInputsAreNamed() throws {
+        let folder = Binary.temporaryDirectory()
+        let sideFolder = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/deletion-requests.csv", with: folder)
+        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(sideFolder).path) }
+        let (code, output) = try Binary.run(["plan", sideFolder, "--out", Binary.temporaryDirectory()])
+        #expect(code == 2)
+        #expect(output.contains("inputs.deletion_requests: \(folder) is a folder, not a file"), "\(output)")
+        let (_, described) = try Binary.run(["validate", sideFolder])
+        #expect(described.contains("side input deletion_requests: \(folder)  (a folder, not a file)"), "\(described)")
+        let sourceFolder = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "path: ../Samples/accounts.json",
+                                                      with: "path: \(folder)\n  format: auth-export-json")
+        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(sourceFolder).path) }
+        let (sourceCode, sourceOutput) = try Binary.run(["plan", sourceFolder, "--out", Binary.temporaryDirectory()])
+        #expect(sourceCode == 2)
+        #expect(sourceOutput.contains("source.path: the input \(folder) is a folder, not a file"), "\(sourceOutput)")
+    }
+
     @Test func migrationWritesAnImportFileThatIsValidJSON() throws {
         let out = Binary.temporaryDirectory()
         try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf])
