@@ -22,6 +22,8 @@ let package = Package(
         // C libraries, each wrapped once.
         .systemLibrary(name: "CLibCSV", providers: [.apt(["libcsv-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        // Linux calls glibc declares only under _GNU_SOURCE (memfd_create); no library of its own.
+        .systemLibrary(name: "CLinux"),
 
         // Model, pure stages, pipeline definition, planner, report rendering. No I/O, no C.
         .target(name: "IdPipeCore", dependencies: [
@@ -33,7 +35,7 @@ let package = Package(
         // The only module that touches libcsv.
         .target(name: "IdPipeCSV", dependencies: ["CLibCSV"]),
         // Streaming readers of the input files (export JSON/CSV, mapped CSV, side inputs).
-        .target(name: "IdPipeExtract", dependencies: ["IdPipeCore", "IdPipeCSV", "IdPipeCrypto", "IdPipeConnect"]),
+        .target(name: "IdPipeExtract", dependencies: ["IdPipeCore", "IdPipeCSV", "IdPipeCrypto", "IdPipeConnect", "CLinux"]),
         // The SQLite checkpoint store.
         .target(name: "IdPipeStore", dependencies: [
             "IdPipeCore",

@@ -180,6 +180,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                requestApply: Bool, command: String) throws -> ExitCode? {
     bootstrapLogging(verbose: verbose)
     do {
+        if FileInfo.isStream(context.path) {
+            throw CommandError("\(context.path): the pipeline file is a pipe; resume and apply read it again from its path, so save it to a file first")
+        }
         try makeDirectory(out)
         let lock = try StateLock(statePath: statePath, command: command)
         defer { withExtendedLifetime(lock) {} }
@@ -196,7 +199,12 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                                           workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe"),
                                           applyRequested: requestApply)
             execution.shouldStop = { interruption.isRaised }
-            outcome = try execution.run()
+            do {
+                outcome = try execution.run()
+            } catch is StoppedBeforeRecording {
+                Console.error("idpipe: interrupted while reading the side inputs; nothing was recorded, and the same command starts afresh")
+                return Exit.interrupted
+            }
         }
         Console.endProgress()
         if outcome.interrupted || interruption.isRaised {

@@ -11,7 +11,7 @@ struct PipelineContext {
     let text: String
     let definition: PipelineDefinition
     let folder: String
-    /// SHA-256 of the bytes read: the same for a pipeline given through a pipe, which cannot be read twice.
+    /// SHA-256 of the bytes read (the file is not read a second time for it).
     let sha256: String
 
     init(path: String) throws {
@@ -21,7 +21,10 @@ struct PipelineContext {
         var chunk = [UInt8](repeating: 0, count: 65536)
         while true {
             let count = fread(&chunk, 1, chunk.count, file)
-            if count == 0 { break }
+            if count == 0 {
+                guard ferror(file) == 0 else { throw CommandError("cannot read the pipeline file \(path): \(String(cString: strerror(errno)))") }
+                break
+            }
             bytes.append(contentsOf: chunk[0..<count])
         }
         guard let text = String(validating: bytes, as: UTF8.self) else { throw CommandError("\(path): the pipeline file is not valid UTF-8") }
@@ -53,8 +56,7 @@ struct PipelineContext {
     func sideInputDigests() throws -> [String: String] {
         var digests: [String: String] = [:]
         for (role, path) in sideInputPaths {
-            guard fileExists(path) else { throw CommandError("\(self.path): inputs.\(role): \(path) does not exist") }
-            guard !FileInfo.isFolder(path) else { throw CommandError("\(self.path): inputs.\(role): \(path) is a folder, not a file") }
+            if let problem = FileInfo.problem(path) { throw CommandError("\(self.path): inputs.\(role): \(path) \(problem)") }
             do { try FileInfo.captureStream(path) } catch let error as InputError { throw CommandError("\(self.path): inputs.\(role): \(error)") }
             digests[role] = try FileFingerprint.digest(of: path)
         }
@@ -82,7 +84,7 @@ struct PipelineContext {
 
     /// What `validate` says of an input that plan could not read; nothing when it can.
     private func fileProblem(_ path: String) -> String {
-        fileExists(path) ? FileInfo.isFolder(path) ? "  (a folder, not a file)" : "" : "  (file not found)"
+        FileInfo.problem(path).map { "  (\($0))" } ?? ""
     }
 
     /// What a stage would do, in words, for `validate`.
@@ -92,7 +94,7 @@ struct PipelineContext {
         if d.source.format == .identityToolkit {
             lines.append("extract: the live API (accounts:batchGet pages of 1000; the page token is checkpointed)")
         } else {
-            let problem = FileInfo.isStream(sourcePath) ? "  (a pipe: the export must be a file)" : fileProblem(sourcePath)
+            let problem = FileInfo.isStream(sourcePath) ? "  (a pipe, but the export must be a file)" : fileProblem(sourcePath)
             lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + problem)
         }
         for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + fileProblem(path)) }

@@ -73,13 +73,15 @@ struct PlanExecution {
         let services = live ? try Services(context, logger: logger) : nil
         defer { services?.shutdown() }
         let sourcePath = live ? "identitytoolkit:projects/\(services?.projectId ?? "")" : context.sourcePath
-        guard live || fileExists(sourcePath) else { throw CommandError("\(context.path): source.path: the input \(sourcePath) does not exist") }
-        guard live || !FileInfo.isFolder(sourcePath) else { throw CommandError("\(context.path): source.path: the input \(sourcePath) is a folder, not a file") }
+        if !live, let problem = FileInfo.problem(sourcePath) { throw CommandError("\(context.path): source.path: the input \(sourcePath) \(problem)") }
         guard live || !FileInfo.isStream(sourcePath) else {
             throw CommandError("\(context.path): source.path: the input \(sourcePath) is a pipe; the plan reads the export by position, "
                 + "so that a stopped run resumes where it stopped, and a pipe cannot be read so: save the export to a file first")
         }
         let sideDigests = try context.sideInputDigests()
+        // A Ctrl-C while a streamed side input was copied may have cut the stream short (its producer is stopped
+        // too): nothing is recorded then, so that the same command, given the whole stream, starts afresh.
+        if shouldStop?() == true { throw StoppedBeforeRecording() }
         let store = try StateStore(path: statePath)
         let existing = try store.loadRun()
         let planAsOf = existing?.asOf ?? asOf ?? epochMilliseconds()
@@ -110,6 +112,9 @@ struct PlanExecution {
                                clock: wallClockSeconds)
     }
 }
+
+/// The plan was asked to stop before it recorded anything.
+struct StoppedBeforeRecording: Error {}
 
 enum ProcessEnvironment {
     static func value(_ name: String) -> String? {

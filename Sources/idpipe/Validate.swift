@@ -6,7 +6,7 @@ struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a pipeline file and print what it would do.",
         discussion: """
-            Reads nothing but the pipeline file; says which inputs are missing or cannot be read as files. Exit code 2 when the file is invalid.
+            Reads nothing but the pipeline file; says which inputs are missing or are folders. Exit code 2 when the file is invalid.
             With --check-services it also signs in to each configured service without changing anything \
             (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
             Facebook: an app access token). Exit code 2 when a service refuses the credentials.

@@ -244,6 +244,37 @@ struct Binary {
         let (changed, changedOutput) = try runProgram(Binary.path, ["plan", streamed, "--out", streamOut, "--as-of", asOf], input: fewer)
         #expect(changed == 2)
         #expect(changedOutput.contains("the side input 'stored_tokens' changed"), "\(changedOutput)")
+        let (apply, applyOutput) = try runProgram(Binary.path, ["apply", "--state", streamOut + "/state.sqlite", "--yes"], input: fewer)
+        #expect(apply == 2)
+        #expect(applyOutput.contains("refusing to apply: the side input 'stored_tokens'"), "\(applyOutput)")
+
+        // The form a shell gives: a descriptor of its own, /dev/fd/5 here.
+        let descriptor = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/stored-tokens.jsonl", with: "/dev/fd/5")
+        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(descriptor).path) }
+        let descriptorOut = Binary.temporaryDirectory()
+        let (shellCode, shellOutput) = try runProgram("/bin/bash", ["-c", #""$0" plan "$1" --out "$2" --as-of "$3" 5< <(cat Samples/stored-tokens.jsonl)"#,
+                                                                    Binary.path, descriptor, descriptorOut, asOf])
+        #expect(shellCode == 1, "\(shellOutput)")
+        #expect(try String(contentsOfFile: descriptorOut + "/ledger.csv", encoding: .utf8) == fileLedger)
+
+        // Ctrl-C while the stream is copied (its producer would be stopped too, cutting it short): nothing is recorded.
+        let stoppedOut = Binary.temporaryDirectory()
+        let (stopped, stoppedOutput) = try runProgram(
+            "/bin/bash", ["-c", #"exec "$0" plan "$1" --out "$2" --as-of "$3" 5< <(sleep 1; cat Samples/stored-tokens.jsonl)"#,
+                          Binary.path, descriptor, stoppedOut, asOf],
+            signalWhenExists: (SIGINT, stoppedOut + "/state.sqlite.lock"))
+        #expect(stopped == 130, "\(stoppedOutput)")
+        #expect(stoppedOutput.contains("interrupted while reading the side inputs; nothing was recorded"), "\(stoppedOutput)")
+        #expect(!FileManager.default.fileExists(atPath: stoppedOut + "/state.sqlite"))
+
+        // A named pipe cannot be put back in its place: refused by name, before anything is read from it.
+        let fifo = Binary.temporaryDirectory() + "/tokens.fifo"
+        #expect(mkfifo(fifo, 0o600) == 0)
+        let named = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/stored-tokens.jsonl", with: fifo)
+        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(named).path) }
+        let (namedCode, namedOutput) = try Binary.run(["plan", named, "--out", Binary.temporaryDirectory()])
+        #expect(namedCode == 2)
+        #expect(namedOutput.contains("inputs.stored_tokens: \(fifo): is a named pipe or a socket"), "\(namedOutput)")
 
         let streamedSource = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "path: ../Samples/accounts.json",
                                                         with: "path: /dev/stdin\n  format: auth-export-json")
@@ -252,6 +283,11 @@ struct Binary {
         let (refused, refusal) = try Binary.run(["plan", streamedSource, "--out", Binary.temporaryDirectory()])
         #expect(refused == 2)
         #expect(refusal.contains("source.path: the input /dev/stdin is a pipe"), "\(refusal)")
+        // Nor may the pipeline file be a pipe: resume and apply read it again.
+        let pipelineText = try String(contentsOfFile: Binary.root.appendingPathComponent("Pipelines/review-relay-accounts.yaml").path, encoding: .utf8)
+        let (pipedPipeline, pipedOutput) = try runProgram(Binary.path, ["plan", "/dev/stdin", "--out", Binary.temporaryDirectory()], input: pipelineText)
+        #expect(pipedPipeline == 2)
+        #expect(pipedOutput.contains("the pipeline file is a pipe"), "\(pipedOutput)")
     }
 
     /// A folder where a file is expected is named as such, with its pipeline key: before, a side input that was a
@@ -264,7 +300,7 @@ struct Binary {
         #expect(code == 2)
         #expect(output.contains("inputs.deletion_requests: \(folder) is a folder, not a file"), "\(output)")
         let (_, described) = try Binary.run(["validate", sideFolder])
-        #expect(described.contains("side input deletion_requests: \(folder)  (a folder, not a file)"), "\(described)")
+        #expect(described.contains("side input deletion_requests: \(folder)  (is a folder, not a file)"), "\(described)")
         let sourceFolder = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "path: ../Samples/accounts.json",
                                                       with: "path: \(folder)\n  format: auth-export-json")
         defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(sourceFolder).path) }

@@ -22,6 +22,7 @@ public final class FileFingerprint: InputFingerprint {
         while hashed < offset {
             let want = Int(min(Int64(buffer.count), offset - hashed))
             let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, want, off_t(hashed)) }
+            if count < 0 && errno == EINTR { continue }
             guard count >= 0 else { throw InputError(path: path, message: "cannot read: \(String(cString: strerror(errno)))") }
             guard count > 0 else { throw InputError(path: path, message: "the file is shorter than before (changed while reading?)") }
             buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }

@@ -151,7 +151,7 @@ public enum SideInputReader {
                 switch other.lowercased() {
                 case "true", "1", "yes": return true
                 case "false", "0", "no": return false
-                default: throw error(column, "'\(other)' is not true or false")
+                default: throw error(column, "'\(other)' is not true or false (nor yes/no, 1/0)")
                 }
             }
         }
