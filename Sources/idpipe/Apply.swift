@@ -202,7 +202,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             do {
                 outcome = try execution.run()
             } catch is StoppedBeforeRecording {
-                Console.error("idpipe: interrupted while reading the side inputs; nothing was recorded, and the same command starts afresh")
+                Console.error("idpipe: interrupted while reading the side inputs; nothing was recorded, so the same command can simply be run again")
                 return Exit.interrupted
             }
         }
