@@ -5,26 +5,45 @@ import Glibc
 #endif
 
 public enum FileInfo {
-    /// The size in bytes; 0 when `path` cannot be read.
+    /// What an input path names, from one `stat`.
+    public enum Kind: Equatable {
+        case missing
+        case folder
+        /// A pipe or a socket: bytes that can be read once, from the start, and whose size is not known.
+        case stream
+        /// A regular file.
+        case file(size: Int64)
+        /// Anything else that can be opened and read (`/dev/null`, a terminal).
+        case device
+
+        init(_ info: stat) {
+            switch info.st_mode & S_IFMT {
+            case S_IFDIR: self = .folder
+            case S_IFIFO, S_IFSOCK: self = .stream
+            case S_IFREG: self = .file(size: Int64(info.st_size))
+            default: self = .device
+            }
+        }
+
+        /// Why the path cannot be read as an input file ("does not exist", "is a folder, not a file"); nil when it
+        /// can be opened as one (a stream included).
+        public var problem: String? {
+            switch self {
+            case .missing: "does not exist"
+            case .folder: "is a folder, not a file"
+            case .stream, .file, .device: nil
+            }
+        }
+    }
+
+    public static func kind(_ path: String) -> Kind {
+        var info = stat()
+        return stat(path, &info) == 0 ? Kind(info) : .missing
+    }
+
+    /// The size in bytes; 0 when `path` is not a regular file (whose size `stat` gives).
     public static func size(_ path: String) -> Int64 {
-        var info = stat()
-        return stat(path, &info) == 0 ? Int64(info.st_size) : 0
-    }
-
-    /// Why `path` cannot be read as an input file ("does not exist", "is a folder, not a file"); nil when it can be
-    /// opened as one (a stream included).
-    public static func problem(_ path: String) -> String? {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return "does not exist" }
-        return info.st_mode & S_IFMT == S_IFDIR ? "is a folder, not a file" : nil
-    }
-
-    /// True for a pipe or a socket: bytes that can be read once, from the start, and whose size is not known.
-    public static func isStream(_ path: String) -> Bool {
-        var info = stat()
-        guard stat(path, &info) == 0 else { return false }
-        let type = info.st_mode & S_IFMT
-        return type == S_IFIFO || type == S_IFSOCK
+        if case .file(let size) = kind(path) { size } else { 0 }
     }
 
     /// Makes a stream given by its descriptor (`/dev/fd/N`, `/proc/self/fd/N`, `/dev/stdin`, as `<(zcat tokens.gz)`
@@ -32,9 +51,8 @@ public enum FileInfo {
     /// stream may hold decrypted tokens, which are not to be written to a disk), which then takes the stream's
     /// descriptor. Every later open of `path` (its digest, its line count, its reader) reads the same bytes, where
     /// each would otherwise have found the stream drained or given a digest of nothing.
-    /// Does nothing when `path` is not a stream. Throws for a named pipe or socket, which cannot be redirected so.
+    /// Call it for a `.stream` path. Throws for a named pipe or socket, which cannot be redirected so.
     public static func captureStream(_ path: String) throws {
-        guard isStream(path) else { return }
         guard let descriptor = streamDescriptor(path) else {
             throw InputError(path: path, message: "is a named pipe or a socket; give it as a file, or as <(command), which can be read more than once here")
         }
@@ -50,27 +68,36 @@ public enum FileInfo {
             if count < 0 && errno == EINTR { continue }
             guard count >= 0 else { throw failure("read it") }
             if count == 0 { break }
-            var written = 0
-            while written < count {
-                let step = buffer.withUnsafeBytes { write(copy, $0.baseAddress! + written, count - written) }
-                if step < 0 && errno == EINTR { continue }
-                guard step > 0 else { throw failure("copy it to memory") }
-                written += step
-            }
+            guard buffer.withUnsafeBytes({ writeAll(copy, UnsafeRawBufferPointer(rebasing: $0[0..<count])) }) else { throw failure("copy it to memory") }
         }
         guard dup2(copy, descriptor) >= 0 else { throw failure("put the copy in the stream's place") }
         // Where opening /dev/fd/N shares the descriptor's offset (not on Linux), reading starts at the beginning.
         lseek(descriptor, 0, SEEK_SET)
     }
 
+    /// A memfd; -1 where there is none (then the stream is refused rather than copied to a disk).
     private static func anonymousFile() -> Int32 {
         #if os(Linux)
         return memfd_create("idpipe-side-input", IDPIPE_MFD_CLOEXEC)
         #else
-        guard let file = tmpfile() else { return -1 }
-        defer { fclose(file) }
-        return dup(fileno(file))
+        errno = ENOSYS
+        return -1
         #endif
+    }
+
+    /// Writes all of `bytes` to `descriptor`, at `offset` or else at its position, through short writes and EINTR;
+    /// false on an error, with `errno` set.
+    static func writeAll(_ descriptor: Int32, _ bytes: UnsafeRawBufferPointer, at offset: Int64? = nil) -> Bool {
+        var written = 0
+        while written < bytes.count {
+            let rest = bytes.count - written
+            let step = offset.map { pwrite(descriptor, bytes.baseAddress! + written, rest, off_t($0) + off_t(written)) }
+                ?? write(descriptor, bytes.baseAddress! + written, rest)
+            if step < 0 && errno == EINTR { continue }
+            guard step > 0 else { return false }
+            written += step
+        }
+        return true
     }
 
     /// The descriptor a `/dev/fd/N`, `/proc/self/fd/N` or `/dev/stdin` path names.

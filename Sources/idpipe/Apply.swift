@@ -180,7 +180,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                requestApply: Bool, command: String) throws -> ExitCode? {
     bootstrapLogging(verbose: verbose)
     do {
-        if FileInfo.isStream(context.path) {
+        if FileInfo.kind(context.path) == .stream {
             throw CommandError("\(context.path): the pipeline file is a pipe; resume and apply read it again from its path, so save it to a file first")
         }
         try makeDirectory(out)
@@ -416,7 +416,7 @@ struct ApplyCommand {
                     + "(sha256 \(run.sourceSHA256?.prefix(12) ?? "none") then, \(digest.prefix(12)) now); plan again into a new state store and review it")
             }
         }
-        let digests = try context.sideInputDigests()
+        let digests = try context.prepareSideInputs()
         for (role, path) in context.sideInputPaths where digests[role] != run.sideInputSHA256[role] {
             throw CommandError("refusing to apply: the side input '\(role)' (\(path)) changed since the plan was made "
                 + "(sha256 \(run.sideInputSHA256[role]?.prefix(12) ?? "none") then, \(digests[role]?.prefix(12) ?? "none") now); plan again into a new state store")

@@ -32,8 +32,7 @@ struct PipelineContext {
         self.text = text
         self.sha256 = SHA256Hasher.hexDigest(text)
         self.definition = try PipelineDefinition.parse(yaml: text, file: path)
-        let slash = path.lastIndex(of: "/")
-        self.folder = slash.map { String(path[..<$0]) } ?? "."
+        self.folder = idpipe.folder(of: path)
     }
 
     func resolve(_ relative: String) -> String {
@@ -50,14 +49,18 @@ struct PipelineContext {
             .compactMap { role, path in path.map { (role, resolve($0)) } }
     }
 
-    /// SHA-256 of each side input by role; a missing file names its pipeline key. Plan and apply ask for them before
-    /// reading any side input: a side input given as a stream (`<(zcat tokens.gz)`) is copied here first, so that it
-    /// can be read more than once (for its digest, then by its reader).
-    func sideInputDigests() throws -> [String: String] {
+    /// Makes each side input readable as a file and returns its SHA-256 by role; plan and apply call it before they
+    /// read any side input. A side input given as a stream (`<(zcat tokens.gz)`) is copied into memory here, so that
+    /// it can be read more than once (for its digest, then by its reader); the copy lasts until the process ends.
+    /// A missing file or a folder names its pipeline key.
+    func prepareSideInputs() throws -> [String: String] {
         var digests: [String: String] = [:]
         for (role, path) in sideInputPaths {
-            if let problem = FileInfo.problem(path) { throw CommandError("\(self.path): inputs.\(role): \(path) \(problem)") }
-            do { try FileInfo.captureStream(path) } catch let error as InputError { throw CommandError("\(self.path): inputs.\(role): \(error)") }
+            let kind = FileInfo.kind(path)
+            if let problem = kind.problem { throw CommandError("\(self.path): inputs.\(role): \(path) \(problem)") }
+            if kind == .stream {
+                do { try FileInfo.captureStream(path) } catch let error as InputError { throw CommandError("\(self.path): inputs.\(role): \(error)") }
+            }
             digests[role] = try FileFingerprint.digest(of: path)
         }
         return digests
@@ -84,7 +87,7 @@ struct PipelineContext {
 
     /// What `validate` says of an input that plan could not read; nothing when it can.
     private func fileProblem(_ path: String) -> String {
-        FileInfo.problem(path).map { "  (\($0))" } ?? ""
+        FileInfo.kind(path).problem.map { "  (\($0))" } ?? ""
     }
 
     /// What a stage would do, in words, for `validate`.
@@ -94,7 +97,7 @@ struct PipelineContext {
         if d.source.format == .identityToolkit {
             lines.append("extract: the live API (accounts:batchGet pages of 1000; the page token is checkpointed)")
         } else {
-            let problem = FileInfo.isStream(sourcePath) ? "  (a pipe, but the export must be a file)" : fileProblem(sourcePath)
+            let problem = FileInfo.kind(sourcePath) == .stream ? "  (a pipe, but the export must be a file)" : fileProblem(sourcePath)
             lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + problem)
         }
         for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + fileProblem(path)) }

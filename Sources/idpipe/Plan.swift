@@ -73,12 +73,18 @@ struct PlanExecution {
         let services = live ? try Services(context, logger: logger) : nil
         defer { services?.shutdown() }
         let sourcePath = live ? "identitytoolkit:projects/\(services?.projectId ?? "")" : context.sourcePath
-        if !live, let problem = FileInfo.problem(sourcePath) { throw CommandError("\(context.path): source.path: the input \(sourcePath) \(problem)") }
-        guard live || !FileInfo.isStream(sourcePath) else {
-            throw CommandError("\(context.path): source.path: the input \(sourcePath) is a pipe; the plan reads the export by position, "
-                + "so that a stopped run resumes where it stopped, and a pipe cannot be read so: save the export to a file first")
+        var sourceSize: Int64 = 0
+        if !live {
+            switch FileInfo.kind(sourcePath) {
+            case .stream:
+                throw CommandError("\(context.path): source.path: the input \(sourcePath) is a pipe; the plan reads the export by position, "
+                    + "so that a stopped run resumes where it stopped, and a pipe cannot be read so: save the export to a file first")
+            case .file(let size): sourceSize = size
+            case let kind:
+                if let problem = kind.problem { throw CommandError("\(context.path): source.path: the input \(sourcePath) \(problem)") }
+            }
         }
-        let sideDigests = try context.sideInputDigests()
+        let sideDigests = try context.prepareSideInputs()
         // A Ctrl-C while a streamed side input was copied may have cut the stream short (its producer is stopped
         // too): nothing is recorded then, so that the same command, given the whole stream, starts afresh.
         if shouldStop?() == true { throw StoppedBeforeRecording() }
@@ -89,7 +95,7 @@ struct PlanExecution {
         var run = RunRecord(
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: context.sha256,
             asOf: planAsOf, createdAt: epochMilliseconds(), status: .planning, sourcePath: sourcePath,
-            sourceFormat: definition.source.format.rawValue, sourceSize: live ? 0 : FileInfo.size(sourcePath), sideInputSHA256: sideDigests)
+            sourceFormat: definition.source.format.rawValue, sourceSize: sourceSize, sideInputSHA256: sideDigests)
         if applyRequested { run.applyRequested = true }
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, pool: WorkerPool(width: workers), logger: logger)

@@ -115,10 +115,6 @@ func firstDifference(_ a: String, _ b: String) -> String {
         return (sandbox, try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox))
     }
 
-    func remove(_ relative: String) {
-        try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(relative).path)
-    }
-
     func ledgerRows(_ state: String) throws -> [LedgerRow] {
         let (code, text) = try Binary.run(["report", "--state", state, "--format", "csv", "--reveal-personal-data"])
         #expect(code == 0)
@@ -163,7 +159,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
 
     @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {
         let (sandbox, pipeline) = try sampleCleanup()
-        defer { remove(pipeline) }
+        defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
         #expect(code == 1, "the samples hold quarantined rows: \(output)")
@@ -186,7 +182,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
 
     @Test func theDeletionCapStopsBeforeTheFirstDeletionBeyondIt() throws {
         let (sandbox, pipeline) = try sampleCleanup()
-        defer { remove(pipeline) }
+        defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
         #expect(planCode == 1, "\(planOutput)")
@@ -208,7 +204,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let data = Binary.temporaryDirectory()
         try FileManager.default.copyItem(atPath: Binary.root.appendingPathComponent("Samples/accounts.json").path, toPath: data + "/accounts.json")
         let pipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/accounts.json", with: data + "/accounts.json")
-        defer { remove(pipeline) }
+        defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let (planCode, _) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
         #expect(planCode == 1)
@@ -268,7 +264,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let reference = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", data: data + "/data.json",
                                            arguments: Self.raisedQuotas)
         let referencePipeline = try generatedPipeline(data, sandbox: reference)
-        defer { remove(referencePipeline) }
+        defer { Binary.removeVariant(referencePipeline) }
         let referenceOut = Binary.temporaryDirectory()
         let started = Date()
         let (referenceCode, referenceOutput) = try Binary.run(["run", referencePipeline, "--yes", "--out", referenceOut, "--as-of", asOf])
@@ -278,7 +274,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let crashed = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", data: data + "/data.json",
                                          arguments: Self.raisedQuotas)
         let crashedPipeline = try generatedPipeline(data, sandbox: crashed)
-        defer { remove(crashedPipeline) }
+        defer { Binary.removeVariant(crashedPipeline) }
         let out = Binary.temporaryDirectory()
         let state = out + "/state.sqlite"
         let (planCode, planOutput) = try Binary.run(["plan", crashedPipeline, "--out", out, "--as-of", asOf])
@@ -337,7 +333,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
                                          arguments: Self.raisedQuotas + ["--fault503", "0.05", "--fault-drop", "0.01",
                                                                          "--fault429-burst", "0.003", "--burst-length", "20", "--retry-after", "1"])
         let pipeline = try generatedPipeline(data, sandbox: sandbox)
-        defer { remove(pipeline) }
+        defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
         #expect(code == 0, "\(output)")

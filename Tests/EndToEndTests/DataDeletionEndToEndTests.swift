@@ -71,7 +71,7 @@ struct DataItems: Equatable {
 
     @Test func theSampleCleanupDeletesExactlyTheConfiguredDataOfTheSelectedAccounts() throws {
         let (sandbox, pipeline) = try e2e.sampleCleanup()
-        defer { e2e.remove(pipeline) }
+        defer { Binary.removeVariant(pipeline) }
         let before = DataItems(try sandbox.data())
         #expect(before == (try DataItems.fixture(Self.samplesData)), "the sandbox serves the fixture as it is")
 
@@ -156,7 +156,7 @@ struct DataItems: Equatable {
             ("inputs:\n  deletion_requests: ../Samples/deletion-requests.csv\n  stored_tokens: ../Samples/stored-tokens.jsonl\n", ""),
             ("  max_deletion_share: 0.10", "  max_deletion_share: 1"),
         ])
-        defer { e2e.remove(pipeline) }
+        defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
         #expect(code == 0, "\(output)")

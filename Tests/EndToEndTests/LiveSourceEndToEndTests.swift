@@ -99,7 +99,7 @@ final class SandboxProcess {
         #expect(genCode == 0, "\(genOutput)")
         let sandbox = try SandboxProcess(accounts: data + "/accounts.json")
         let pipeline = try SandboxProcess.livePipeline("  google:\n    project_id: demo-idpipe")
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(pipeline).path) }
+        defer { Binary.removeVariant(pipeline) }
         let environment = ["FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:\(sandbox.port)"]
         let reference = Binary.temporaryDirectory()
         let (referenceCode, referenceOutput) = try Binary.run(["plan", pipeline, "--out", reference, "--as-of", "2026-11-21T00:00:00Z"], environment: environment)
@@ -125,7 +125,7 @@ final class SandboxProcess {
     @Test func validateChecksServicesWithoutSideEffects() throws {
         let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path)
         let pipeline = try SandboxProcess.livePipeline("  google:\n    project_id: demo-idpipe\n    endpoint: http://127.0.0.1:\(sandbox.port)/v1")
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(pipeline).path) }
+        defer { Binary.removeVariant(pipeline) }
         let (code, output) = try Binary.run(["validate", pipeline, "--check-services"],
                                             environment: ["GOOGLE_APPLICATION_CREDENTIALS": sandbox.directory + "/sandbox/service-account.json"])
         // init wrote token_uri with port 0; serve pointed it at its real port once bound.

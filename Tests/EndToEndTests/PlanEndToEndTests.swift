@@ -34,6 +34,11 @@ struct Binary {
         try text.replacingOccurrences(of: old, with: new).write(toFile: root.appendingPathComponent(relative).path, atomically: true, encoding: .utf8)
         return relative
     }
+
+    /// Removes a copy that `pipelineVariant` made.
+    static func removeVariant(_ relative: String) {
+        try? FileManager.default.removeItem(atPath: root.appendingPathComponent(relative).path)
+    }
 }
 
 @Suite(.serialized) struct PlanEndToEndTests {
@@ -51,7 +56,7 @@ struct Binary {
 
     @Test func jsonAndCSVSamplesGiveTheSameReport() throws {
         let csvPipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "accounts.json", with: "accounts.csv")
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(csvPipeline).path) }
+        defer { Binary.removeVariant(csvPipeline) }
         let jsonOut = Binary.temporaryDirectory(), csvOut = Binary.temporaryDirectory()
         let (jsonCode, _) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", jsonOut, "--as-of", asOf])
         let (csvCode, _) = try Binary.run(["plan", csvPipeline, "--out", csvOut, "--as-of", asOf])
@@ -111,7 +116,7 @@ struct Binary {
     @Test(arguments: ["accounts.json", "accounts.csv"])
     func stoppedAfterItsLastBatchFinishesTheSame(source: String) throws {
         let pipeline = try Binary.pipelineVariant("review-relay-accounts.yaml", replacing: "accounts.json", with: source)
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(pipeline).path) }
+        defer { Binary.removeVariant(pipeline) }
         let reference = Binary.temporaryDirectory()
         try Binary.run(["plan", pipeline, "--out", reference, "--as-of", asOf])
         let stopped = Binary.temporaryDirectory()
@@ -179,7 +184,7 @@ struct Binary {
             stages: {normalize: true, detect_relay: true}
             """
         try yaml.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(pipeline).path) }
+        defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
         #expect(code == 1, "\(output)")
@@ -211,7 +216,7 @@ struct Binary {
         #expect(bad == 2)
         #expect(message.contains("does-not-exist.yaml"))
         let strict = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "max_deletions: 100", with: "max_deletions: 1")
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(strict).path) }
+        defer { Binary.removeVariant(strict) }
         let (guardCode, guardOutput) = try Binary.run(["plan", strict, "--out", out, "--as-of", asOf])
         #expect(guardCode == 3, "\(guardOutput)")
         #expect(guardOutput.contains("guards.max_deletions allows 1"))
@@ -224,13 +229,20 @@ struct Binary {
         #expect(fullOutput.contains("cannot write /dev/full"))
     }
 
+    /// Plans a copy of the cleanup pipeline with `old` replaced by `new`, into a fresh folder; the copy is removed after.
+    func planVariant(replacing old: String, with new: String) throws -> (Int32, String) {
+        let pipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: old, with: new)
+        defer { Binary.removeVariant(pipeline) }
+        return try Binary.run(["plan", pipeline, "--out", Binary.temporaryDirectory()])
+    }
+
     /// A side input given as a stream (`/dev/stdin` here, `<(zcat tokens.gz)` in a shell) is planned from as its file
     /// is, and is fingerprinted by its bytes: a resume given other tokens is refused. Before, a stream was digested as
     /// empty, so a change went unnoticed. An export given as a stream is refused, since plans resume by position in it.
     @Test func streamedSideInputsAreFingerprinted() throws {
         let tokens = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path, encoding: .utf8)
         let streamed = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/stored-tokens.jsonl", with: "/dev/stdin")
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(streamed).path) }
+        defer { Binary.removeVariant(streamed) }
         let fileOut = Binary.temporaryDirectory(), streamOut = Binary.temporaryDirectory()
         try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", fileOut, "--as-of", asOf])
         let (code, output) = try runProgram(Binary.path, ["plan", streamed, "--out", streamOut, "--as-of", asOf], input: tokens)
@@ -250,7 +262,7 @@ struct Binary {
 
         // The form a shell gives: a descriptor of its own, /dev/fd/5 here.
         let descriptor = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/stored-tokens.jsonl", with: "/dev/fd/5")
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(descriptor).path) }
+        defer { Binary.removeVariant(descriptor) }
         let descriptorOut = Binary.temporaryDirectory()
         let (shellCode, shellOutput) = try runProgram("/bin/bash", ["-c", #""$0" plan "$1" --out "$2" --as-of "$3" 5< <(cat Samples/stored-tokens.jsonl)"#,
                                                                     Binary.path, descriptor, descriptorOut, asOf])
@@ -270,17 +282,12 @@ struct Binary {
         // A named pipe cannot be put back in its place: refused by name, before anything is read from it.
         let fifo = Binary.temporaryDirectory() + "/tokens.fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
-        let named = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/stored-tokens.jsonl", with: fifo)
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(named).path) }
-        let (namedCode, namedOutput) = try Binary.run(["plan", named, "--out", Binary.temporaryDirectory()])
+        let (namedCode, namedOutput) = try planVariant(replacing: "../Samples/stored-tokens.jsonl", with: fifo)
         #expect(namedCode == 2)
         #expect(namedOutput.contains("inputs.stored_tokens: \(fifo): is a named pipe or a socket"), "\(namedOutput)")
 
-        let streamedSource = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "path: ../Samples/accounts.json",
-                                                        with: "path: /dev/stdin\n  format: auth-export-json")
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(streamedSource).path) }
         // Nothing is written to the pipe: idpipe stops before reading it, and a write after its exit would raise SIGPIPE here.
-        let (refused, refusal) = try Binary.run(["plan", streamedSource, "--out", Binary.temporaryDirectory()])
+        let (refused, refusal) = try planVariant(replacing: "path: ../Samples/accounts.json", with: "path: /dev/stdin\n  format: auth-export-json")
         #expect(refused == 2)
         #expect(refusal.contains("source.path: the input /dev/stdin is a pipe"), "\(refusal)")
         // Nor may the pipeline file be a pipe: resume and apply read it again.
@@ -295,16 +302,13 @@ struct Binary {
     @Test func foldersGivenAsInputsAreNamed() throws {
         let folder = Binary.temporaryDirectory()
         let sideFolder = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/deletion-requests.csv", with: folder)
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(sideFolder).path) }
+        defer { Binary.removeVariant(sideFolder) }
         let (code, output) = try Binary.run(["plan", sideFolder, "--out", Binary.temporaryDirectory()])
         #expect(code == 2)
         #expect(output.contains("inputs.deletion_requests: \(folder) is a folder, not a file"), "\(output)")
         let (_, described) = try Binary.run(["validate", sideFolder])
         #expect(described.contains("side input deletion_requests: \(folder)  (is a folder, not a file)"), "\(described)")
-        let sourceFolder = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "path: ../Samples/accounts.json",
-                                                      with: "path: \(folder)\n  format: auth-export-json")
-        defer { try? FileManager.default.removeItem(atPath: Binary.root.appendingPathComponent(sourceFolder).path) }
-        let (sourceCode, sourceOutput) = try Binary.run(["plan", sourceFolder, "--out", Binary.temporaryDirectory()])
+        let (sourceCode, sourceOutput) = try planVariant(replacing: "path: ../Samples/accounts.json", with: "path: \(folder)\n  format: auth-export-json")
         #expect(sourceCode == 2)
         #expect(sourceOutput.contains("source.path: the input \(folder) is a folder, not a file"), "\(sourceOutput)")
     }

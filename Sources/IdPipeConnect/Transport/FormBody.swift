@@ -50,6 +50,5 @@ public enum FormBody {
 
 /// The product name and version sent in `User-Agent` and `X-Client-Version` (the version `idpipe --version` prints).
 public enum IdPipeProduct {
-    public static let version = IdPipeVersion.text
-    public static let userAgent = "idpipe/\(version)"
+    public static let userAgent = "idpipe/\(IdPipeVersion.text)"
 }

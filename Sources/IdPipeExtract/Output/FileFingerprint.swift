@@ -31,7 +31,7 @@ public final class FileFingerprint: InputFingerprint {
         return hasher.hexDigestSoFar()
     }
 
-    /// SHA-256 of a whole (small) file: the pipeline file and the side inputs.
+    /// SHA-256 of a whole file: a side input, or the export when apply checks it.
     public static func digest(of path: String) throws -> String {
         let fingerprint = FileFingerprint(path: path)
         var info = stat()

@@ -42,15 +42,11 @@ public final class ImportJSONWriter: CleanedAccountSink {
     }
 
     private func append(_ text: String) throws {
-        var bytes = Array(text.utf8)
-        var written = 0
-        while written < bytes.count {
-            let count = bytes.withUnsafeMutableBytes { pwrite(fd, $0.baseAddress! + written, $0.count - written, off_t(length)) }
-            guard count > 0 else { throw InputError(path: path, message: "write failed: \(String(cString: strerror(errno)))") }
-            written += count
-            length += Int64(count)
+        let bytes = Array(text.utf8)
+        guard bytes.withUnsafeBytes({ FileInfo.writeAll(fd, $0, at: length) }) else {
+            throw InputError(path: path, message: "write failed: \(String(cString: strerror(errno)))")
         }
-        bytes.removeAll()
+        length += Int64(bytes.count)
     }
 
     /// One user object, two-space indented like `firebase auth:export`.

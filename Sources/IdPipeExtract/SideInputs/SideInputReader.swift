@@ -165,14 +165,15 @@ public enum SideInputReader {
         do { reader = try CSVRecordReader(path: path) } catch let error as CSVReadError { throw InputError(path: path, message: error.message) }
         guard case .record(let header)? = try reader.next() else { throw InputError(path: path, message: "expected a header row: \(columns.joined(separator: ","))") }
         let names = (0..<header.count).map { header.field($0)?.trimmingSpaces ?? "" }
-        for column in columns where !names.contains(column) {
-            throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has no column '\(column)' (expected \(columns.joined(separator: ",")))")
-        }
-        for column in columns where names.filter({ $0 == column }).count > 1 {
-            throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has the column '\(column)' twice")
-        }
         // Where each column is in the file: found once, not by name in every row.
-        let positions = columns.map { names.firstIndex(of: $0)! }
+        let found = columns.map { column in names.indices.filter { names[$0] == column } }
+        if let missing = found.firstIndex(where: \.isEmpty) {
+            throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has no column '\(columns[missing])' (expected \(columns.joined(separator: ",")))")
+        }
+        if let twice = found.firstIndex(where: { $0.count > 1 }) {
+            throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "the header has the column '\(columns[twice])' twice")
+        }
+        let positions = found.map { $0[0] }
         var values: [String] = []
         values.reserveCapacity(columns.count)
         while let item = try reader.next() {
@@ -203,7 +204,7 @@ public enum SideInputReader {
         guard let file = fopen(path, "r") else { return 0 }
         defer { fclose(file) }
         var info = stat()
-        guard fstat(fileno(file), &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return 0 }
+        guard fstat(fileno(file), &info) == 0, case .file = FileInfo.Kind(info) else { return 0 }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         var count = 1
         while true {
