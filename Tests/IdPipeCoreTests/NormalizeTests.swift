@@ -179,6 +179,35 @@ extension EmailNormalizerTests {
         }
     }
 
+    /// Whitespace around ids and in blank fields, on the bytes' fast path (plain ASCII ends) and off it (other
+    /// Unicode white space at an end).
+    @Test(arguments: [
+        (" u1", "localId: has surrounding whitespace"),
+        ("u1\u{3000}", "localId: has surrounding whitespace"),
+        ("\u{2003} \t", "localId: is missing or empty"),
+        (String(repeating: "u", count: 129), "localId: is longer than 128 bytes"),
+        (" " + String(repeating: "u", count: 128), "localId: has surrounding whitespace"),
+    ])
+    func idsWithWhitespaceAreRejected(localId: String, expected: String) {
+        guard case .failure(let issue) = AccountNormalizer.normalize(Account(localId: localId)) else {
+            Issue.record("'\(localId)' should be rejected")
+            return
+        }
+        #expect("\(issue.field): \(issue.reason)" == expected)
+    }
+
+    @Test func blankFieldsAndRawIdsAreSeenOnEitherPath() throws {
+        let blank = try AccountNormalizer.normalize(Account(localId: "u1", email: "  ", phoneNumber: "\u{2003}")).get().0
+        #expect(blank.email == nil && blank.phoneNumber == nil)
+        for rawId in [" \t", "\u{3000}"] {
+            guard case .failure(let issue) = AccountNormalizer.normalize(Account(localId: "u1", providers: [ProviderLink(providerId: "apple.com", rawId: rawId)])) else {
+                Issue.record("rawId '\(rawId)' should be rejected")
+                continue
+            }
+            #expect(issue.field == "providerUserInfo[0].rawId" && issue.reason == "is empty")
+        }
+    }
+
     @Test func repairsTimestampsInSecondsAndProviderIdCase() throws {
         let account = Account(localId: "u1", createdAt: 1_600_000_000, providers: [ProviderLink(providerId: " Apple.com", rawId: "s")])
         guard case .success(let (normalized, repairs)) = AccountNormalizer.normalize(account) else {

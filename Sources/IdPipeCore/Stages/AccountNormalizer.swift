@@ -12,10 +12,10 @@ public enum AccountNormalizer {
 
     /// Normalizes `account` in place (no copy of it is made), noting repairs; returns the issue that rejects it.
     public static func normalize(_ account: inout Account, repairs: inout RepairSet) -> RecordIssue? {
-        let uid = TextScan.trimmingWhitespace(Substring(account.localId))
-        guard !uid.isEmpty else { return RecordIssue(field: "localId", reason: "is missing or empty") }
-        guard uid.utf8.count <= 128 else { return RecordIssue(field: "localId", reason: "is longer than 128 bytes") }
-        if uid.utf8.count != account.localId.utf8.count { return RecordIssue(field: "localId", reason: "has surrounding whitespace") }
+        let uidLength = TextScan.trimmedUTF8Count(account.localId)
+        guard uidLength > 0 else { return RecordIssue(field: "localId", reason: "is missing or empty") }
+        guard uidLength <= 128 else { return RecordIssue(field: "localId", reason: "is longer than 128 bytes") }
+        if uidLength != account.localId.utf8.count { return RecordIssue(field: "localId", reason: "has surrounding whitespace") }
 
         let rawEmail = account.email
         switch optional(account.email, field: "email", repairs: &repairs, EmailNormalizer.normalize) {
@@ -53,7 +53,7 @@ public enum AccountNormalizer {
         _ value: String?, field: @autoclosure () -> String, repairs: inout RepairSet,
         _ normalize: (String, inout RepairSet) -> Result<String, RecordIssueReason>
     ) -> Result<String?, RecordIssue> {
-        guard let value, !TextScan.trimmingWhitespace(Substring(value)).isEmpty else { return .success(nil) }
+        guard let value, TextScan.trimmedUTF8Count(value) > 0 else { return .success(nil) }
         switch normalize(value, &repairs) {
         case .success(let normalized): return .success(normalized)
         case .failure(let reason): return .failure(RecordIssue(field: field(), reason: "'\(value)' \(reason)"))
@@ -86,7 +86,7 @@ public enum AccountNormalizer {
                 return RecordIssue(field: "\(field).providerId", reason: "'\(lowered)' is not a provider Identity Platform knows")
             }
         }
-        guard !TextScan.trimmingWhitespace(Substring(link.rawId)).isEmpty else {
+        guard TextScan.trimmedUTF8Count(link.rawId) > 0 else {
             return RecordIssue(field: "\(field).rawId", reason: "is empty")
         }
         // Compared byte for byte: `==` on strings also matches other spellings of the same characters (é as one scalar
