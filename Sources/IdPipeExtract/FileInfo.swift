@@ -13,7 +13,7 @@ public enum FileInfo {
         case stream
         /// A regular file.
         case file(size: Int64)
-        /// Anything else that can be opened and read (`/dev/null`, a terminal).
+        /// Anything else that can be opened and read (`/dev/null`, a terminal): its size is not known either.
         case device
 
         init(_ info: stat) {
@@ -51,10 +51,12 @@ public enum FileInfo {
     /// stream may hold decrypted tokens, which are not to be written to a disk), which then takes the stream's
     /// descriptor. Every later open of `path` (its digest, its line count, its reader) reads the same bytes, where
     /// each would otherwise have found the stream drained or given a digest of nothing.
-    /// Call it for a `.stream` path. Throws for a named pipe or socket, which cannot be redirected so.
+    /// Call it for a `.stream` or `.device` path: a terminal on stdin is read up to its end of input (Ctrl-D) the
+    /// same way. Throws for a named pipe, socket or device, which cannot be redirected so.
     public static func captureStream(_ path: String) throws {
         guard let descriptor = streamDescriptor(path) else {
-            throw InputError(path: path, message: "is a named pipe or a socket; give it as a file, or as <(command), which can be read more than once here")
+            let what = kind(path) == .device ? "is a device, not a file; give a file" : "is a named pipe or a socket; give it as a file"
+            throw InputError(path: path, message: "\(what), or as <(command), which can be read more than once here")
         }
         func failure(_ what: String) -> InputError {
             InputError(path: path, message: "cannot \(what): \(String(cString: strerror(errno)))")
@@ -66,6 +68,12 @@ public enum FileInfo {
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
             if count < 0 && errno == EINTR { continue }
+            // A descriptor inherited in non-blocking mode: wait for its next bytes rather than take "none yet" for an error.
+            if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
+                var waiting = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                guard poll(&waiting, 1, -1) >= 0 || errno == EINTR else { throw failure("wait for it") }
+                continue
+            }
             guard count >= 0 else { throw failure("read it") }
             if count == 0 { break }
             guard buffer.withUnsafeBytes({ writeAll(copy, UnsafeRawBufferPointer(rebasing: $0[0..<count])) }) else { throw failure("copy it to memory") }

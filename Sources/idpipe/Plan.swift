@@ -80,6 +80,7 @@ struct PlanExecution {
                 throw CommandError("\(context.path): source.path: the input \(sourcePath) is a pipe; the plan reads the export by position, "
                     + "so that a stopped run resumes where it stopped, and a pipe cannot be read so: save the export to a file first")
             case .file(let size): sourceSize = size
+            case .device: throw CommandError("\(context.path): source.path: the input \(sourcePath) is a device, not a file; save the export to a file first")
             case let kind:
                 if let problem = kind.problem { throw CommandError("\(context.path): source.path: the input \(sourcePath) \(problem)") }
             }

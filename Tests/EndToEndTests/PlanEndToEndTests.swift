@@ -297,6 +297,63 @@ struct Binary {
         #expect(pipedOutput.contains("the pipeline file is a pipe"), "\(pipedOutput)")
     }
 
+    /// Streams that a plain read loop would get wrong: a pipe inherited in non-blocking mode (a read finds no bytes
+    /// yet while its writer pauses) and a terminal on stdin (a device, whose size says nothing, read up to Ctrl-D).
+    /// Both are copied whole, so the plan and its digest see every token; a device by another name is refused.
+    @Test func nonBlockingAndTerminalStreamsAreReadWhole() throws {
+        let fileOut = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", fileOut, "--as-of", asOf])
+        let fileLedger = try String(contentsOfFile: fileOut + "/ledger.csv", encoding: .utf8)
+        let descriptor = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/stored-tokens.jsonl", with: "/dev/fd/5")
+        defer { Binary.removeVariant(descriptor) }
+        let pausedOut = Binary.temporaryDirectory()
+        let script = #"""
+            exec 5< <(head -n 3 Samples/stored-tokens.jsonl; sleep 0.5; tail -n +4 Samples/stored-tokens.jsonl)
+            python3 -c 'import fcntl, os; fcntl.fcntl(5, fcntl.F_SETFL, fcntl.fcntl(5, fcntl.F_GETFL) | os.O_NONBLOCK)'
+            exec "$0" plan "$1" --out "$2" --as-of "$3"
+            """#
+        let (paused, pausedOutput) = try runProgram("/bin/bash", ["-c", script, Binary.path, descriptor, pausedOut, asOf])
+        #expect(paused == 1, "\(pausedOutput)")
+        #expect(try String(contentsOfFile: pausedOut + "/ledger.csv", encoding: .utf8) == fileLedger)
+
+        let stdin = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/stored-tokens.jsonl", with: "/dev/stdin")
+        defer { Binary.removeVariant(stdin) }
+        let terminalOut = Binary.temporaryDirectory()
+        let typing = #"""
+            import os, pty, subprocess, sys, termios
+            binary, pipeline, out, as_of, tokens = sys.argv[1:6]
+            master, terminal = pty.openpty()
+            modes = termios.tcgetattr(terminal)
+            modes[3] &= ~termios.ECHO
+            termios.tcsetattr(terminal, termios.TCSANOW, modes)
+            plan = subprocess.Popen([binary, "plan", pipeline, "--out", out, "--as-of", as_of], stdin=terminal,
+                                    stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+            os.close(terminal)
+            os.write(master, open(tokens, "rb").read() + b"\x04")
+            sys.stdout.buffer.write(plan.communicate()[0])
+            sys.exit(plan.returncode)
+            """#
+        func typed(_ tokens: String) throws -> (Int32, String) {
+            try runProgram("/usr/bin/env", ["python3", "-c", typing, Binary.path, stdin, terminalOut, asOf, tokens])
+        }
+        let (typedCode, typedOutput) = try typed("Samples/stored-tokens.jsonl")
+        #expect(typedCode == 1, "\(typedOutput)")
+        #expect(try String(contentsOfFile: terminalOut + "/ledger.csv", encoding: .utf8) == fileLedger)
+        // Its digest is that of the bytes typed: fewer tokens typed into the same plan are refused.
+        let tokens = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path, encoding: .utf8)
+        let fewer = TemporaryFile.write(tokens.split(separator: "\n").prefix(3).joined(separator: "\n") + "\n", name: "fewer-tokens.jsonl")
+        let (changed, changedOutput) = try typed(fewer)
+        #expect(changed == 2, "\(changedOutput)")
+        #expect(changedOutput.contains("the side input 'stored_tokens' changed"), "\(changedOutput)")
+
+        let (device, deviceOutput) = try planVariant(replacing: "../Samples/stored-tokens.jsonl", with: "/dev/zero")
+        #expect(device == 2)
+        #expect(deviceOutput.contains("inputs.stored_tokens: /dev/zero: is a device, not a file"), "\(deviceOutput)")
+        let (source, sourceOutput) = try planVariant(replacing: "path: ../Samples/accounts.json", with: "path: /dev/zero\n  format: auth-export-json")
+        #expect(source == 2)
+        #expect(sourceOutput.contains("source.path: the input /dev/zero is a device, not a file"), "\(sourceOutput)")
+    }
+
     /// A folder where a file is expected is named as such, with its pipeline key: before, a side input that was a
     /// folder was reported as "the file is shorter than before".
     @Test func foldersGivenAsInputsAreNamed() throws {

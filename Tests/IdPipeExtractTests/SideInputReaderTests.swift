@@ -137,4 +137,15 @@ import IdPipeTestSupport
             #expect(error?.path == names)
         }
     }
+
+    /// A read that fails is an error naming the file, not the end of it: the lines read before would have passed for
+    /// the whole list of tokens (or of protected accounts). A folder opens as a file but fails on its first read.
+    @Test func aFailedReadIsNotTakenForTheEnd() throws {
+        let folder = TemporaryFile.directory("unreadable")
+        for read in [{ _ = try SideInputReader.storedTokens(folder) }, { _ = try SideInputReader.protectedAccounts(folder) }] {
+            #expect { try read() } throws: { error in
+                "\(error)".contains("cannot read line 1: Is a directory") && (error as? InputError)?.path == folder
+            }
+        }
+    }
 }

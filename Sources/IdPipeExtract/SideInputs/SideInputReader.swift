@@ -228,7 +228,11 @@ public enum SideInputReader {
         defer { free(buffer) }
         while true {
             let read = getline(&buffer, &capacity, file)
-            guard read >= 0, let buffer else { break }
+            guard read >= 0, let buffer else {
+                // Not the end: the lines read so far would pass for the whole file.
+                if ferror(file) != 0 { throw InputError(path: path, message: "cannot read line \(number + 1): \(String(cString: strerror(errno)))") }
+                break
+            }
             number += 1
             var length = read
             if length > 0 && buffer[length - 1] == 0x0A { length -= 1 }
