@@ -60,8 +60,12 @@ final class FileOutput: TextOutputStream, ByteSink {
         if fwrite(bytes.baseAddress, 1, bytes.count, file) < bytes.count && failure == 0 { failure = errno }
     }
 
-    /// Closes the file; throws when a write or the final flush failed.
+    private var closed = false
+
+    /// Closes the file; throws when a write or the final flush failed. Closing again does nothing more.
     func close() throws {
+        if closed { return }
+        closed = true
         if fclose(file) != 0 && failure == 0 { failure = errno }
         if failure != 0 { throw CommandError("cannot write \(path): \(String(cString: strerror(failure)))") }
     }

@@ -1,5 +1,9 @@
 import IdPipeCore
+import IdPipeExtract
 import IdPipeStore
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Writes the three reports of a run from its state store.
 struct ReportWriter {
@@ -35,17 +39,29 @@ struct ReportWriter {
         return try written.map { try $0.get() }
     }
 
+    /// Writes one report. A file is written beside its target (`plan.md.partial`) and renamed over it once whole:
+    /// a run stopped while writing, or a full disk, leaves the report as it was, never a truncated one that reads as
+    /// complete to a reviewer. A target that is not a file (`--output /dev/stdout`) is written in place.
     func write(_ format: Format, to path: String? = nil) throws -> String {
         let target = path ?? "\(out)/\(fileName(format))"
-        let file = try FileOutput(path: target)
+        let staged: String
+        switch FileInfo.kind(target) {
+        case .missing, .file: staged = target + ".partial"
+        default: staged = target
+        }
+        let file = try FileOutput(path: staged)
         var stream = file
         do {
             try render(format, into: &stream)
+            try file.close()
+            if staged != target && rename(staged, target) != 0 {
+                throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))")
+            }
         } catch {
             try? file.close()
+            if staged != target { unlink(staged) }
             throw error
         }
-        try file.close()
         return target
     }
 

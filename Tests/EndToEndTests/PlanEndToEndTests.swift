@@ -354,6 +354,29 @@ struct Binary {
         #expect(sourceOutput.contains("source.path: the input /dev/zero is a device, not a file"), "\(sourceOutput)")
     }
 
+    /// Reports are renamed into place once whole: a write that fails (a full disk, here /dev/full behind the staged
+    /// file) leaves the report a reviewer read as it was, and nothing staged behind.
+    @Test func aReportThatCannotBeWrittenLeavesTheOldOneWhole() throws {
+        let out = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", asOf])
+        let reviewed = try String(contentsOfFile: out + "/plan.json", encoding: .utf8)
+        let files = try FileManager.default.contentsOfDirectory(atPath: out)
+        #expect(!files.contains { $0.hasSuffix(".partial") }, "\(files)")
+        let staged = out + "/plan.json.partial"
+        try FileManager.default.createSymbolicLink(atPath: staged, withDestinationPath: "/dev/full")
+        let rewrite = ["report", "--state", out + "/state.sqlite", "--format", "json", "--output", out + "/plan.json", "--reveal-personal-data"]
+        let (code, output) = try Binary.run(rewrite)
+        #expect(code == 2)
+        #expect(output.contains("cannot write \(staged): No space left on device"), "\(output)")
+        #expect(try String(contentsOfFile: out + "/plan.json", encoding: .utf8) == reviewed)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: staged)) == nil)
+        // Once it can be written whole, the new report takes the old one's place.
+        let (again, againOutput) = try Binary.run(rewrite)
+        #expect(again == 0, "\(againOutput)")
+        #expect(try String(contentsOfFile: out + "/plan.json", encoding: .utf8) != reviewed)
+        #expect(!FileManager.default.fileExists(atPath: staged))
+    }
+
     /// A folder where a file is expected is named as such, with its pipeline key: before, a side input that was a
     /// folder was reported as "the file is shorter than before".
     @Test func foldersGivenAsInputsAreNamed() throws {
