@@ -113,7 +113,7 @@ struct PipelineContext {
             var line = "select: " + rules.joined(separator: " or ")
             if !d.selection.providers.isEmpty { line += ", linked to " + d.selection.providers.joined(separator: " or ") }
             let protected = d.selection.protectedIds.count + d.selection.protectedEmailDomains.count
-            if protected > 0 { line += "; \(protected) protection rules" }
+            if protected > 0 { line += "; \(protected) protection rule" + (protected == 1 ? "" : "s") }
             lines.append(line)
         }
         if let revoke = d.stages.revoke {

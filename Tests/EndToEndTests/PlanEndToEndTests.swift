@@ -388,6 +388,7 @@ struct Binary {
         #expect(output.contains("inputs.deletion_requests: \(folder) is a folder, not a file"), "\(output)")
         let (_, described) = try Binary.run(["validate", sideFolder])
         #expect(described.contains("side input deletion_requests: \(folder)  (is a folder, not a file)"), "\(described)")
+        #expect(described.contains("select: deletion requested; 1 protection rule\n"), "\(described)")
         let (sourceCode, sourceOutput) = try planVariant(replacing: "path: ../Samples/accounts.json", with: "path: \(folder)\n  format: auth-export-json")
         #expect(sourceCode == 2)
         #expect(sourceOutput.contains("source.path: the input \(folder) is a folder, not a file"), "\(sourceOutput)")
