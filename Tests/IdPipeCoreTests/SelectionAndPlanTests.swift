@@ -125,6 +125,9 @@ import Testing
         ("version: 1\nname: x\nsource: {path: a.json}\nstages: {backfill_names: {sources: [nope]}}", "'nope' is not a name source"),
         ("version: 1\nname: x\nsource: {path: a.json}\nguards: {max_deletion_share: 5}", "a share is between 0 and 1"),
         ("version: 1\nname: x\nsource: {path: a.csv, format: mapped-csv}", "needs a 'mapping'"),
+        // Larger, it overflowed the selector's arithmetic (a trap at plan time, after validate had passed it).
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 106751991168}", "select.inactive_for_days: must be at most 36500 (100 years)"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 0}", "must be at least 1"),
     ])
     func rejects(yaml: String, message: String) {
         do {
@@ -166,6 +169,9 @@ import Testing
         ("2026-10-03", 1_790_985_600_000),
         ("2026-13-03T12:00:00Z", nil),
         ("yesterday", nil),
+        // Days a month does not have are refused, not rolled into the next month.
+        ("2026-02-30T07:01:56Z", nil), ("2026-04-31", nil), ("2026-02-29", nil), ("1900-02-29", nil),
+        ("2024-02-29", 1_709_164_800_000), ("2000-02-29", 951_782_400_000), ("2026-12-31", 1_798_675_200_000),
     ])
     func parses(text: String, expected: Int64?) {
         #expect(Timestamp.parseRFC3339(text) == expected)

@@ -18,7 +18,7 @@ public enum Timestamp {
             return value
         }
         guard let year = number(0, 4), bytes.count >= 10, bytes[4] == 45, let month = number(5, 2), bytes[7] == 45,
-              let day = number(8, 2), (1...12).contains(month), (1...31).contains(day) else { return nil }
+              let day = number(8, 2), (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day) else { return nil }
         var millis = daysFromCivil(year: year, month: month, day: day) * 86_400_000
         if bytes.count == 10 { return Int64(millis) }
         guard bytes.count >= 20, bytes[10] == 84 || bytes[10] == 116 || bytes[10] == 32, let hour = number(11, 2), bytes[13] == 58,
@@ -44,6 +44,15 @@ public enum Timestamp {
               bytes[index + 3] == 58, let offsetMinutes = number(index + 4, 2) else { return nil }
         let offset = (offsetHours * 60 + offsetMinutes) * 60_000
         return Int64(bytes[index] == 43 ? millis - offset : millis + offset)
+    }
+
+    /// 28 to 31: a 30 February is refused rather than taken for 2 March.
+    static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
     }
 
     /// `2026-10-03T12:00:00Z` (milliseconds are dropped).

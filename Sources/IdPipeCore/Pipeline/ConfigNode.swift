@@ -54,9 +54,10 @@ struct ConfigNode {
         }
     }
 
-    func int(minimum: Int = 0) throws -> Int {
+    func int(minimum: Int = 0, maximum: Int = .max, why: String = "") throws -> Int {
         guard case .scalar(let scalar) = node, let value = Int(scalar.string) else { throw error("expected a whole number") }
         guard value >= minimum else { throw error("must be at least \(minimum)") }
+        guard value <= maximum else { throw error("must be at most \(maximum)\(why)") }
         return value
     }
 

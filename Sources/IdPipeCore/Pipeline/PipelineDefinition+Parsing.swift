@@ -111,7 +111,7 @@ extension PipelineDefinition {
         var selection = SelectionConfig()
         selection.deletionRequested = try keys["deletion_requested"]?.bool() ?? false
         selection.disabled = try keys["disabled"]?.bool() ?? false
-        selection.inactiveForDays = try keys["inactive_for_days"]?.int(minimum: 1)
+        selection.inactiveForDays = try keys["inactive_for_days"]?.int(minimum: 1, maximum: 36_500, why: " (100 years)")
         if let providers = keys["providers"] {
             for item in try providers.list() {
                 let id = try item.string()
