@@ -121,6 +121,21 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(records == ["2:quarantine:displayName", "6:quarantine:createdAt", "18:u3"], "\(records)")
     }
 
+    /// A key with a broken byte would have been skipped as unknown, its value lost ("dis\xFFabled": true read as not
+    /// disabled): the account is quarantined instead, in an account and in a provider.
+    @Test func invalidUTF8InAKeyQuarantinesTheAccount() throws {
+        let head = "{\"users\": [\n" + exportUser("u1") + ",\n{\n  \"localId\": \"u2\",\n  \"dis"
+        let tail = "abled\": true\n},\n" + exportUser("u3") + "]}"
+        let records = try readRecords(Array(head.utf8) + [0xFF] + Array(tail.utf8), parts: 1)
+        #expect(summary(records) == ["2:u1", "13:quarantine:record", "17:u3"], "\(summary(records))")
+        guard case .malformed(let entry) = records[1] else { return }
+        #expect(entry.reason.hasPrefix("the key 'dis\u{FFFD}abled' is not valid UTF-8"), "\(entry.reason)")
+        #expect(entry.localId == "u2")
+        let provider = "{\"users\": [\n{\n  \"localId\": \"u4\",\n  \"providerUserInfo\": [{\"providerId\": \"apple.com\", \"raw"
+        let text = Array(provider.utf8) + [0xC3] + Array("Id\": \"x\"}]\n}]}".utf8)
+        #expect(summary(try readRecords(text, parts: 1)).first == "2:quarantine:providerUserInfo[0]")
+    }
+
     @Test func minifiedLayoutIsReadOnOneCore() throws {
         let text = "{\"users\":[{\"localId\":\"a\"},{\"localId\":\"b\",\"email\":\"b@example.com\"}]}"
         #expect(summary(try readRecords(text, batchBytes: 16)) == ["1:a", "1:b"])

@@ -85,6 +85,9 @@ import IdPipeTestSupport
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"id_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
          ":1: type: expected refresh_token, access_token or authorization_code"),
         ("tokens", "\n{\"uid\":\"u1\",\"provider\":\"apple.com\",\"token\":\"t-secret\n", ":2: not a JSON object"),
+        // A token pasted into the provider field is not echoed; a provider id is.
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"t-secret.AbC-987\"}\n", ":1: provider: expected apple.com or facebook.com, found another value (not shown)"),
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"google.com\"}\n", ":1: provider: expected apple.com or facebook.com, found 'google.com'"),
     ])
     func badRowsNameTheirPlace(file: String, text: String, expected: String) throws {
         let path = TemporaryFile.write(text, name: "\(file).txt")

@@ -89,6 +89,11 @@ struct JSONCursor {
         guard position < end else { throw fail("unexpected end of input in a key") }
         guard bytes[position] == UInt8(ascii: "\"") else { throw fail("unsupported character in a key") }
         let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
+        // Unknown keys are skipped, so a known one with a broken byte ("dis\xFFabled") would be lost without a word.
+        if high & UTF8Text.highBits != 0 && UTF8Text.validated(slice) == nil {
+            currentKey = nil
+            throw SyntaxError(position: start, field: field, message: "the key '\(String(decoding: slice, as: UTF8.self))' is not valid UTF-8", atEnd: false)
+        }
         position += 1
         return slice
     }

@@ -37,7 +37,12 @@ extension SideInputReader {
                 let token = fields["token"].flatMap { $0.isEmpty ? nil : Secret(value: $0, fingerprint: SecretFingerprint.of($0)) }
                 stored.facebook = StoredFacebookLogin(facebookId: facebookId, login: login, accessToken: token)
             case let other:
-                throw fail("provider: expected apple.com or facebook.com, found \(other.map { "'\($0)'" } ?? "nothing")")
+                // Quoted only when it looks like a provider id: a token pasted in the wrong field is not printed.
+                let shown = other.map { value in
+                    value.count <= 32 && value.utf8.allSatisfy { $0 == 46 || $0 == 45 || (48...57).contains($0) || (97...122).contains($0) }
+                        ? "'\(value)'" : "another value (not shown)"
+                }
+                throw fail("provider: expected apple.com or facebook.com, found \(shown ?? "nothing")")
             }
             result[uid] = stored
         }
