@@ -36,6 +36,19 @@ public enum FileInfo {
         }
     }
 
+    /// Which file a path names (device and inode), to tell two paths of the same file apart from two files.
+    public struct Identity: Equatable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    /// nil when nothing is there.
+    public static func identity(_ path: String) -> Identity? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        return Identity(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
     public static func kind(_ path: String) -> Kind {
         var info = stat()
         return stat(path, &info) == 0 ? Kind(info) : .missing

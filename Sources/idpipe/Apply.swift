@@ -184,6 +184,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             throw CommandError("\(context.path): the pipeline file is a pipe; resume and apply read it again from its path, so save it to a file first")
         }
         try makeDirectory(out)
+        let importFile = context.definition.output.importJSON.map { ["\(out)/\($0)"] } ?? []
+        try context.refuseOutputsOverInputs(ReportWriter.outputs(out: out, stem: "plan") + importFile
+            + ["", "-wal", "-shm", ".lock"].map { statePath + $0 })
         let lock = try StateLock(statePath: statePath, command: command)
         defer { withExtendedLifetime(lock) {} }
         let started = wallClockSeconds()
@@ -310,6 +313,7 @@ struct ApplyCommand {
             }
             let context = try PipelineContext(path: run.pipelinePath)
             try checkUnchanged(run, context)
+            try context.refuseOutputsOverInputs(ReportWriter.outputs(out: out, stem: "report"))
             let uncounted = try store.uncountedPathActionCount()
             if uncounted > 0 {
                 // Without services.google, resume cannot count either (and a changed pipeline file is a new plan).

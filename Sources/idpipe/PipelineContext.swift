@@ -67,6 +67,19 @@ struct PipelineContext {
         return digests
     }
 
+    /// Refuses, before anything is written, an output that is one of this pipeline's inputs: an import file or a
+    /// report named like the export truncated it while the plan read it, and a state store there would replace it.
+    func refuseOutputsOverInputs(_ outputs: [String]) throws {
+        var inputs = [("the pipeline file", path)] + sideInputPaths.map { ("inputs.\($0.0)", $0.1) }
+        if definition.source.format != .identityToolkit { inputs.insert(("source.path", sourcePath), at: 1) }
+        let known = inputs.compactMap { role, input in FileInfo.identity(input).map { (role, input, $0) } }
+        for output in outputs {
+            guard let identity = FileInfo.identity(output), let input = known.first(where: { $0.2 == identity }) else { continue }
+            throw CommandError("\(path): \(input.0): \(input.1) is also where this run writes \(output), which would overwrite it; "
+                + "choose another --out folder (or output name)")
+        }
+    }
+
     func openSource(_ checkpoint: InputCheckpoint, services: Services?) throws -> any AccountSource {
         let source = definition.source
         switch source.format {

@@ -19,11 +19,22 @@ struct ReportWriter {
     }
 
     func fileName(_ format: Format) -> String {
+        Self.fileName(format, stem: stem)
+    }
+
+    static func fileName(_ format: Format, stem: String) -> String {
         switch format {
         case .md: "\(stem).md"
         case .json: "\(stem).json"
         case .csv: "ledger.csv"
         }
+    }
+
+    static let partialSuffix = ".partial"
+
+    /// Every file the reports of `stem` write in `out`, staged ones included.
+    static func outputs(out: String, stem: String) -> [String] {
+        Format.allCases.flatMap { format in ["\(out)/\(fileName(format, stem: stem))", "\(out)/\(fileName(format, stem: stem))\(partialSuffix)"] }
     }
 
     /// The three files at once, each read on its own connection to the store.
@@ -46,7 +57,7 @@ struct ReportWriter {
         let target = path ?? "\(out)/\(fileName(format))"
         let staged: String
         switch FileInfo.kind(target) {
-        case .missing, .file: staged = target + ".partial"
+        case .missing, .file: staged = target + Self.partialSuffix
         default: staged = target
         }
         let file = try FileOutput(path: staged)

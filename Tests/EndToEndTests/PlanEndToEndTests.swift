@@ -377,6 +377,34 @@ struct Binary {
         #expect(!FileManager.default.fileExists(atPath: staged))
     }
 
+    /// An output that is one of the run's inputs is refused before anything is written: an import file named like
+    /// the export used to truncate the export while the plan read it, and a report could replace an input just the same.
+    @Test func outputsNeverOverwriteInputs() throws {
+        let folder = Binary.temporaryDirectory()
+        let export = folder + "/accounts.json"
+        try FileManager.default.copyItem(atPath: Binary.root.appendingPathComponent("Samples/accounts.json").path, toPath: export)
+        let original = try Data(contentsOf: URL(fileURLWithPath: export))
+        let sameName = folder + "/migrate.yaml"
+        try "version: 1\nname: migrate\nsource: {path: accounts.json}\noutput: {import_json: accounts.json}\n"
+            .write(toFile: sameName, atomically: true, encoding: .utf8)
+        let (code, output) = try Binary.run(["plan", sameName, "--out", folder, "--as-of", asOf])
+        #expect(code == 2)
+        #expect(output.contains("source.path: \(export) is also where this run writes \(folder)/accounts.json"), "\(output)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: export)) == original)
+        #expect(!FileManager.default.fileExists(atPath: folder + "/state.sqlite"))
+
+        let reportName = folder + "/report-name.yaml"
+        try FileManager.default.copyItem(atPath: export, toPath: folder + "/plan.json")
+        try "version: 1\nname: review\nsource: {path: plan.json, format: auth-export-json}\n".write(toFile: reportName, atomically: true, encoding: .utf8)
+        let (reportCode, reportOutput) = try Binary.run(["plan", reportName, "--out", folder, "--as-of", asOf])
+        #expect(reportCode == 2)
+        #expect(reportOutput.contains("source.path: \(folder)/plan.json is also where this run writes \(folder)/plan.json"), "\(reportOutput)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/plan.json")) == original)
+        // Another folder is fine.
+        let (elsewhere, elsewhereOutput) = try Binary.run(["plan", sameName, "--out", Binary.temporaryDirectory(), "--as-of", asOf])
+        #expect(elsewhere == 1, "\(elsewhereOutput)")
+    }
+
     /// A folder where a file is expected is named as such, with its pipeline key: before, a side input that was a
     /// folder was reported as "the file is shorter than before".
     @Test func foldersGivenAsInputsAreNamed() throws {
