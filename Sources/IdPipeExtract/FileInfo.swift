@@ -15,6 +15,8 @@ public enum FileInfo {
         case file(size: Int64)
         /// Anything else that can be opened and read (`/dev/null`, a terminal): its size is not known either.
         case device
+        /// `/dev/fd/N` (or `/dev/stdin`) where the caller did not open N.
+        case notGiven(descriptor: Int32)
 
         init(_ info: stat) {
             switch info.st_mode & S_IFMT {
@@ -31,6 +33,7 @@ public enum FileInfo {
             switch self {
             case .missing: "does not exist"
             case .folder: "is a folder, not a file"
+            case .notGiven(let n): "names descriptor \(n), which was not open when idpipe started: open it in the shell (\(n)< file, or \(n)< <(command))"
             case .stream, .file, .device: nil
             }
         }
@@ -50,6 +53,7 @@ public enum FileInfo {
     }
 
     public static func kind(_ path: String) -> Kind {
+        if let descriptor = notGivenDescriptor(path) { return .notGiven(descriptor: descriptor) }
         var info = stat()
         return stat(path, &info) == 0 ? Kind(info) : .missing
     }
@@ -119,6 +123,34 @@ public enum FileInfo {
             written += step
         }
         return true
+    }
+
+    /// The descriptors open when the process started: the ones its caller gave it.
+    nonisolated(unsafe) private static var inherited: Set<Int32>?
+
+    /// Notes which descriptors the caller gave (call it first thing in `main`). Afterwards a `/dev/fd/N` path whose N
+    /// was not among them is refused: N is then a descriptor of idpipe's own (an eventfd, a signalfd), and reading it
+    /// blocked forever, where the caller had only forgotten to open it (`5< <(zcat tokens.gz)`).
+    public static func noteInheritedDescriptors() {
+        // The listing of /proc/self/fd, less the listing's own descriptor; without /proc, the first 1024 are asked.
+        guard let listing = opendir("/proc/self/fd") else {
+            inherited = Set((0..<1024).filter { fcntl($0, F_GETFD) != -1 })
+            return
+        }
+        defer { closedir(listing) }
+        var found: Set<Int32> = []
+        while let entry = readdir(listing) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if let descriptor = Int32(name), descriptor != dirfd(listing) { found.insert(descriptor) }
+        }
+        inherited = found
+    }
+
+    /// A descriptor path (`/dev/fd/N`, `/dev/stdin`) whose descriptor the caller did not give; nil for any other path,
+    /// and when the descriptors were not noted.
+    public static func notGivenDescriptor(_ path: String) -> Int32? {
+        guard let inherited, let descriptor = streamDescriptor(path), !inherited.contains(descriptor) else { return nil }
+        return descriptor
     }
 
     /// The descriptor a `/dev/fd/N`, `/proc/self/fd/N` or `/dev/stdin` path names.

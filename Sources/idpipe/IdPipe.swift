@@ -1,5 +1,6 @@
 import ArgumentParser
 import IdPipeCore
+import IdPipeExtract
 
 @main
 struct IdPipe: ParsableCommand {
@@ -15,4 +16,20 @@ struct IdPipe: ParsableCommand {
             """,
         version: IdPipeVersion.text,
         subcommands: [Validate.self, Plan.self, Apply.self, RunPipeline.self, Resume.self, Status.self, Report.self])
+
+    static func main() {
+        // Before anything opens a descriptor of its own: `/dev/fd/N` is an input only when the caller opened N.
+        FileInfo.noteInheritedDescriptors()
+        do {
+            var command = try parseAsRoot()
+            try command.run()
+        } catch {
+            // Bad usage exits 2, as the exit codes above say (ArgumentParser's own code for it is 64, EX_USAGE).
+            if exitCode(for: error).rawValue == 64 {
+                Console.error(fullMessage(for: error))
+                exit(withError: ExitCode(2))
+            }
+            exit(withError: error)
+        }
+    }
 }

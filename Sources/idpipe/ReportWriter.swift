@@ -58,6 +58,7 @@ struct ReportWriter {
         let staged: String
         switch FileInfo.kind(target) {
         case .missing, .file: staged = target + Self.partialSuffix
+        case let kind where kind.problem != nil: throw CommandError("cannot write \(target): it \(kind.problem ?? "")")
         default: staged = target
         }
         let file = try FileOutput(path: staged)

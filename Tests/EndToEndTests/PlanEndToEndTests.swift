@@ -227,6 +227,12 @@ struct Binary {
         let (full, fullOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "json", "--output", "/dev/full"])
         #expect(full == 2, "\(fullOutput)")
         #expect(fullOutput.contains("cannot write /dev/full"))
+        // Bad usage is 2 like any other bad input (not ArgumentParser's 64).
+        let (usage, usageOutput) = try Binary.run(["plan"])
+        #expect(usage == 2)
+        #expect(usageOutput.contains("Missing expected argument '<pipeline>'"), "\(usageOutput)")
+        let (format, _) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "xml"])
+        #expect(format == 2)
     }
 
     /// Plans a copy of the cleanup pipeline with `old` replaced by `new`, into a fresh folder; the copy is removed after.
@@ -403,6 +409,21 @@ struct Binary {
         // Another folder is fine.
         let (elsewhere, elsewhereOutput) = try Binary.run(["plan", sameName, "--out", Binary.temporaryDirectory(), "--as-of", asOf])
         #expect(elsewhere == 1, "\(elsewhereOutput)")
+    }
+
+    /// `/dev/fd/N` where the caller forgot to open N named one of idpipe's own descriptors (an eventfd), and the plan
+    /// blocked reading it for ever: such a descriptor is now refused by number, for a side input and a pipeline file.
+    @Test func descriptorsTheCallerDidNotOpenAreRefused() throws {
+        let descriptor = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/stored-tokens.jsonl", with: "/dev/fd/5")
+        defer { Binary.removeVariant(descriptor) }
+        for number in [5, 7] {
+            let pipeline = number == 5 ? descriptor : "/dev/fd/7"
+            let (code, output) = try runProgram("/bin/bash", ["-c", #"exec 5<&- 7<&-; exec timeout 60 "$0" plan "$1" --out "$2" --as-of "$3""#,
+                                                              Binary.path, pipeline, Binary.temporaryDirectory(), asOf])
+            #expect(code == 2, "\(output)")
+            #expect(output.contains("/dev/fd/\(number)\(number == 7 ? ": it" : "") names descriptor \(number), which was not open when idpipe started"),
+                    "\(output)")
+        }
     }
 
     /// A folder where a file is expected is named as such, with its pipeline key: before, a side input that was a
