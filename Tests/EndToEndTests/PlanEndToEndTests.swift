@@ -445,12 +445,24 @@ struct Binary {
 
     @Test func migrationWritesAnImportFileThatIsValidJSON() throws {
         let out = Binary.temporaryDirectory()
-        try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf])
+        try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf, "--reveal-personal-data"])
         let data = try Data(contentsOf: URL(fileURLWithPath: out + "/cleaned-accounts.json"))
         let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
         let users = try #require(object?["users"] as? [[String: Any]])
         #expect(users.count == 290)
         let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
         #expect(report.contains("fill from legacy"))
+        // The names the plan fills are in the import file (the point of the migration), each as planned.
+        let plan = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as? [String: Any]
+        let accounts = try #require(plan?["accounts"] as? [[String: Any]])
+        let fills = accounts.compactMap { account -> (String, String)? in
+            let actions = account["actions"] as? [[String: Any]] ?? []
+            guard let fill = actions.first(where: { $0["kind"] as? String == "update-name" }), let uid = account["uid"] as? String else { return nil }
+            return (uid, fill["value"] as? String ?? "")
+        }
+        #expect(fills.count == 23)
+        let imported = Dictionary(uniqueKeysWithValues: users.map { ($0["localId"] as? String ?? "", $0["displayName"] as? String) })
+        for (uid, name) in fills { #expect(imported[uid] == name, "\(uid)") }
+        #expect(imported["F1sp11jdOyG04kDzjIH8CY9Q4G0i"] == "Mark MacDonald")
     }
 }

@@ -142,7 +142,7 @@ public final class PlanRunner {
                             next.quarantine.append((sequence, duplicate))
                         } else {
                             next.newIdHashes.append(hash)
-                            if sink != nil { cleaned.append(parts[index].outcomes[entry].account) }
+                            if sink != nil { cleaned.append(Self.importable(parts[index].outcomes[entry])) }
                             if kept {
                                 // Moved out, not copied: the part is dropped after the merge.
                                 var outcome = AccountOutcome.empty
@@ -327,5 +327,16 @@ public enum Guards {
             return "the plan deletes \(deletions) of \(accounts) accounts (\(percent) %); guards.max_deletion_share allows \(share * 100) %"
         }
         return nil
+    }
+}
+
+extension PlanRunner {
+    /// The account as the import file gets it: cleaned, with the name the plan fills in (a migration carries the
+    /// backfilled names to the project it imports into; the plan's update-name action is for the source project).
+    static func importable(_ outcome: AccountOutcome) -> Account {
+        guard case .fill(let update)? = outcome.name else { return outcome.account }
+        var account = outcome.account
+        account.displayName = update.name
+        return account
     }
 }
