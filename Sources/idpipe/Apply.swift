@@ -226,7 +226,13 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         let written = try ReportWriter(store: store, out: out, reveal: reveal || context.definition.report.revealPersonalData,
                                        listLimit: context.definition.report.listLimit).writeAll()
         let tally = outcome.tally
-        if outcome.alreadyPlanned { Console.out("The state store already holds a finished plan; the reports were written again.") }
+        if outcome.alreadyPlanned {
+            Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "
+                + "again. To plan afresh (a scheduled run, say), give a new --out or --state.")
+            if let asOf, asOf != outcome.run.asOf {
+                Console.error("idpipe: --as-of \(Timestamp.formatRFC3339(asOf)) was not used: a finished plan keeps its own time")
+            }
+        }
         if outcome.resumed { Console.out("Resumed an interrupted plan.") }
         Console.out("\(tally["accounts.read"]) accounts read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
         for path in written { Console.out("report: \(path)") }

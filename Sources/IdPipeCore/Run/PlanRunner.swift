@@ -40,11 +40,15 @@ public struct PlanResult: Sendable {
 
 public enum PlanError: Error, CustomStringConvertible {
     case changedSinceInterruptedRun(String)
+    /// The store holds a finished plan, made from other inputs.
+    case changedSinceFinishedPlan(String)
     case input(InputError)
 
     public var description: String {
         switch self {
         case .changedSinceInterruptedRun(let what): "cannot resume: \(what) changed since the interrupted run; start a new state store"
+        case .changedSinceFinishedPlan(let what):
+            "the state store holds a finished plan, and \(what) changed since it was made; to plan again, give a new --out (or --state)"
         case .input(let error): error.description
         }
     }
@@ -84,7 +88,11 @@ public final class PlanRunner {
         var checkpoint = PlanCheckpoint(input: InputCheckpoint(), inputPrefixSHA256: "", tally: Tally(), nextSequence: 0, seenIdHashes: [], importFileLength: 0)
         var resumed = false
         if let existing = try store.loadRun() {
-            try Self.checkSameRun(existing, newRun)
+            do {
+                try Self.checkSameRun(existing, newRun)
+            } catch PlanError.changedSinceInterruptedRun(let what) where existing.status != .planning {
+                throw PlanError.changedSinceFinishedPlan(what)
+            }
             run = existing
             if existing.status != .planning {
                 return PlanResult(run: existing, tally: try store.loadCheckpoint()?.tally ?? Tally(), alreadyPlanned: true, resumed: false)
