@@ -208,6 +208,17 @@ import Testing
         #expect(masked.quotedValues(in: "'jane@@x.com' has more than one @", field: "email") == "'j•••@x.com' has more than one @")
     }
 
+    /// The id column of a shifted or broken row may hold another field: masked as what it looks like, ids as they are.
+    @Test(arguments: [
+        ("lily_doe@yahoo.com", "l•••@yahoo.com"), ("Doe", "Doe"), ("Lily Doe", "L••• D•••"), ("山田", "山•••"), ("+14155550100", "+1••••••••00"),
+        ("F1sp11jdOyG04kDzjIH8CY9Q4G0i", "F1sp11jdOyG04kDzjIH8CY9Q4G0i"), ("user-42", "user-42"),
+    ])
+    func quarantinedIdsThatLookLikePersonalDataAreMasked(value: String, expected: String) {
+        #expect(Masking(reveal: false).quarantinedId(value) == expected)
+        #expect(Masking(reveal: true).quarantinedId(value) == value)
+        #expect(Masking(reveal: false).quarantinedId(nil) == nil)
+    }
+
     /// The byte-level path for ASCII, and the one pass over characters for the rest, give the bytes the
     /// Character-based rules give.
     @Test(arguments: ["Jane Doe", "  Jane   Doe ", "x", "a b c", "jane.doe@example.com", "a@b@c.org", "no-at-sign", "@x.com",

@@ -42,7 +42,7 @@ public struct JSONReport {
         try source.quarantine(limit: nil) { _, entry in
             out.write(first ? "\n    " : ",\n    ")
             first = false
-            out.write("{\"file\": \(JSONText.string(entry.position.file)), \"line\": \(entry.position.line), \"uid\": \(JSONText.string(entry.localId)), "
+            out.write("{\"file\": \(JSONText.string(entry.position.file)), \"line\": \(entry.position.line), \"uid\": \(JSONText.string(masking.quarantinedId(entry.localId))), "
                 + "\"field\": \(JSONText.string(entry.field)), \"reason\": \(JSONText.string(masking.quotedValues(in: entry.reason, field: entry.field)))}")
         }
         out.write(first ? "]\n}\n" : "\n  ]\n}\n")

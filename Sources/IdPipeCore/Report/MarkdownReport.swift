@@ -118,7 +118,7 @@ public struct MarkdownReport {
             out.write("These rows were not processed; fix them at the source and run again.\n\n")
             var rows: [[String]] = []
             try source.quarantine(limit: listLimit) { _, entry in
-                rows.append(["\(entry.position.file):\(entry.position.line)", entry.localId ?? "", "`\(entry.field)`", masking.quotedValues(in: entry.reason, field: entry.field)])
+                rows.append(["\(entry.position.file):\(entry.position.line)", masking.quarantinedId(entry.localId) ?? "", "`\(entry.field)`", masking.quotedValues(in: entry.reason, field: entry.field)])
             }
             table(&out, ["where", "uid", "field", "reason"], rows)
             if quarantined > rows.count { out.write("\n… and \(quarantined - rows.count) more in the JSON report.\n") }
@@ -260,6 +260,17 @@ extension String {
 }
 
 extension Masking {
+    /// The id a quarantined row seemed to have. In a row cut short or shifted (a CSV row missing a field, a fragment
+    /// of a name broken over lines), the id column holds another field: an email, a name, a phone number. Such a value
+    /// is masked as what it looks like; an id is shown as it is.
+    public func quarantinedId(_ value: String?) -> String? {
+        guard !reveal, let value else { return value }
+        if value.contains("@") { return email(value) }
+        if value.hasPrefix("+") && value.dropFirst().allSatisfy(\.isNumber) { return phone(value) }
+        if value.contains(where: { $0.isWhitespace }) || !value.allSatisfy(\.isASCII) { return name(value) }
+        return value
+    }
+
     /// Quarantine reasons quote the bad value (`'x@@y' has more than one @`); mask it like the field it came from.
     public func quotedValues(in reason: String, field: String) -> String {
         guard !reveal, let open = reason.firstIndex(of: "'"),
