@@ -58,6 +58,14 @@ public enum FileInfo {
         return stat(path, &info) == 0 ? Kind(info) : .missing
     }
 
+    /// Whether `path` itself (not what a symlink there points to) is a regular file, or nothing is there: a file that
+    /// may be replaced by another of the same name. `/dev/stdout`, `/dev/fd/N` and other links are not.
+    public static func isPlainFileOrMissing(_ path: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return errno == ENOENT }
+        return info.st_mode & S_IFMT == S_IFREG
+    }
+
     /// The size in bytes; 0 when `path` is not a regular file (whose size `stat` gives).
     public static func size(_ path: String) -> Int64 {
         if case .file(let size) = kind(path) { size } else { 0 }
@@ -69,8 +77,11 @@ public enum FileInfo {
     /// descriptor. Every later open of `path` (its digest, its line count, its reader) reads the same bytes, where
     /// each would otherwise have found the stream drained or given a digest of nothing.
     /// Call it for a `.stream` or `.device` path: a terminal on stdin is read up to its end of input (Ctrl-D) the
-    /// same way. Throws for a named pipe, socket or device, which cannot be redirected so.
+    /// same way (a prompt on stderr says so). `/dev/null` is left as it is. Throws for a named pipe, socket or other
+    /// device, which cannot be redirected so.
     public static func captureStream(_ path: String) throws {
+        // Empty, and read as empty by every later open: nothing to put in its place.
+        if path == "/dev/null" { return }
         guard let descriptor = streamDescriptor(path) else {
             let what = kind(path) == .device ? "is a device, not a file; give a file" : "is a named pipe or a socket; give it as a file"
             throw InputError(path: path, message: "\(what), or as <(command), which can be read more than once here")
@@ -81,6 +92,10 @@ public enum FileInfo {
         let copy = anonymousFile()
         guard copy >= 0 else { throw failure("make an in-memory copy") }
         defer { close(copy) }
+        if isatty(descriptor) == 1 {
+            let prompt = "idpipe: reading \(path) from the terminal (what is typed shows); end it with Ctrl-D on a line of its own\n"
+            _ = prompt.utf8CString.withUnsafeBytes { write(2, $0.baseAddress, $0.count - 1) }
+        }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }

@@ -228,7 +228,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         let tally = outcome.tally
         if outcome.alreadyPlanned {
             Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "
-                + "again. To plan afresh (a scheduled run, say), give a new --out or --state.")
+                + "again. To plan afresh (a scheduled run, say), give a new state store: --state, or --out when --state is not given.")
             if let asOf, asOf != outcome.run.asOf {
                 Console.error("idpipe: --as-of \(Timestamp.formatRFC3339(asOf)) was not used: a finished plan keeps its own time")
             }

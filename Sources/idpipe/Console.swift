@@ -46,17 +46,57 @@ final class FileOutput: TextOutputStream, ByteSink {
     let path: String
     private var failure: Int32 = 0
 
+    /// Tests: a disk that holds only this many bytes of each file (writes past them fail with ENOSPC).
+    private var room = ProcessEnvironment.value("IDPIPE_TEST_DISK_BYTES").flatMap(Int.init) ?? .max
+
     init(path: String) throws {
         guard let file = fopen(path, "w") else { throw CommandError("cannot write \(path): \(String(cString: strerror(errno)))") }
         self.file = file
         self.path = path
     }
 
+    /// A new file beside `target`, `NAME.partial.XXXXXX`, created exclusively (a name no other process uses, and no
+    /// link followed), with the mode `target` has or a new file would get.
+    init(stagedBeside target: String) throws {
+        var template = Array((target + ".partial.XXXXXX").utf8CString)
+        let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+        guard descriptor >= 0 else { throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))") }
+        let staged = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var existing = stat()
+        fchmod(descriptor, stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o666 & ~FileOutput.creationMask)
+        guard let file = fdopen(descriptor, "w") else {
+            let reason = String(cString: strerror(errno))
+            Glibc.close(descriptor)
+            unlink(staged)
+            throw CommandError("cannot write \(target): \(reason)")
+        }
+        self.file = file
+        self.path = staged
+    }
+
+    /// The process's umask, read where reading it changes nothing (`umask()` sets it, for every thread).
+    private static let creationMask: mode_t = {
+        guard let status = fopen("/proc/self/status", "r") else { return 0o022 }
+        defer { fclose(status) }
+        var line = [CChar](repeating: 0, count: 256)
+        while fgets(&line, Int32(line.count), status) != nil {
+            let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            if text.hasPrefix("Umask:"), let mask = mode_t(text.dropFirst(6).filter { $0.isNumber }, radix: 8) { return mask }
+        }
+        return 0o022
+    }()
+
     func write(_ string: String) {
-        if fputs(string, file) < 0 && failure == 0 { failure = errno }
+        var string = string
+        string.withUTF8 { write(bytes: UnsafeRawBufferPointer($0)) }
     }
 
     func write(bytes: UnsafeRawBufferPointer) {
+        guard bytes.count <= room else {
+            if failure == 0 { failure = ENOSPC }
+            return
+        }
+        if room != .max { room -= bytes.count }
         if fwrite(bytes.baseAddress, 1, bytes.count, file) < bytes.count && failure == 0 { failure = errno }
     }
 

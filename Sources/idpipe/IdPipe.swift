@@ -27,7 +27,7 @@ struct IdPipe: ParsableCommand {
             // Bad usage exits 2, as the exit codes above say (ArgumentParser's own code for it is 64, EX_USAGE).
             if exitCode(for: error).rawValue == 64 {
                 Console.error(fullMessage(for: error))
-                exit(withError: ExitCode(2))
+                exit(withError: Exit.badInput)
             }
             exit(withError: error)
         }

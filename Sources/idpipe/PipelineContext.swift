@@ -15,7 +15,7 @@ struct PipelineContext {
     let sha256: String
 
     init(path: String) throws {
-        if case .notGiven = FileInfo.kind(path), let problem = FileInfo.kind(path).problem {
+        if case let kind = FileInfo.kind(path), case .notGiven = kind, let problem = kind.problem {
             throw CommandError("cannot read the pipeline file \(path): it \(problem)")
         }
         guard let file = fopen(path, "r") else { throw CommandError("cannot read the pipeline file \(path): \(String(cString: strerror(errno)))") }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import IdPipeExtract
 import IdPipeStore
 
 struct Report: ParsableCommand {
@@ -29,6 +30,9 @@ struct Report: ParsableCommand {
             let writer = ReportWriter(store: store, out: ".", reveal: reportOptions.revealPersonalData, listLimit: listLimit)
             let chosen = ReportWriter.Format(rawValue: format)!
             if let output {
+                if let target = FileInfo.identity(output), ["", "-wal", "-shm"].contains(where: { FileInfo.identity(state + $0) == target }) {
+                    throw CommandError("--output \(output) is the state store (or its WAL) the report is read from")
+                }
                 _ = try writer.write(chosen, to: output)
             } else {
                 var stream = StandardOutput()

@@ -30,11 +30,9 @@ struct ReportWriter {
         }
     }
 
-    static let partialSuffix = ".partial"
-
-    /// Every file the reports of `stem` write in `out`, staged ones included.
+    /// The files the reports of `stem` write in `out` (each first as a staged file of a new name).
     static func outputs(out: String, stem: String) -> [String] {
-        Format.allCases.flatMap { format in ["\(out)/\(fileName(format, stem: stem))", "\(out)/\(fileName(format, stem: stem))\(partialSuffix)"] }
+        Format.allCases.map { "\(out)/\(fileName($0, stem: stem))" }
     }
 
     /// The three files at once, each read on its own connection to the store.
@@ -50,28 +48,31 @@ struct ReportWriter {
         return try written.map { try $0.get() }
     }
 
-    /// Writes one report. A file is written beside its target (`plan.md.partial`) and renamed over it once whole:
-    /// a run stopped while writing, or a full disk, leaves the report as it was, never a truncated one that reads as
-    /// complete to a reviewer. A target that is not a file (`--output /dev/stdout`) is written in place.
+    /// Writes one report. A file is written beside its target (`plan.md.partial.XXXXXX`, a name of its own) and
+    /// renamed over it once whole: a run stopped while writing, or a full disk, leaves the report as it was, never a
+    /// truncated one that reads as complete to a reviewer. A target that is not itself a file (a symlink, a device,
+    /// `--output /dev/stdout`, `/dev/fd/3`) is written in place, through it.
     func write(_ format: Format, to path: String? = nil) throws -> String {
         let target = path ?? "\(out)/\(fileName(format))"
-        let staged: String
-        switch FileInfo.kind(target) {
-        case .missing, .file: staged = target + Self.partialSuffix
-        case let kind where kind.problem != nil: throw CommandError("cannot write \(target): it \(kind.problem ?? "")")
-        default: staged = target
+        if case .notGiven(let descriptor) = FileInfo.kind(target) {
+            throw CommandError("cannot write \(target): descriptor \(descriptor) was not open when idpipe started; open it in the shell (\(descriptor)> file)")
         }
-        let file = try FileOutput(path: staged)
+        guard FileInfo.isPlainFileOrMissing(target) else {
+            let file = try FileOutput(path: target)
+            var stream = file
+            do { try render(format, into: &stream) } catch { try? file.close(); throw error }
+            try file.close()
+            return target
+        }
+        let file = try FileOutput(stagedBeside: target)
         var stream = file
         do {
             try render(format, into: &stream)
             try file.close()
-            if staged != target && rename(staged, target) != 0 {
-                throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))")
-            }
+            if rename(file.path, target) != 0 { throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))") }
         } catch {
             try? file.close()
-            if staged != target { unlink(staged) }
+            unlink(file.path)
             throw error
         }
         return target

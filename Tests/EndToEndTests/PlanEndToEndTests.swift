@@ -316,9 +316,12 @@ struct Binary {
         defer { Binary.removeVariant(descriptor) }
         let pausedOut = Binary.temporaryDirectory()
         let script = #"""
-            exec 5< <(head -n 3 Samples/stored-tokens.jsonl; sleep 0.5; tail -n +4 Samples/stored-tokens.jsonl)
+            set -e
+            # The rest is written only once idpipe holds its lock (it copies the stream after): its reads find none first.
+            exec 5< <(head -n 3 Samples/stored-tokens.jsonl; while [ ! -e "$2/state.sqlite.lock" ]; do sleep 0.05; done; sleep 0.3
+                      tail -n +4 Samples/stored-tokens.jsonl)
             python3 -c 'import fcntl, os; fcntl.fcntl(5, fcntl.F_SETFL, fcntl.fcntl(5, fcntl.F_GETFL) | os.O_NONBLOCK)'
-            exec "$0" plan "$1" --out "$2" --as-of "$3"
+            exec timeout 60 "$0" plan "$1" --out "$2" --as-of "$3"
             """#
         let (paused, pausedOutput) = try runProgram("/bin/bash", ["-c", script, Binary.path, descriptor, pausedOut, asOf])
         #expect(paused == 1, "\(pausedOutput)")
@@ -338,7 +341,12 @@ struct Binary {
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             os.close(terminal)
             os.write(master, open(tokens, "rb").read() + b"\x04")
-            sys.stdout.buffer.write(plan.communicate()[0])
+            try:
+                output = plan.communicate(timeout=60)[0]
+            except subprocess.TimeoutExpired:
+                plan.kill()
+                output = plan.communicate()[0] + b"\n(timed out)"
+            sys.stdout.buffer.write(output)
             sys.exit(plan.returncode)
             """#
         func typed(_ tokens: String) throws -> (Int32, String) {
@@ -354,6 +362,8 @@ struct Binary {
         #expect(changed == 2, "\(changedOutput)")
         #expect(changedOutput.contains("the side input 'stored_tokens' changed"), "\(changedOutput)")
 
+        let (empty, emptyOutput) = try planVariant(replacing: "../Samples/stored-tokens.jsonl", with: "/dev/null")
+        #expect(empty == 1, "/dev/null is an empty input: \(emptyOutput)")
         let (device, deviceOutput) = try planVariant(replacing: "../Samples/stored-tokens.jsonl", with: "/dev/zero")
         #expect(device == 2)
         #expect(deviceOutput.contains("inputs.stored_tokens: /dev/zero: is a device, not a file"), "\(deviceOutput)")
@@ -362,55 +372,46 @@ struct Binary {
         #expect(sourceOutput.contains("source.path: the input /dev/zero is a device, not a file"), "\(sourceOutput)")
     }
 
-    /// Reports are renamed into place once whole: a write that fails (a full disk, here /dev/full behind the staged
-    /// file) leaves the report a reviewer read as it was, and nothing staged behind.
+    /// Reports are renamed into place once whole: a write that fails (a full disk, here one that holds 1000 bytes of
+    /// a file) leaves the report a reviewer read as it was, and nothing staged behind. Targets that are not files
+    /// themselves (stdout redirected to a file, a symlink) are written through, and stay what they were.
     @Test func aReportThatCannotBeWrittenLeavesTheOldOneWhole() throws {
         let out = Binary.temporaryDirectory()
         try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", asOf])
         let reviewed = try String(contentsOfFile: out + "/plan.json", encoding: .utf8)
-        let files = try FileManager.default.contentsOfDirectory(atPath: out)
-        #expect(!files.contains { $0.hasSuffix(".partial") }, "\(files)")
-        let staged = out + "/plan.json.partial"
-        try FileManager.default.createSymbolicLink(atPath: staged, withDestinationPath: "/dev/full")
+        func staged() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains(".partial") } }
+        #expect(try staged().isEmpty)
         let rewrite = ["report", "--state", out + "/state.sqlite", "--format", "json", "--output", out + "/plan.json", "--reveal-personal-data"]
-        let (code, output) = try Binary.run(rewrite)
+        let (code, output) = try Binary.run(rewrite, environment: ["IDPIPE_TEST_DISK_BYTES": "1000"])
         #expect(code == 2)
-        #expect(output.contains("cannot write \(staged): No space left on device"), "\(output)")
+        #expect(output.contains("cannot write \(out)/plan.json.partial.") && output.contains("No space left on device"), "\(output)")
         #expect(try String(contentsOfFile: out + "/plan.json", encoding: .utf8) == reviewed)
-        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: staged)) == nil)
-        // Once it can be written whole, the new report takes the old one's place.
+        #expect(try staged().isEmpty)
+        // Once it can be written whole, the new report takes the old one's place, with the old one's mode.
+        #expect(chmod(out + "/plan.json", 0o640) == 0)
         let (again, againOutput) = try Binary.run(rewrite)
         #expect(again == 0, "\(againOutput)")
-        #expect(try String(contentsOfFile: out + "/plan.json", encoding: .utf8) != reviewed)
-        #expect(!FileManager.default.fileExists(atPath: staged))
-    }
+        let revealed = try String(contentsOfFile: out + "/plan.json", encoding: .utf8)
+        #expect(revealed != reviewed)
+        #expect((try FileManager.default.attributesOfItem(atPath: out + "/plan.json")[.posixPermissions] as? Int) == 0o640)
+        #expect(try staged().isEmpty)
 
-    /// An output that is one of the run's inputs is refused before anything is written: an import file named like
-    /// the export used to truncate the export while the plan read it, and a report could replace an input just the same.
-    @Test func outputsNeverOverwriteInputs() throws {
-        let folder = Binary.temporaryDirectory()
-        let export = folder + "/accounts.json"
-        try FileManager.default.copyItem(atPath: Binary.root.appendingPathComponent("Samples/accounts.json").path, toPath: export)
-        let original = try Data(contentsOf: URL(fileURLWithPath: export))
-        let sameName = folder + "/migrate.yaml"
-        try "version: 1\nname: migrate\nsource: {path: accounts.json}\noutput: {import_json: accounts.json}\n"
-            .write(toFile: sameName, atomically: true, encoding: .utf8)
-        let (code, output) = try Binary.run(["plan", sameName, "--out", folder, "--as-of", asOf])
-        #expect(code == 2)
-        #expect(output.contains("source.path: \(export) is also where this run writes \(folder)/accounts.json"), "\(output)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: export)) == original)
-        #expect(!FileManager.default.fileExists(atPath: folder + "/state.sqlite"))
-
-        let reportName = folder + "/report-name.yaml"
-        try FileManager.default.copyItem(atPath: export, toPath: folder + "/plan.json")
-        try "version: 1\nname: review\nsource: {path: plan.json, format: auth-export-json}\n".write(toFile: reportName, atomically: true, encoding: .utf8)
-        let (reportCode, reportOutput) = try Binary.run(["plan", reportName, "--out", folder, "--as-of", asOf])
-        #expect(reportCode == 2)
-        #expect(reportOutput.contains("source.path: \(folder)/plan.json is also where this run writes \(folder)/plan.json"), "\(reportOutput)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: folder + "/plan.json")) == original)
-        // Another folder is fine.
-        let (elsewhere, elsewhereOutput) = try Binary.run(["plan", sameName, "--out", Binary.temporaryDirectory(), "--as-of", asOf])
-        #expect(elsewhere == 1, "\(elsewhereOutput)")
+        // Standard output redirected to a file: written through /dev/stdout, which stays a link.
+        let (piped, pipedOutput) = try runProgram("/bin/bash", ["-c", #""$0" report --state "$1" --format json --output /dev/stdout --reveal-personal-data > "$2""#,
+                                                                Binary.path, out + "/state.sqlite", out + "/stdout.json"])
+        #expect(piped == 0, "\(pipedOutput)")
+        #expect(try String(contentsOfFile: out + "/stdout.json", encoding: .utf8) == revealed)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: "/dev/stdout")) != nil)
+        // A symlink of the user's: its file gets the report, and the link stays.
+        try FileManager.default.createSymbolicLink(atPath: out + "/link.json", withDestinationPath: out + "/stdout.json")
+        let (linked, _) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "json", "--output", out + "/link.json"])
+        #expect(linked == 0)
+        #expect(try String(contentsOfFile: out + "/stdout.json", encoding: .utf8) == reviewed)
+        #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: out + "/link.json")) == out + "/stdout.json")
+        // Nor may a report replace the state store it is read from.
+        let (onState, onStateOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--output", out + "/state.sqlite"])
+        #expect(onState == 2)
+        #expect(onStateOutput.contains("is the state store"), "\(onStateOutput)")
     }
 
     /// `/dev/fd/N` where the caller forgot to open N named one of idpipe's own descriptors (an eventfd), and the plan

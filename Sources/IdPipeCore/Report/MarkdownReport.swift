@@ -263,11 +263,13 @@ extension Masking {
     /// The id a quarantined row seemed to have. In a row cut short or shifted (a CSV row missing a field, a fragment
     /// of a name broken over lines), the id column holds another field: an email, a name, a phone number. Such a value
     /// is masked as what it looks like; an id is shown as it is.
+    /// Spaces around an id (itself a reason for the quarantine) are kept: the id is shown as the source has it.
     public func quarantinedId(_ value: String?) -> String? {
         guard !reveal, let value else { return value }
-        if value.contains("@") { return email(value) }
-        if value.hasPrefix("+") && value.dropFirst().allSatisfy(\.isNumber) { return phone(value) }
-        if value.contains(where: { $0.isWhitespace }) || !value.allSatisfy(\.isASCII) { return name(value) }
+        let core = value.trimmingSpaces
+        if core.contains("@") { return email(core) }
+        if core.hasPrefix("+") && core.count > 1 && core.dropFirst().allSatisfy(\.isNumber) { return phone(core) }
+        if core.contains(where: \.isWhitespace) { return name(core) }
         return value
     }
 

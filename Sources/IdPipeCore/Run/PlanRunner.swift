@@ -48,7 +48,7 @@ public enum PlanError: Error, CustomStringConvertible {
         switch self {
         case .changedSinceInterruptedRun(let what): "cannot resume: \(what) changed since the interrupted run; start a new state store"
         case .changedSinceFinishedPlan(let what):
-            "the state store holds a finished plan, and \(what) changed since it was made; to plan again, give a new --out (or --state)"
+            "the state store holds a finished plan, and \(what) changed since it was made; to plan again, give a new state store (--state, or --out)"
         case .input(let error): error.description
         }
     }

@@ -92,7 +92,8 @@ struct JSONCursor {
         // Unknown keys are skipped, so a known one with a broken byte ("dis\xFFabled") would be lost without a word.
         if high & UTF8Text.highBits != 0 && UTF8Text.validated(slice) == nil {
             currentKey = nil
-            throw SyntaxError(position: start, field: field, message: "the key '\(String(decoding: slice, as: UTF8.self))' is not valid UTF-8", atEnd: false)
+            // Not quoted: the stored-tokens reader reads its lines with this cursor, and a token may sit anywhere.
+            throw SyntaxError(position: start, field: field, message: "a key of \(slice.count) bytes is not valid UTF-8", atEnd: false)
         }
         position += 1
         return slice

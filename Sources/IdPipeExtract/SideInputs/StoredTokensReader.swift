@@ -6,6 +6,16 @@ extension SideInputReader {
     /// `{"uid","provider":"apple.com","type":"refresh_token|access_token|authorization_code","token","captured_at"}` or
     /// `{"uid","provider":"facebook.com","facebook_id","login":"classic|limited","type"?:"access_token","token"?}`.
     /// Token values are kept in memory only, as `Secret`s; errors never quote them.
+    /// A domain-shaped id (`apple.com`, `oidc.example-idp`): up to 32 characters of dot-separated lower-case labels,
+    /// each starting with a letter. A token (hex, base64url) has no such shape.
+    static func looksLikeProviderId(_ value: String) -> Bool {
+        let labels = value.split(separator: ".", omittingEmptySubsequences: false)
+        return value.utf8.count <= 32 && labels.count >= 2 && labels.allSatisfy { label in
+            guard let first = label.utf8.first, (97...122).contains(first) else { return false }
+            return label.utf8.allSatisfy { $0 == 45 || (48...57).contains($0) || (97...122).contains($0) }
+        }
+    }
+
     public static func storedTokens(_ path: String) throws -> KeyedRows<StoredCredentials> {
         var result = KeyedRows<StoredCredentials>()
         result.reserveCapacity(lineCount(path))
@@ -38,10 +48,7 @@ extension SideInputReader {
                 stored.facebook = StoredFacebookLogin(facebookId: facebookId, login: login, accessToken: token)
             case let other:
                 // Quoted only when it looks like a provider id: a token pasted in the wrong field is not printed.
-                let shown = other.map { value in
-                    value.count <= 32 && value.utf8.allSatisfy { $0 == 46 || $0 == 45 || (48...57).contains($0) || (97...122).contains($0) }
-                        ? "'\(value)'" : "another value (not shown)"
-                }
+                let shown = other.map { value in Self.looksLikeProviderId(value) ? "'\(value)'" : "another value (not shown)" }
                 throw fail("provider: expected apple.com or facebook.com, found \(shown ?? "nothing")")
             }
             result[uid] = stored
