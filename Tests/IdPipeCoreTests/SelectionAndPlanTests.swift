@@ -99,6 +99,15 @@ import Testing
 }
 
 @Suite struct PipelineFileTests {
+    /// A key given twice names the key and its first line, without quoting the file (Yams's message held the whole mapping);
+    /// a byte-order mark before the text is allowed.
+    @Test func duplicateKeysAndAByteOrderMark() throws {
+        let text = "version: 1\nname: x\nsource: {path: a.json}\nname: y\n"
+        let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: text, file: "p.yaml") }
+        #expect(error?.description == "p.yaml:2: not valid YAML: 'name' given twice in one mapping (first here)", "\(String(describing: error))")
+        #expect(try PipelineDefinition.parse(yaml: "\u{FEFF}version: 1\nname: x\nsource: {path: a.json}\n", file: "p.yaml").name == "x")
+    }
+
     @Test func reportsLineAndPathOfAnUnknownKey() {
         let yaml = """
             version: 1

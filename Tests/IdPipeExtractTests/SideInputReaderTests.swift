@@ -141,6 +141,12 @@ import IdPipeTestSupport
         }
     }
 
+    /// A byte-order mark before the first line of the stored tokens is skipped, as in the other inputs.
+    @Test func storedTokensMayStartWithAByteOrderMark() throws {
+        let credentials = try SideInputReader.storedTokens(TemporaryFile.write([0xEF, 0xBB, 0xBF] + Array(tokens.utf8), name: "bom.jsonl"))
+        #expect(credentials["u1"]?.apple?.token.value == "r-secret-1")
+    }
+
     /// A read that fails is an error naming the file, not the end of it: the lines read before would have passed for
     /// the whole list of tokens (or of protected accounts). A folder opens as a file but fails on its first read.
     @Test func aFailedReadIsNotTakenForTheEnd() throws {

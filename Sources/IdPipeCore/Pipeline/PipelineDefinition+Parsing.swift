@@ -5,12 +5,17 @@ extension PipelineDefinition {
     public static func parse(yaml text: String, file: String) throws(PipelineFileError) -> PipelineDefinition {
         let root: Node
         do {
-            guard let node = try Yams.compose(yaml: text) else {
+            // A byte-order mark, as some editors on Windows write one, is not YAML's business.
+            guard let node = try Yams.compose(yaml: text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text) else {
                 throw PipelineFileError(file: file, line: nil, path: "", message: "the file is empty")
             }
             root = node
         } catch let error as PipelineFileError {
             throw error
+        } catch YamlError.duplicatedKeysInMapping(let duplicates, let context) {
+            // Yams's own message quotes the whole mapping (the whole file, for a top-level key).
+            let keys = duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")
+            throw PipelineFileError(file: file, line: context.mark.line, path: "", message: "not valid YAML: \(keys) given twice in one mapping (first here)")
         } catch let error as YamlError {
             throw PipelineFileError(file: file, line: nil, path: "", message: "not valid YAML: \(error)")
         } catch {
