@@ -15,9 +15,8 @@ struct PipelineContext {
     let sha256: String
 
     init(path: String) throws {
-        if case let kind = FileInfo.kind(path), case .notGiven = kind, let problem = kind.problem {
-            throw CommandError("cannot read the pipeline file \(path): it \(problem)")
-        }
+        let kind = FileInfo.kind(path)
+        if case .notGiven = kind, let problem = kind.problem { throw CommandError("cannot read the pipeline file \(path): it \(problem)") }
         guard let file = fopen(path, "r") else { throw CommandError("cannot read the pipeline file \(path): \(String(cString: strerror(errno)))") }
         defer { fclose(file) }
         var bytes: [UInt8] = []
@@ -79,7 +78,7 @@ struct PipelineContext {
         for output in outputs {
             guard let identity = FileInfo.identity(output), let input = known.first(where: { $0.2 == identity }) else { continue }
             throw CommandError("\(path): \(input.0): \(input.1) is also where this run writes \(output), which would overwrite it; "
-                + "choose another --out folder (or output name)")
+                + "choose another --out folder, --state or output name")
         }
     }
 

@@ -2,10 +2,6 @@ import IdPipeCore
 import IdPipeCrypto
 
 extension SideInputReader {
-    /// JSON Lines, one credential a line:
-    /// `{"uid","provider":"apple.com","type":"refresh_token|access_token|authorization_code","token","captured_at"}` or
-    /// `{"uid","provider":"facebook.com","facebook_id","login":"classic|limited","type"?:"access_token","token"?}`.
-    /// Token values are kept in memory only, as `Secret`s; errors never quote them.
     /// A domain-shaped id (`apple.com`, `oidc.example-idp`): up to 32 characters of dot-separated lower-case labels,
     /// each starting with a letter. A token (hex, base64url) has no such shape.
     static func looksLikeProviderId(_ value: String) -> Bool {
@@ -16,6 +12,10 @@ extension SideInputReader {
         }
     }
 
+    /// JSON Lines, one credential a line:
+    /// `{"uid","provider":"apple.com","type":"refresh_token|access_token|authorization_code","token","captured_at"}` or
+    /// `{"uid","provider":"facebook.com","facebook_id","login":"classic|limited","type"?:"access_token","token"?}`.
+    /// Token values are kept in memory only, as `Secret`s; errors never quote them.
     public static func storedTokens(_ path: String) throws -> KeyedRows<StoredCredentials> {
         var result = KeyedRows<StoredCredentials>()
         result.reserveCapacity(lineCount(path))
