@@ -79,11 +79,11 @@ public enum FileInfo {
     /// Call it for a `.stream` or `.device` path: a terminal on stdin is read up to its end of input (Ctrl-D) the
     /// same way (a prompt on stderr says so). `/dev/null` is left as it is. Throws for a named pipe, socket or other
     /// device, which cannot be redirected so.
-    public static func captureStream(_ path: String) throws {
+    public static func captureStream(_ path: String, kind: Kind) throws {
         // Empty, and read as empty by every later open: nothing to put in its place.
         if path == "/dev/null" { return }
         guard let descriptor = streamDescriptor(path) else {
-            let what = kind(path) == .device ? "is a device, not a file; give a file" : "is a named pipe or a socket; give it as a file"
+            let what = kind == .device ? "is a device, not a file; give a file" : "is a named pipe or a socket; give it as a file"
             throw InputError(path: path, message: "\(what), or as <(command), which can be read more than once here")
         }
         func failure(_ what: String) -> InputError {

@@ -57,22 +57,16 @@ struct ReportWriter {
         if case .notGiven(let descriptor) = FileInfo.kind(target) {
             throw CommandError("cannot write \(target): descriptor \(descriptor) was not open when idpipe started; open it in the shell (\(descriptor)> file)")
         }
-        guard FileInfo.isPlainFileOrMissing(target) else {
-            let file = try FileOutput(path: target)
-            var stream = file
-            do { try render(format, into: &stream) } catch { try? file.close(); throw error }
-            try file.close()
-            return target
-        }
-        let file = try FileOutput(stagedBeside: target)
+        let staged = FileInfo.isPlainFileOrMissing(target)
+        let file = staged ? try FileOutput(stagedBeside: target) : try FileOutput(path: target)
         var stream = file
         do {
             try render(format, into: &stream)
             try file.close()
-            if rename(file.path, target) != 0 { throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))") }
+            if staged && rename(file.path, target) != 0 { throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))") }
         } catch {
             try? file.close()
-            unlink(file.path)
+            if staged { unlink(file.path) }
             throw error
         }
         return target

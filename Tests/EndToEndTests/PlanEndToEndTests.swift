@@ -235,6 +235,18 @@ struct Binary {
         #expect(format == 2)
     }
 
+    /// Plans a variant that must be refused as bad input (exit 2), saying `message`.
+    func expectRefused(replacing old: String, with new: String, saying message: String,
+                       sourceLocation: SourceLocation = #_sourceLocation) throws {
+        let (code, output) = try planVariant(replacing: old, with: new)
+        #expect(code == 2, "\(output)", sourceLocation: sourceLocation)
+        #expect(output.contains(message), "\(output)", sourceLocation: sourceLocation)
+    }
+
+    /// The cleanup pipeline's `source` line, for `expectRefused`, with the export at `path`.
+    static let exportLine = "path: ../Samples/accounts.json"
+    static func export(at path: String) -> String { "path: \(path)\n  format: auth-export-json" }
+
     /// Plans a copy of the cleanup pipeline with `old` replaced by `new`, into a fresh folder; the copy is removed after.
     func planVariant(replacing old: String, with new: String) throws -> (Int32, String) {
         let pipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: old, with: new)
@@ -290,14 +302,10 @@ struct Binary {
         // A named pipe cannot be put back in its place: refused by name, before anything is read from it.
         let fifo = Binary.temporaryDirectory() + "/tokens.fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
-        let (namedCode, namedOutput) = try planVariant(replacing: "../Samples/stored-tokens.jsonl", with: fifo)
-        #expect(namedCode == 2)
-        #expect(namedOutput.contains("inputs.stored_tokens: \(fifo): is a named pipe or a socket"), "\(namedOutput)")
+        try expectRefused(replacing: "../Samples/stored-tokens.jsonl", with: fifo, saying: "inputs.stored_tokens: \(fifo): is a named pipe or a socket")
 
         // Nothing is written to the pipe: idpipe stops before reading it, and a write after its exit would raise SIGPIPE here.
-        let (refused, refusal) = try planVariant(replacing: "path: ../Samples/accounts.json", with: "path: /dev/stdin\n  format: auth-export-json")
-        #expect(refused == 2)
-        #expect(refusal.contains("source.path: the input /dev/stdin is a pipe"), "\(refusal)")
+        try expectRefused(replacing: Self.exportLine, with: Self.export(at: "/dev/stdin"), saying: "source.path: the input /dev/stdin is a pipe")
         // Nor may the pipeline file be a pipe: resume and apply read it again.
         let pipelineText = try String(contentsOfFile: Binary.root.appendingPathComponent("Pipelines/review-relay-accounts.yaml").path, encoding: .utf8)
         let (pipedPipeline, pipedOutput) = try runProgram(Binary.path, ["plan", "/dev/stdin", "--out", Binary.temporaryDirectory()], input: pipelineText)
@@ -364,12 +372,8 @@ struct Binary {
 
         let (empty, emptyOutput) = try planVariant(replacing: "../Samples/stored-tokens.jsonl", with: "/dev/null")
         #expect(empty == 1, "/dev/null is an empty input: \(emptyOutput)")
-        let (device, deviceOutput) = try planVariant(replacing: "../Samples/stored-tokens.jsonl", with: "/dev/zero")
-        #expect(device == 2)
-        #expect(deviceOutput.contains("inputs.stored_tokens: /dev/zero: is a device, not a file"), "\(deviceOutput)")
-        let (source, sourceOutput) = try planVariant(replacing: "path: ../Samples/accounts.json", with: "path: /dev/zero\n  format: auth-export-json")
-        #expect(source == 2)
-        #expect(sourceOutput.contains("source.path: the input /dev/zero is a device, not a file"), "\(sourceOutput)")
+        try expectRefused(replacing: "../Samples/stored-tokens.jsonl", with: "/dev/zero", saying: "inputs.stored_tokens: /dev/zero: is a device, not a file")
+        try expectRefused(replacing: Self.exportLine, with: Self.export(at: "/dev/zero"), saying: "source.path: the input /dev/zero is a device, not a file")
     }
 
     /// Reports are renamed into place once whole: a write that fails (a full disk, here one that holds 1000 bytes of
@@ -441,9 +445,7 @@ struct Binary {
         let (_, described) = try Binary.run(["validate", sideFolder])
         #expect(described.contains("side input deletion_requests: \(folder)  (is a folder, not a file)"), "\(described)")
         #expect(described.contains("select: deletion requested; 1 protection rule\n"), "\(described)")
-        let (sourceCode, sourceOutput) = try planVariant(replacing: "path: ../Samples/accounts.json", with: "path: \(folder)\n  format: auth-export-json")
-        #expect(sourceCode == 2)
-        #expect(sourceOutput.contains("source.path: the input \(folder) is a folder, not a file"), "\(sourceOutput)")
+        try expectRefused(replacing: Self.exportLine, with: Self.export(at: folder), saying: "source.path: the input \(folder) is a folder, not a file")
     }
 
     @Test func migrationWritesAnImportFileThatIsValidJSON() throws {

@@ -258,36 +258,3 @@ extension String {
         hasPrefix(prefix) ? replacement + dropFirst(prefix.count) : self
     }
 }
-
-extension Masking {
-    /// The id a quarantined row seemed to have. In a row cut short or shifted (a CSV row missing a field, a fragment
-    /// of a name broken over lines), the id column holds another field: an email, a name, a phone number. Such a value
-    /// is masked as what it looks like; an id is shown as it is.
-    /// Spaces around an id (itself a reason for the quarantine) are kept: the id is shown as the source has it.
-    public func quarantinedId(_ value: String?) -> String? {
-        guard !reveal, let value else { return value }
-        let core = value.trimmingSpaces
-        if core.contains("@") { return email(core) }
-        if core.hasPrefix("+") && core.count > 1 && core.dropFirst().allSatisfy(\.isNumber) { return phone(core) }
-        if core.contains(where: \.isWhitespace) { return name(core) }
-        return value
-    }
-
-    /// Quarantine reasons quote the bad value (`'x@@y' has more than one @`); mask it like the field it came from.
-    public func quotedValues(in reason: String, field: String) -> String {
-        guard !reveal, let open = reason.firstIndex(of: "'"),
-              let close = reason[reason.index(after: open)...].firstIndex(of: "'") else { return reason }
-        let value = String(reason[reason.index(after: open)..<close])
-        let masked: String
-        if field.hasSuffix("email") {
-            masked = email(value)
-        } else if field.hasSuffix("phoneNumber") {
-            masked = phone(value)
-        } else if field.hasSuffix("displayName") {
-            masked = name(value)
-        } else {
-            return reason
-        }
-        return String(reason[..<open]) + "'" + masked + "'" + reason[reason.index(after: close)...]
-    }
-}
