@@ -103,4 +103,18 @@ import Testing
         let account = Account(localId: "1", email: "jane.doe@privaterelay.appleid.com")
         #expect(NameBackfill.plan(account, isRelay: true, legacy: nil, sources: [.emailLocalPart]) == .noSource("no configured source has a name"))
     }
+
+    /// A name the API would refuse is passed over for the next source, and named when no source has one.
+    @Test func aNameTooLongIsPassedOverAndSaidSo() {
+        let long = LegacyName(givenName: String(repeating: "a", count: 250), familyName: "Doe-Smithson", consent: true)
+        let withFacebook = Account(localId: "1", providers: [ProviderLink(providerId: "facebook.com", rawId: "9", displayName: "Jane F")])
+        #expect(NameBackfill.plan(withFacebook, isRelay: false, legacy: long, sources: sources)
+            == .fill(NameUpdate(name: "Jane F", source: .provider("facebook.com"))))
+        #expect(NameBackfill.plan(Account(localId: "2"), isRelay: false, legacy: long, sources: sources)
+            == .noSource("the legacy name is longer than 256 characters"))
+        // 256 characters is still a name.
+        let longest = LegacyName(givenName: String(repeating: "a", count: 250), familyName: "Smith", consent: true)
+        #expect(NameBackfill.plan(Account(localId: "3"), isRelay: false, legacy: longest, sources: sources)
+            == .fill(NameUpdate(name: String(repeating: "a", count: 250) + " Smith", source: .legacy)))
+    }
 }

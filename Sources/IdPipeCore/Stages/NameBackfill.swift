@@ -19,6 +19,17 @@ public enum NameBackfill {
     ) -> NameOutcome {
         guard account.displayName == nil else { return .present }
         var skippedForConsent = false
+        // A source whose name the API would refuse is passed over, and said so when no later source has one.
+        var unusable: String?
+        func usable(_ raw: String, from source: NameSource) -> String? {
+            var repairs = RepairSet()
+            switch DisplayNameCleaner.clean(raw, repairs: &repairs) {
+            case .success(let value): return value
+            case .failure(let reason):
+                if unusable == nil { unusable = "the \(source) name \(reason.text)" }
+                return nil
+            }
+        }
         for source in sources {
             switch source {
             case .legacy:
@@ -27,10 +38,10 @@ public enum NameBackfill {
                     skippedForConsent = true
                     continue
                 }
-                let name = cleaned(NameFormatting.fullName(given: legacy.givenName, family: legacy.familyName))
+                let name = usable(NameFormatting.fullName(given: legacy.givenName, family: legacy.familyName), from: source)
                 if let name { return .fill(NameUpdate(name: name, source: .legacy)) }
             case .provider(let id):
-                guard let link = account.provider(id), let raw = link.displayName, let name = cleaned(raw) else { continue }
+                guard let link = account.provider(id), let raw = link.displayName, let name = usable(raw, from: source) else { continue }
                 // A name from another login links identifying data to an anonymised Apple ID: only with consent.
                 if isRelay && id != ProviderID.apple && !(legacy?.consent ?? false) {
                     skippedForConsent = true
@@ -44,12 +55,7 @@ public enum NameBackfill {
                 return .fill(NameUpdate(name: name, source: .emailLocalPart))
             }
         }
-        return .noSource(skippedForConsent ? "relay account: no source with consent" : "no configured source has a name")
-    }
-
-    private static func cleaned(_ raw: String) -> String? {
-        var repairs = RepairSet()
-        if case .success(let value) = DisplayNameCleaner.clean(raw, repairs: &repairs) { return value }
-        return nil
+        if skippedForConsent { return .noSource("relay account: no source with consent") }
+        return .noSource(unusable ?? "no configured source has a name")
     }
 }
