@@ -17,11 +17,24 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         configuration.busyMode = .timeout(5)
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)
+            try queue.read { db in try Self.refuseForeign(db, path: path) }
             _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
             try Self.migrator.migrate(queue)
+        } catch let error as StoreError {
+            throw error
         } catch {
             throw StoreError.cannotOpen(path: path, underlying: "\(error)")
         }
+    }
+
+    /// A database with tables is a state store only if its migrations include idpipe's first: another program's
+    /// database given by mistake is left as it was (no journal mode, no tables added).
+    private static func refuseForeign(_ db: Database, path: String) throws {
+        let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
+        guard !tables.isEmpty else { return }
+        if tables.contains("grdb_migrations"),
+           try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM grdb_migrations WHERE identifier = 'v1-plan')") == true { return }
+        throw StoreError.notAStateStore(path: path, tables: tables)
     }
 
     /// Another connection to an existing store, for reading only (the reports read on several at once: WAL lets them).
@@ -130,9 +143,13 @@ public enum StoreError: Error, CustomStringConvertible {
     case cannotOpen(path: String, underlying: String)
     case corrupt(String)
     case locked(path: String, holder: String)
+    case notAStateStore(path: String, tables: [String])
 
     public var description: String {
         switch self {
+        case .notAStateStore(let path, let tables):
+            "\(path) is an SQLite database but not an idpipe state store (its tables: "
+                + tables.prefix(5).joined(separator: ", ") + (tables.count > 5 ? ", …" : "") + "); it was left as it was: give --state a new file"
         case .locked(let path, let holder):
             "the state store \(path) is in use by \(holder); wait for it to finish (or stop it: an interrupted run resumes) before starting another"
         case .cannotOpen(let path, let underlying): "cannot open the state store \(path): \(underlying)"

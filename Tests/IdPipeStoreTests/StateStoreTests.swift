@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 import IdPipeTestSupport
 import Logging
@@ -324,6 +325,29 @@ final class CountingFingerprint: InputFingerprint {
         #expect(!(try Self.queryPlan(reopened, StateStore.pendingSequencesSQL)).contains { $0.contains("TEMP B-TREE") })
     }
 
+
+    /// Another program's database given as `--state` is refused and left unchanged (before, idpipe's tables were
+    /// added to it and its journal switched to WAL); an empty file and idpipe's own store open.
+    @Test func anotherProgramsDatabaseIsRefusedUntouched() throws {
+        let folder = TemporaryFile.directory("foreign-store")
+        let path = folder + "/app.db"
+        do {
+            let app = try DatabaseQueue(path: path)
+            try app.write { db in try db.execute(sql: "CREATE TABLE users (id INTEGER PRIMARY KEY, email TEXT); INSERT INTO users VALUES (1, 'a@b.c')") }
+        }
+        let before = try Data(contentsOf: URL(fileURLWithPath: path))
+        #expect {
+            try StateStore(path: path)
+        } throws: { error in
+            "\(error)" == "\(path) is an SQLite database but not an idpipe state store (its tables: users); it was left as it was: give --state a new file"
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
+        #expect(!FileManager.default.fileExists(atPath: path + "-wal"))
+        let empty = folder + "/empty.sqlite"
+        #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
+        _ = try StateStore(path: empty)
+        _ = try StateStore(path: empty)
+    }
     @Test(arguments: [[], ["google.com"], ["google.com", "apple.com"], ["apple.com", "google.com"], ["apple.com", "apple.com"],
                       ["twitter.com", "facebook.com", "apple.com"]])
     func providerListIsSortedAndSpaced(_ ids: [String]) {
