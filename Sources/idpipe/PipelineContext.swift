@@ -102,8 +102,21 @@ struct PipelineContext {
     }
 
     /// What `validate` says of an input that plan could not read; nothing when it can.
-    private func fileProblem(_ path: String) -> String {
-        FileInfo.kind(path).problem.map { "  (\($0))" } ?? ""
+    private func fileProblem(_ path: String, isExport: Bool = false) -> String {
+        inputProblem(path, isExport: isExport).map { "  (\($0))" } ?? ""
+    }
+
+    private func inputProblem(_ path: String, isExport: Bool = false) -> String? {
+        if isExport && FileInfo.kind(path) == .stream { return "a pipe, but the export must be a file" }
+        return FileInfo.kind(path).problem
+    }
+
+    /// The inputs plan could not read now (the export and the side inputs), by path.
+    func unreadableInputs() -> [String] {
+        var paths: [String] = []
+        if definition.source.format != .identityToolkit, inputProblem(sourcePath, isExport: true) != nil { paths.append(sourcePath) }
+        for (_, path) in sideInputPaths where inputProblem(path) != nil { paths.append(path) }
+        return paths
     }
 
     /// What a stage would do, in words, for `validate`.
@@ -113,8 +126,7 @@ struct PipelineContext {
         if d.source.format == .identityToolkit {
             lines.append("extract: the live API (accounts:batchGet pages of 1000; the page token is checkpointed)")
         } else {
-            let problem = FileInfo.kind(sourcePath) == .stream ? "  (a pipe, but the export must be a file)" : fileProblem(sourcePath)
-            lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + problem)
+            lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + fileProblem(sourcePath, isExport: true))
         }
         for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + fileProblem(path)) }
         lines.append("normalize: " + (d.stages.normalize ? "on" : "off"))

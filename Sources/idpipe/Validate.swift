@@ -6,7 +6,8 @@ struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a pipeline file and print what it would do.",
         discussion: """
-            Reads nothing but the pipeline file; says which inputs are missing or are folders. Exit code 2 when the file is invalid.
+            Reads nothing but the pipeline file; says which inputs are missing or are folders. Exit code 2 when the file is \
+            invalid or an input could not be read.
             With --check-services it also signs in to each configured service without changing anything \
             (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
             Facebook: an app access token). Exit code 2 when a service refuses the credentials.
@@ -34,6 +35,10 @@ struct Validate: ParsableCommand {
             if results.isEmpty { Console.out("services: none configured") }
             for (ok, line) in results { Console.out((ok ? "ok: " : "FAILED: ") + line) }
             if results.contains(where: { !$0.ok }) { throw fail("\(pipeline): a service refused the configuration") }
+        }
+        let unreadable = context.unreadableInputs()
+        guard unreadable.isEmpty else {
+            throw fail("\(pipeline): the file is valid, but plan could not read " + unreadable.joined(separator: ", ") + " (see above)")
         }
         Console.out("\(pipeline): valid")
     }
