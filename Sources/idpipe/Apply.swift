@@ -16,11 +16,16 @@ struct ApplyOptions: ParsableArguments {
     @Flag(name: .long, help: "Carry out the plan without asking (scheduled jobs). Without it, apply asks on a terminal and refuses otherwise.")
     var yes = false
 
-    @Option(name: .long, help: ArgumentHelp("Delete at most this many accounts in this run (counting earlier sessions); lowers the pipeline's guards.", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional,
+            help: ArgumentHelp("Delete at most this many accounts in this run (counting earlier sessions); lowers the pipeline's guards.", valueName: "n"))
     var maxDeletions: Int?
 
     @Flag(name: .long, help: "Log every retry and service detail to stderr.")
     var verbose = false
+
+    func validate() throws {
+        if let maxDeletions, maxDeletions < 0 { throw ValidationError("--max-deletions must be 0 or more") }
+    }
 }
 
 /// Where an existing run is: its state store, and where its reports go.
@@ -184,6 +189,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             throw CommandError("\(context.path): the pipeline file is a pipe; resume and apply read it again from its path, so save it to a file first")
         }
         try makeDirectory(out)
+        try makeDirectory(folder(of: statePath))
         let importFile = context.definition.output.importJSON.map { ["\(out)/\($0)"] } ?? []
         try context.refuseOutputsOverInputs(ReportWriter.outputs(out: out, stem: "plan") + importFile
             + ["", "-wal", "-shm", ".lock"].map { statePath + $0 })

@@ -27,7 +27,8 @@ struct Plan: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Plan as of this moment (RFC 3339) instead of now; for reproducible reports.", valueName: "time"))
     var asOf: String?
 
-    @Option(name: .long, help: ArgumentHelp("Worker threads. Default: the number of cores.", valueName: "n"))
+    // Unconditional, so `--workers -1` reaches validate() instead of being taken for an option.
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Worker threads. Default: the number of cores.", valueName: "n"))
     var workers: Int?
 
     @Flag(name: .long, help: "Log progress details to stderr.")

@@ -14,13 +14,14 @@ struct Report: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
     var output: String?
 
-    @Option(name: .long, help: "How many accounts each Markdown list shows.")
+    @Option(name: .long, parsing: .unconditional, help: "How many accounts each Markdown list shows.")
     var listLimit: Int = 50
 
     @OptionGroup var reportOptions: ReportOptions
 
     func validate() throws {
         guard ReportWriter.Format(rawValue: format) != nil else { throw ValidationError("--format must be md, json or csv") }
+        guard listLimit >= 0 else { throw ValidationError("--list-limit must be 0 or more") }
     }
 
     func run() throws {

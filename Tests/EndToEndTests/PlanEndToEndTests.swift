@@ -233,6 +233,13 @@ struct Binary {
         #expect(usageOutput.contains("Missing expected argument '<pipeline>'"), "\(usageOutput)")
         let (format, _) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "xml"])
         #expect(format == 2)
+        // A negative count is refused for what it is, not taken for an unknown option ("Missing value").
+        for (arguments, message) in [(["plan", strict, "--workers", "-1"], "--workers must be at least 1"),
+                                     (["report", "--state", out + "/state.sqlite", "--list-limit", "-1"], "--list-limit must be 0 or more"),
+                                     (["apply", "--state", out + "/state.sqlite", "--max-deletions", "-3"], "--max-deletions must be 0 or more")] {
+            let (code, output) = try Binary.run(arguments)
+            #expect(code == 2 && output.contains(message), "\(arguments): \(output)")
+        }
     }
 
     /// Plans a variant that must be refused as bad input (exit 2), saying `message`.
@@ -442,10 +449,22 @@ struct Binary {
         let (code, output) = try Binary.run(["plan", sideFolder, "--out", Binary.temporaryDirectory()])
         #expect(code == 2)
         #expect(output.contains("inputs.deletion_requests: \(folder) is a folder, not a file"), "\(output)")
-        let (_, described) = try Binary.run(["validate", sideFolder])
+        let (validateCode, described) = try Binary.run(["validate", sideFolder])
         #expect(described.contains("side input deletion_requests: \(folder)  (is a folder, not a file)"), "\(described)")
         #expect(described.contains("select: deletion requested; 1 protection rule\n"), "\(described)")
+        // An input plan could not read fails validate too, naming it (a scheduled job checks before it runs).
+        #expect(validateCode == 2 && described.contains("the file is valid, but plan could not read \(folder)"), "\(described)")
+        let (goodCode, good) = try Binary.run(["validate", "Pipelines/cleanup-deleted-accounts.yaml"])
+        #expect(goodCode == 0 && good.hasSuffix("Pipelines/cleanup-deleted-accounts.yaml: valid\n"), "\(good)")
         try expectRefused(replacing: Self.exportLine, with: Self.export(at: folder), saying: "source.path: the input \(folder) is a folder, not a file")
+    }
+
+    /// The state store's folder is made like the output folder (before, plan failed naming the store's `.lock`).
+    @Test func theStateFolderIsMade() throws {
+        let state = Binary.temporaryDirectory() + "/not/yet/state.sqlite"
+        let (code, output) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", Binary.temporaryDirectory(), "--state", state,
+                                             "--as-of", asOf])
+        #expect(code == 1 && output.contains("state: \(state)"), "\(output)")
     }
 
     @Test func migrationWritesAnImportFileThatIsValidJSON() throws {
