@@ -247,6 +247,22 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(summary(records) == ["1:quarantine:record", "2:quarantine:emailVerified", "3:u3"])
     }
 
+    /// A row of 52 fields is read as a row without its trailing comma; a fault in it says a field may be missing, and
+    /// a flag where the email should be (a field missing before it) is caught here rather than as a bad email.
+    @Test func aRowOfFiftyTwoFieldsSaysAFieldMayBeMissing() throws {
+        func short(_ fields: [Int: String]) -> String { String(row(fields).dropLast(2)) + "\n" }
+        let missingEmail = [0: "u2", 1: "true", 22: "1608693364100"]  // emailVerified and createdAt, each one column early
+        let text = short([0: "u1", 1: "a@example.com", 23: "1608693364100"]) + short(missingEmail) + short([0: "u3", 26: "sometimes"])
+        let path = TemporaryFile.write(text, name: "export.csv")
+        let batch = try #require(try CSVSource.authExport(path: path).nextBatch(records: 10, parts: 1))
+        let records = batch.decode(part: 0)
+        #expect(summary(records) == ["1:u1", "2:quarantine:email", "3:quarantine:disabled"])
+        let hint = "; the row has one field too few (52, and no empty field after a trailing comma): a field may be missing and the columns after it shifted"
+        guard case .malformed(let second) = records[1], case .malformed(let third) = records[2] else { return }
+        #expect(second.reason == "has no @ (column 2)" + hint)
+        #expect(third.reason.hasSuffix(hint) && third.reason.hasPrefix("'sometimes'"), "\(third.reason)")
+    }
+
     /// Invalid UTF-8 is quarantined under the field's JSON name (as every other CSV issue), with the column in the reason.
     @Test func invalidUTF8NamesTheFieldAndColumn() throws {
         var bytes = Array(row([0: "u1", 5: "Jane\u{1}"]).utf8)

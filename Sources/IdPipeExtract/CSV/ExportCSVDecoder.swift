@@ -30,6 +30,15 @@ struct ExportCSVDecoder: CSVRecordDecoder {
     }
 
     func decode(_ record: CSVRecord) -> Result<Account, RecordIssue> {
+        let result = decodeColumns(record)
+        // 52 fields is a row without its trailing comma (a file saved again by a spreadsheet), or a row missing a
+        // field, whose later columns then hold their neighbours' values: a fault found in it says so.
+        guard record.count == Self.columnCount, case .failure(var issue) = result else { return result }
+        issue.reason += "; the row has one field too few (52, and no empty field after a trailing comma): a field may be missing and the columns after it shifted"
+        return .failure(issue)
+    }
+
+    private func decodeColumns(_ record: CSVRecord) -> Result<Account, RecordIssue> {
         let count = record.count
         guard count == Self.columnCount + 1 || count == Self.columnCount else {
             return .failure(RecordIssue(field: "record", reason: "has \(count) fields; an auth:export row has 52 and a trailing comma"))
@@ -44,6 +53,9 @@ struct ExportCSVDecoder: CSVRecordDecoder {
         // the account).
         var account = Account(localId: record.text(0) ?? "")
         account.email = record.text(1)
+        if count == Self.columnCount, let email = account.email, !email.utf8.contains(UInt8(ascii: "@")) {
+            return .failure(RecordIssue(field: "email", reason: "has no @ (column 2)"))
+        }
         account.passwordHash = record.text(3)
         account.salt = record.text(4)
         account.displayName = record.text(5)
