@@ -104,6 +104,12 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         let text = "{\"users\": [\n" + users.prefix(2).joined(separator: ",\n")
         let records = summary(try readRecords(text))
         #expect(records == ["2:u1", "13:u2", "23:quarantine:file"], "\(records)")
+        // Cut after the array: quarantined the same way (it stopped the plan with exit 2, as if the JSON were broken).
+        let cut = summary(try readRecords(text + "]\n"))
+        #expect(cut == ["2:u1", "13:u2", "24:quarantine:file"], "\(cut)")  // where the file ends
+        #expect(summary(try readRecords(text + "]}")) == ["2:u1", "13:u2"])
+        let junk = summary(try readRecords(text + "] x"))
+        #expect(junk.count == 3 && junk[2].hasPrefix("fatal:") && junk[2].contains("expected } after the users array"), "\(junk)")
     }
 
     @Test func unbalancedQuoteCostsOneAccount() throws {

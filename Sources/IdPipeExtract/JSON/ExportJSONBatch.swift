@@ -55,7 +55,13 @@ struct ExportJSONBatch: RawBatch {
                 do throws(JSONCursor.SyntaxError) {
                     try cursor.expect(UInt8(ascii: "}"))
                 } catch {
-                    each(fatal(position(cursor.position, line: baseLine + cursor.newlines), "expected } after the users array: \(error.message)"))
+                    let where_ = position(cursor.position, line: baseLine + cursor.newlines)
+                    // Cut short after the array, like a file cut inside it: every account was read, so it is quarantined the same way.
+                    if error.atEnd && lastPart {
+                        each(.malformed(QuarantineEntry(position: where_, localId: nil, field: "file", reason: "the file ends before the closing } (truncated?)")))
+                    } else {
+                        each(fatal(where_, "expected } after the users array: \(error.message)"))
+                    }
                     return
                 }
                 closed = true
