@@ -248,8 +248,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             Console.error("idpipe: stopped by a guard: \(verdict)")
             return Exit.stoppedByGuard
         }
-        if tally["accounts.quarantined"] > 0 {
-            Console.error("idpipe: \(tally["accounts.quarantined"]) input rows were quarantined; see the Quarantine section of \(out)/plan.md")
+        if tally.quarantineRows > 0 {
+            let cut = tally["quarantine.field.file"] > 0 ? " (the input ends early)" : ""
+            Console.error("idpipe: \(tally.quarantineRows) input rows were quarantined\(cut); see the Quarantine section of \(out)/plan.md")
             return Exit.doneWithFailures
         }
         return nil

@@ -38,6 +38,9 @@ public struct MarkdownReport {
             ["disabled", "\(tally["accounts.disabled"])"],
             ["with no exported provider", "\(tally["accounts.no-providers"])"],
         ])
+        if tally["quarantine.field.file"] > 0 {
+            out.write("\n**The input ends early** (truncated?): the export may hold accounts that were not read. See the Quarantine section.\n")
+        }
 
         section(&out, "Providers")
         table(&out, ["provider", "linked accounts"], ProviderID.reported.compactMap { id in
@@ -111,7 +114,7 @@ public struct MarkdownReport {
         }
 
         section(&out, "Quarantine")
-        let quarantined = tally["accounts.quarantined"]
+        let quarantined = tally.quarantineRows
         if quarantined == 0 {
             out.write("No input row was quarantined.\n")
         } else {

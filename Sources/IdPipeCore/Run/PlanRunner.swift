@@ -174,7 +174,7 @@ public final class PlanRunner {
             committer.submit(next)
             batches += 1
             progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
-                                   quarantined: tally["accounts.quarantined"], elapsedSeconds: clock() - started))
+                                   quarantined: tally.quarantineRows, elapsedSeconds: clock() - started))
             if shouldStop?(batches) == true {
                 try committer.drain()
                 return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)

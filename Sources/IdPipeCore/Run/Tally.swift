@@ -18,6 +18,12 @@ public struct Tally: Sendable, Equatable, Codable {
         for (key, value) in other.counts { counts[key, default: 0] += value }
     }
 
+    /// Rows in the quarantine: the accounts set aside, and faults of the file itself (it ends early), which are
+    /// quarantined to be seen and to set the exit code but are no account.
+    public var quarantineRows: Int {
+        self["accounts.quarantined"] + self["quarantine.field.file"]
+    }
+
     /// The values whose key starts with `prefix`, keyed by the rest of the name.
     public func group(_ prefix: String) -> [(String, Int)] {
         counts.filter { $0.key.hasPrefix(prefix) }.map { (String($0.key.dropFirst(prefix.count)), $0.value) }.sorted { $0.0 < $1.0 }
@@ -129,9 +135,10 @@ public struct TallyCounter: Sendable {
     public func tally() -> Tally {
         var tally = Tally()
         func put(_ key: String, _ value: Int) { if value != 0 { tally.add(key, value) } }
-        put("accounts.read", slots[Slot.accounts] + slots[Slot.quarantined])
+        let accountsQuarantined = slots[Slot.quarantined] - (keyed["quarantine.field.file"] ?? 0)
+        put("accounts.read", slots[Slot.accounts] + accountsQuarantined)
         put("accounts.processed", slots[Slot.accounts])
-        put("accounts.quarantined", slots[Slot.quarantined])
+        put("accounts.quarantined", accountsQuarantined)
         put("accounts.disabled", slots[Slot.disabled])
         put("accounts.no-providers", slots[Slot.noProviders])
         for relay in RelayClass.allCases { put("relay.\(relay.name)", slots[Slot.relayBase + relay.rawValue]) }
