@@ -35,17 +35,43 @@ struct ReportWriter {
         Format.allCases.map { "\(out)/\(fileName($0, stem: stem))" }
     }
 
-    /// The three files at once, each read on its own connection to the store.
+    /// The three files at once, each read on its own connection to the store. They replace the previous three only
+    /// when all three were rendered whole: one that fails leaves the others as they were too, never a new ledger
+    /// beside the plan it does not belong to.
     func writeAll() throws -> [String] {
         let formats = Format.allCases
-        let written = WorkerPool(width: formats.count).map(formats.count) { index -> Result<String, any Error> in
+        let results = WorkerPool(width: formats.count).map(formats.count) { index -> Result<Rendered, any Error> in
             Result {
                 var writer = self
                 if index > 0 && store.path != ":memory:" { writer.store = try StateStore(readingFrom: store.path) }
-                return try writer.write(formats[index])
+                return try writer.stage(formats[index])
             }
         }
-        return try written.map { try $0.get() }
+        let rendered = results.compactMap { try? $0.get() }
+        if rendered.count < results.count {
+            for report in rendered { report.discard() }
+            for result in results { _ = try result.get() }
+        }
+        for report in rendered { try report.publish() }
+        return rendered.map(\.target)
+    }
+
+    /// A report rendered whole: staged beside its target until `publish` renames it over it, or written through a
+    /// target that is not a file (then there is nothing left to do).
+    struct Rendered {
+        let target: String
+        let staged: String?
+
+        func publish() throws {
+            guard let staged, rename(staged, target) != 0 else { return }
+            let reason = String(cString: strerror(errno))
+            unlink(staged)
+            throw CommandError("cannot write \(target): \(reason)")
+        }
+
+        func discard() {
+            if let staged { unlink(staged) }
+        }
     }
 
     /// Writes one report. A file is written beside its target (`plan.md.partial.XXXXXX`, a name of its own) and
@@ -53,6 +79,13 @@ struct ReportWriter {
     /// truncated one that reads as complete to a reviewer. A target that is not itself a file (a symlink, a device,
     /// `--output /dev/stdout`, `/dev/fd/3`) is written in place, through it.
     func write(_ format: Format, to path: String? = nil) throws -> String {
+        let report = try stage(format, to: path)
+        try report.publish()
+        return report.target
+    }
+
+    /// Renders one report to its staged file (or through its target); see `write`.
+    func stage(_ format: Format, to path: String? = nil) throws -> Rendered {
         let target = path ?? "\(out)/\(fileName(format))"
         if case .notGiven(let descriptor) = FileInfo.kind(target) {
             throw CommandError("cannot write \(target): descriptor \(descriptor) was not open when idpipe started; open it in the shell (\(descriptor)> file)")
@@ -63,13 +96,12 @@ struct ReportWriter {
         do {
             try render(format, into: &stream)
             try file.close()
-            if staged && rename(file.path, target) != 0 { throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))") }
         } catch {
             try? file.close()
             if staged { unlink(file.path) }
             throw error
         }
-        return target
+        return Rendered(target: target, staged: staged ? file.path : nil)
     }
 
     func render(_ format: Format, into stream: inout some TextOutputStream) throws {

@@ -425,6 +425,25 @@ struct Binary {
         #expect(onStateOutput.contains("is the state store"), "\(onStateOutput)")
     }
 
+    /// The three reports are replaced together or not at all: before, a ledger that could not be written left a new
+    /// plan.md and plan.json beside the old ledger.
+    @Test func theReportsAreReplacedTogetherOrNotAtAll() throws {
+        let out = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", asOf])
+        let reviewed = try ["plan.md", "plan.json"].map { try String(contentsOfFile: out + "/" + $0, encoding: .utf8) }
+        try FileManager.default.removeItem(atPath: out + "/ledger.csv")
+        try FileManager.default.createDirectory(atPath: out + "/ledger.csv", withIntermediateDirectories: false)
+        let again = ["plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", asOf, "--reveal-personal-data"]
+        let (code, output) = try Binary.run(again)
+        #expect(code == 2 && output.contains("cannot write \(out)/ledger.csv"), "\(output)")
+        #expect(try ["plan.md", "plan.json"].map { try String(contentsOfFile: out + "/" + $0, encoding: .utf8) } == reviewed)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains(".partial") }.isEmpty)
+        try FileManager.default.removeItem(atPath: out + "/ledger.csv")
+        let (fixed, fixedOutput) = try Binary.run(again)
+        #expect(fixed == 1, "\(fixedOutput)")  // the samples' quarantined rows
+        #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8) != reviewed[0])
+    }
+
     /// `/dev/fd/N` where the caller forgot to open N named one of idpipe's own descriptors (an eventfd), and the plan
     /// blocked reading it for ever: such a descriptor is now refused by number, for a side input and a pipeline file.
     @Test func descriptorsTheCallerDidNotOpenAreRefused() throws {
