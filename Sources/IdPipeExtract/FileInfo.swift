@@ -78,8 +78,8 @@ public enum FileInfo {
     /// each would otherwise have found the stream drained or given a digest of nothing.
     /// Call it for a `.stream` or `.device` path: a terminal on stdin is read up to its end of input (Ctrl-D) the
     /// same way (a prompt on stderr says so). `/dev/null` is left as it is. Throws for a named pipe, socket or other
-    /// device, which cannot be redirected so.
-    public static func captureStream(_ path: String, kind: Kind) throws {
+    /// device, which cannot be redirected so. A `secret` typed on a terminal (stored tokens) is not echoed.
+    public static func captureStream(_ path: String, kind: Kind, secret: Bool = false) throws {
         // Empty, and read as empty by every later open: nothing to put in its place.
         if path == "/dev/null" { return }
         guard let descriptor = streamDescriptor(path) else {
@@ -92,8 +92,17 @@ public enum FileInfo {
         let copy = anonymousFile()
         guard copy >= 0 else { throw failure("make an in-memory copy") }
         defer { close(copy) }
+        var echoing: termios?
+        defer { if var modes = echoing { tcsetattr(descriptor, TCSANOW, &modes) } }
         if isatty(descriptor) == 1 {
-            let prompt = "idpipe: reading \(path) from the terminal (what is typed shows); end it with Ctrl-D on a line of its own\n"
+            var modes = termios()
+            if secret && tcgetattr(descriptor, &modes) == 0 && modes.c_lflag & tcflag_t(ECHO) != 0 {
+                echoing = modes
+                modes.c_lflag &= ~tcflag_t(ECHO)
+                tcsetattr(descriptor, TCSANOW, &modes)
+            }
+            let shows = echoing == nil ? "what is typed shows" : "what is typed does not show"
+            let prompt = "idpipe: reading \(path) from the terminal (\(shows)); end it with Ctrl-D on a line of its own\n"
             _ = prompt.utf8CString.withUnsafeBytes { write(2, $0.baseAddress, $0.count - 1) }
         }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)

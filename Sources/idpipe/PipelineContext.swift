@@ -62,7 +62,7 @@ struct PipelineContext {
             let kind = FileInfo.kind(path)
             if let problem = kind.problem { throw CommandError("\(self.path): inputs.\(role): \(path) \(problem)") }
             if kind == .stream || kind == .device {
-                do { try FileInfo.captureStream(path, kind: kind) } catch let error as InputError { throw CommandError("\(self.path): inputs.\(role): \(error)") }
+                do { try FileInfo.captureStream(path, kind: kind, secret: role == "stored_tokens") } catch let error as InputError { throw CommandError("\(self.path): inputs.\(role): \(error)") }
             }
             digests[role] = try FileFingerprint.digest(of: path)
         }

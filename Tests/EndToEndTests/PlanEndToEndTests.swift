@@ -346,22 +346,28 @@ struct Binary {
         defer { Binary.removeVariant(stdin) }
         let terminalOut = Binary.temporaryDirectory()
         let typing = #"""
-            import os, pty, subprocess, sys, termios
+            import os, pty, select, subprocess, sys, termios
             binary, pipeline, out, as_of, tokens = sys.argv[1:6]
+            # A terminal that echoes, as a user's does: what it shows back is checked for a token's text (and not printed).
             master, terminal = pty.openpty()
-            modes = termios.tcgetattr(terminal)
-            modes[3] &= ~termios.ECHO
-            termios.tcsetattr(terminal, termios.TCSANOW, modes)
             plan = subprocess.Popen([binary, "plan", pipeline, "--out", out, "--as-of", as_of], stdin=terminal,
                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
             os.close(terminal)
+            prompt = plan.stdout.readline()  # typing starts once idpipe asks, as a user's would
             os.write(master, open(tokens, "rb").read() + b"\x04")
             try:
-                output = plan.communicate(timeout=60)[0]
+                output = prompt + plan.communicate(timeout=60)[0]
             except subprocess.TimeoutExpired:
                 plan.kill()
-                output = plan.communicate()[0] + b"\n(timed out)"
-            sys.stdout.buffer.write(output)
+                output = prompt + plan.communicate()[0] + b"\n(timed out)"
+            shown = b""
+            while select.select([master], [], [], 0.2)[0]:
+                try:
+                    shown += os.read(master, 65536)
+                except OSError:
+                    break
+            echoed = b"refresh_token" in shown or b'"token"' in shown
+            sys.stdout.buffer.write(output + b"\n(tokens echoed: " + (b"yes" if echoed else b"no") + b")")
             sys.exit(plan.returncode)
             """#
         func typed(_ tokens: String) throws -> (Int32, String) {
@@ -369,6 +375,9 @@ struct Binary {
         }
         let (typedCode, typedOutput) = try typed("Samples/stored-tokens.jsonl")
         #expect(typedCode == 1, "\(typedOutput)")
+        // Tokens typed are not echoed (the terminal shows the line breaks only).
+        #expect(typedOutput.contains("(what is typed does not show)"), "\(typedOutput)")
+        #expect(typedOutput.hasSuffix("(tokens echoed: no)"), "\(typedOutput)")
         #expect(try String(contentsOfFile: terminalOut + "/ledger.csv", encoding: .utf8) == fileLedger)
         // Its digest is that of the bytes typed: fewer tokens typed into the same plan are refused.
         let tokens = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path, encoding: .utf8)
