@@ -242,7 +242,13 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         if outcome.resumed { Console.out("Resumed an interrupted plan.") }
         Console.out("\(tally["accounts.read"]) accounts read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
         for path in written { Console.out("report: \(path)") }
-        if let output = context.definition.output.importJSON { Console.out("import file: \(out)/\(output)") }
+        if let output = context.definition.output.importJSON {
+            Console.out("import file: \(out)/\(output)")
+            if tally["import.cli-refused"] > 0 {
+                Console.error("idpipe: \(tally["import.cli-refused"]) accounts in it would stop `firebase auth:import` (Apple links, MFA); "
+                    + "see the Import file section of \(out)/plan.md")
+            }
+        }
         Console.out("state: \(statePath)")
         if let verdict = outcome.run.guardVerdict {
             Console.error("idpipe: stopped by a guard: \(verdict)")

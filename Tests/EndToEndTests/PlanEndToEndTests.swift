@@ -497,7 +497,7 @@ struct Binary {
 
     @Test func migrationWritesAnImportFileThatIsValidJSON() throws {
         let out = Binary.temporaryDirectory()
-        try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf, "--reveal-personal-data"])
+        let (_, planned) = try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf, "--reveal-personal-data"])
         let data = try Data(contentsOf: URL(fileURLWithPath: out + "/cleaned-accounts.json"))
         let object = try JSONSerialization.jsonObject(with: data) as? [String: Any]
         let users = try #require(object?["users"] as? [[String: Any]])
@@ -516,5 +516,15 @@ struct Binary {
         let imported = Dictionary(uniqueKeysWithValues: users.map { ($0["localId"] as? String ?? "", $0["displayName"] as? String) })
         for (uid, name) in fills { #expect(imported[uid] == name, "\(uid)") }
         #expect(imported["F1sp11jdOyG04kDzjIH8CY9Q4G0i"] == "Mark MacDonald")
+        // The accounts `firebase auth:import` would refuse (a link outside its four providers, or mfaInfo), counted
+        // from the file itself, are the ones the report names.
+        let cliProviders: Set<String> = ["google.com", "facebook.com", "twitter.com", "github.com"]
+        let refused = users.filter { user in
+            user["mfaInfo"] != nil || (user["providerUserInfo"] as? [[String: Any]] ?? []).contains { !cliProviders.contains($0["providerId"] as? String ?? "") }
+        }
+        #expect(refused.count > 100)
+        #expect(report.contains("\(users.count) accounts are in the import file"))
+        #expect(report.contains("**\(refused.count) of them stop `firebase auth:import`**"), "\(refused.count)")
+        #expect(planned.contains("idpipe: \(refused.count) accounts in it would stop `firebase auth:import`"), "\(planned)")
     }
 }

@@ -47,4 +47,15 @@ import Testing
         halves.merge(other)
         #expect(halves.tally() == counter.tally())
     }
+
+    /// Each account written to the import file is counted, with what `firebase auth:import` would refuse in it: a link
+    /// outside its four providers, or MFA enrolments. Links the file does not hold (password, phone) are not.
+    @Test func importedAccountsCountWhatTheFirebaseCLIRefuses() {
+        var counter = TallyCounter()
+        counter.countImported(Account(localId: "1", providers: [ProviderLink(providerId: "google.com", rawId: "g"), ProviderLink(providerId: "password", rawId: "p")]))
+        counter.countImported(Account(localId: "2", providers: [ProviderLink(providerId: "apple.com", rawId: "a"), ProviderLink(providerId: "yahoo.com", rawId: "y")]))
+        counter.countImported(Account(localId: "3", mfaInfoJSON: "[]", providers: [ProviderLink(providerId: "apple.com", rawId: "a")]))
+        #expect(counter.tally().counts == ["import.accounts": 3, "import.cli-refused": 2, "import.cli-refuses.provider apple.com": 2,
+                                           "import.cli-refuses.provider yahoo.com": 1, "import.cli-refuses.mfaInfo": 1])
+    }
 }

@@ -12,6 +12,10 @@ public enum ProviderID {
         "microsoft.com", "gc.apple.com", "playgames.google.com", "linkedin.com", "yahoo.com",
     ]
 
+    /// The links `firebase auth:import` takes from a JSON file (firebase-tools `accountImporter.ts`). It refuses the
+    /// whole file at the first account with another one (apple.com among them) or with an `mfaInfo` key.
+    public static let importedByFirebaseCLI: [String] = ["google.com", "facebook.com", "twitter.com", "github.com"]
+
     /// Social logins that identify a person. Linking one of them to a relay account needs the user's consent.
     /// (A list: comparing a few short ids costs less than hashing one for a set, and this is asked per account.)
     public static let nonAnonymous: [String] = [

@@ -67,6 +67,8 @@ public struct MarkdownReport {
             }
         }
 
+        importSection(&out, tally)
+
         let selection = tally.group("selection.")
         if !selection.isEmpty {
             section(&out, "Selection")
@@ -231,6 +233,22 @@ public struct MarkdownReport {
         try source.accounts(list, limit: listLimit) { rows.append(row($0)) }
         table(&out, columns, rows)
         if total > rows.count { out.write("\n… and \(total - rows.count) more: see the JSON report and the CSV ledger.\n") }
+    }
+
+    /// What the migration's import file holds, and what in it `firebase auth:import` would refuse.
+    private func importSection(_ out: inout some TextOutputStream, _ tally: Tally) {
+        let written = tally["import.accounts"]
+        guard written > 0 else { return }
+        section(&out, "Import file")
+        out.write("\(written) accounts are in the import file (the auth:export JSON layout, cleaned, with the names filled above).\n")
+        let refused = tally["import.cli-refused"]
+        guard refused > 0 else { return }
+        out.write("\n**\(refused) of them stop `firebase auth:import`**, which refuses the whole file at the first: its JSON import takes "
+            + "only " + ProviderID.importedByFirebaseCLI.map { "`\($0)`" }.joined(separator: ", ") + " links and no `mfaInfo` "
+            + "(firebase-tools `accountImporter.ts`). They are kept, as leaving them out would lose the Apple links and MFA "
+            + "enrolments; import such a file through the Identity Toolkit API (`accounts:batchCreate`, as the Admin SDKs' "
+            + "`import_users` do), whose schema has fields for both.\n\n")
+        table(&out, ["what the CLI refuses", "accounts"], tally.group("import.cli-refuses.").map { ["`\($0.0)`", "\($0.1)"] })
     }
 
     private func section(_ out: inout some TextOutputStream, _ title: String) {

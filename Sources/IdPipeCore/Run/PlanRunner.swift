@@ -150,7 +150,11 @@ public final class PlanRunner {
                             next.quarantine.append((sequence, duplicate))
                         } else {
                             next.newIdHashes.append(hash)
-                            if sink != nil { cleaned.append(Self.importable(parts[index].outcomes[entry])) }
+                            if sink != nil {
+                                let account = Self.importable(parts[index].outcomes[entry])
+                                counter.countImported(account)
+                                cleaned.append(account)
+                            }
                             if kept {
                                 // Moved out, not copied: the part is dropped after the merge.
                                 var outcome = AccountOutcome.empty

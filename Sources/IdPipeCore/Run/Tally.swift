@@ -109,6 +109,24 @@ public struct TallyCounter: Sendable {
         }
     }
 
+    /// Counts an account written to the import file, and what in it `firebase auth:import` refuses (the file keeps it:
+    /// an Apple link or an MFA enrolment left out would be lost, where the API can take them).
+    public mutating func countImported(_ account: Account) {
+        keyed["import.accounts", default: 0] += 1
+        var refused = false
+        // The links the file holds: it keeps the exported providers only.
+        for link in account.providers where ProviderID.exported.contains(link.providerId)
+            && !ProviderID.importedByFirebaseCLI.contains(link.providerId) {
+            keyed["import.cli-refuses.provider " + link.providerId, default: 0] += 1
+            refused = true
+        }
+        if account.mfaInfoJSON != nil {
+            keyed["import.cli-refuses.mfaInfo", default: 0] += 1
+            refused = true
+        }
+        if refused { keyed["import.cli-refused", default: 0] += 1 }
+    }
+
     /// `providerUserInfo[2].rawId` and `providerUserInfo[0].rawId` count together.
     static func fieldFamily(_ field: String) -> String {
         guard field.contains("[") else { return field }

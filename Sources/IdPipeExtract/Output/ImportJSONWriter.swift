@@ -3,8 +3,10 @@ import IdPipeCore
 import Glibc
 #endif
 
-/// Writes cleaned accounts as an `auth:import`-ready JSON file, in the export's own layout.
-/// Only the keys and providers `auth:import` accepts are written. Resumable: cut back to a checkpoint's length.
+/// Writes cleaned accounts as an import file, in the `auth:export` JSON layout: the export's keys, and the links of
+/// the ten exported providers. `firebase auth:import` takes only four of those and no `mfaInfo` (the plan counts the
+/// accounts it would refuse); they are written all the same, as leaving them out would lose them. Resumable: cut back
+/// to a checkpoint's length.
 public final class ImportJSONWriter: CleanedAccountSink {
     public let path: String
     private let fd: Int32
