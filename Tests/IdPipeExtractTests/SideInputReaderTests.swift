@@ -147,6 +147,25 @@ import IdPipeTestSupport
         #expect(credentials["u1"]?.apple?.token.value == "r-secret-1")
     }
 
+    /// A protected id is read as written, or the run stops at its line: before, a byte-order mark, a broken byte, quotes
+    /// or a comma list made ids that matched no account, and the accounts meant were planned for deletion unprotected.
+    @Test func protectedIdsAreTakenAsWrittenOrRefused() throws {
+        let bom = TemporaryFile.write([0xEF, 0xBB, 0xBF] + Array("u1\n  u2  # staff\n".utf8), name: "protected-bom.txt")
+        #expect(try SideInputReader.protectedAccounts(bom) == ["u1", "u2"])
+        let cases: [([UInt8], String)] = [
+            (Array("u1\nu2".utf8) + [0xFF] + Array("\n".utf8), "protected.txt:2: is not valid UTF-8"),
+            (Array("\"u1\"\n".utf8), "protected.txt:1: \" in the id: give one uid a line, as it is (no quotes, commas or spaces)"),
+            (Array("u1\nu2,u3\n".utf8), "protected.txt:2: , in the id"),
+            (Array("u1 u2\n".utf8), "protected.txt:1: a space in the id"),
+        ]
+        for (bytes, message) in cases {
+            let path = TemporaryFile.write(bytes, name: "protected.txt")
+            #expect { try SideInputReader.protectedAccounts(path) } throws: { error in
+                "\(error)".hasSuffix(message) || "\(error)".contains(message + ":")
+            }
+        }
+    }
+
     /// A read that fails is an error naming the file, not the end of it: the lines read before would have passed for
     /// the whole list of tokens (or of protected accounts). A folder opens as a file but fails on its first read.
     @Test func aFailedReadIsNotTakenForTheEnd() throws {

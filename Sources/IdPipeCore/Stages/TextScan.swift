@@ -29,7 +29,7 @@ public enum TextScan {
 
     /// Whether a scalar is whitespace for the purposes of names and emails.
     @inline(__always)
-    static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
+    public static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x20, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x85, 0xA0, 0x1680, 0x2000...0x200A, 0x2028, 0x2029, 0x202F, 0x205F, 0x3000:
             true

@@ -103,11 +103,21 @@ public enum SideInputReader {
         return result
     }
 
-    /// One uid a line; `#` starts a comment.
+    /// One uid a line; `#` starts a comment. A line that cannot be a uid as written (invalid UTF-8, a quote, a comma,
+    /// inner spaces: another format, as a CSV or a quoted list) stops the run: its id would match no account, and the
+    /// account it meant would not be protected.
     public static func protectedAccounts(_ path: String) throws -> Set<String> {
         var result: Set<String> = []
-        try forEachLine(path) { line, _ in
+        try forEachLineBytes(path) { bytes, number in
+            func fail(_ message: String) -> InputError {
+                InputError(path: path, position: SourcePosition(file: path, line: number), message: message)
+            }
+            guard let line = String(validating: bytes, as: UTF8.self) else { throw fail("is not valid UTF-8") }
             let uid = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map { String($0).trimmingSpaces } ?? ""
+            if let odd = uid.unicodeScalars.first(where: { $0 == "\"" || $0 == "'" || $0 == "," || TextScan.isSpace($0) }) {
+                let what = TextScan.isSpace(odd) ? "a space" : "\(odd)"
+                throw fail("\(what) in the id: give one uid a line, as it is (no quotes, commas or spaces)")
+            }
             if !uid.isEmpty { result.insert(uid) }
         }
         return result
@@ -214,11 +224,8 @@ public enum SideInputReader {
         }
     }
 
-    static func forEachLine(_ path: String, _ body: (String, Int) throws -> Void) throws {
-        try forEachLineBytes(path) { line, number in try body(String(decoding: line, as: UTF8.self), number) }
-    }
-
-    /// Each line's bytes, without its `\n` or `\r\n`, and its number (from 1); valid only during the call.
+    /// Each line's bytes, without its `\n` or `\r\n`, and its number (from 1); valid only during the call. A byte-order
+    /// mark before the first line is skipped, as the export and the tables also allow.
     static func forEachLineBytes(_ path: String, _ body: (UnsafeBufferPointer<UInt8>, Int) throws -> Void) throws {
         guard let file = fopen(path, "r") else { throw InputError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         defer { fclose(file) }
@@ -238,7 +245,8 @@ public enum SideInputReader {
             if length > 0 && buffer[length - 1] == 0x0A { length -= 1 }
             if length > 0 && buffer[length - 1] == 0x0D { length -= 1 }
             try buffer.withMemoryRebound(to: UInt8.self, capacity: read) { bytes in
-                try body(UnsafeBufferPointer(start: bytes, count: length), number)
+                let bom = number == 1 && length >= 3 && bytes[0] == 0xEF && bytes[1] == 0xBB && bytes[2] == 0xBF ? 3 : 0
+                try body(UnsafeBufferPointer(start: bytes + bom, count: length - bom), number)
             }
         }
     }

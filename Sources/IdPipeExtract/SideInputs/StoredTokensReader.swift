@@ -19,9 +19,7 @@ extension SideInputReader {
     public static func storedTokens(_ path: String) throws -> KeyedRows<StoredCredentials> {
         var result = KeyedRows<StoredCredentials>()
         result.reserveCapacity(lineCount(path))
-        try forEachLineBytes(path) { whole, number in
-            // A byte-order mark before the first line, as the export and the tables also allow.
-            let line = number == 1 && whole.starts(with: [0xEF, 0xBB, 0xBF]) ? UnsafeBufferPointer(rebasing: whole[3...]) : whole
+        try forEachLineBytes(path) { line, number in
             if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
             func fail(_ message: String) -> InputError {
                 InputError(path: path, position: SourcePosition(file: path, line: number), message: message)
