@@ -65,6 +65,11 @@ struct Binary {
         let csvReport = try String(contentsOfFile: csvOut + "/plan.md", encoding: .utf8)
         #expect(jsonReport.contains("## Quarantine"))
         #expect(normalized(jsonReport) == normalized(csvReport))
+        // Two deletion requests name ids the export lacks, and one stored token a quarantined account: the reviewer
+        // is told they do nothing (they vanished before).
+        #expect(jsonReport.contains("| `inputs.deletion_requests` | 2 |\n| `inputs.stored_tokens` | 1 |\n"), "\(jsonReport)")
+        let run = try #require((try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: jsonOut + "/plan.json"))) as? [String: Any])?["run"] as? [String: Any])
+        #expect(run["unmatchedSideInputIds"] as? [String: Int] == ["deletion_requests": 2, "stored_tokens": 1])
         let jsonLedger = try String(contentsOfFile: jsonOut + "/ledger.csv", encoding: .utf8)
         let csvLedger = try String(contentsOfFile: csvOut + "/ledger.csv", encoding: .utf8)
         #expect(jsonLedger == csvLedger)

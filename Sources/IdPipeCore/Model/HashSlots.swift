@@ -120,6 +120,16 @@ struct IdHashSet {
         Self.warmed.store(any, ordering: .relaxed)
     }
 
+    func contains(_ hash: UInt64) -> Bool {
+        let mask = slots.count - 1
+        var slot = Int(truncatingIfNeeded: hash) & mask
+        while slots[slot] >= 0 {
+            if hashes[Int(slots[slot])] == hash { return true }
+            slot = (slot + 1) & mask
+        }
+        return false
+    }
+
     /// True when the hash was not there yet.
     mutating func insert(_ hash: UInt64) -> Bool {
         let mask = slots.count - 1

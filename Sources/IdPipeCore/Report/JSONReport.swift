@@ -19,7 +19,12 @@ public struct JSONReport {
             ("asOf", Timestamp.formatRFC3339(run.asOf)), ("status", run.status.rawValue), ("guard", run.guardVerdict),
         ]
         out.write(fields.map { "\"\($0.0)\": \(JSONText.string($0.1))" }.joined(separator: ", "))
-        out.write(", \"inputBytes\": \(run.sourceSize), \"personalDataMasked\": \(!masking.reveal)},\n  \"totals\": {")
+        out.write(", \"inputBytes\": \(run.sourceSize), \"personalDataMasked\": \(!masking.reveal)")
+        if let unmatched = run.unmatchedSideInputIds {
+            out.write(", \"unmatchedSideInputIds\": {" + unmatched.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }
+                .joined(separator: ", ") + "}")
+        }
+        out.write("},\n  \"totals\": {")
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
         out.write("},\n")
         if let summary = try source.applySummary() { out.write("  \"apply\": " + Self.apply(summary) + ",\n") }

@@ -38,6 +38,11 @@ public struct MarkdownReport {
             ["disabled", "\(tally["accounts.disabled"])"],
             ["with no exported provider", "\(tally["accounts.no-providers"])"],
         ])
+        if let unmatched = run.unmatchedSideInputIds {
+            out.write("\n**Side-input ids that match no processed account** (an id not in the export, a quarantined account, or a "
+                + "mistyped id): their rows change nothing.\n\n")
+            table(&out, ["side input", "ids"], unmatched.sorted { $0.key < $1.key }.map { ["`inputs.\($0.key)`", "\($0.value)"] })
+        }
         if tally["quarantine.field.file"] > 0 {
             out.write("\n**The input ends early** (truncated?): the export may hold accounts that were not read. See the Quarantine section.\n")
         }

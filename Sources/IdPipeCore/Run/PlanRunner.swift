@@ -186,6 +186,7 @@ public final class PlanRunner {
         }
         try committer.drain()
         try sink?.finish()
+        run.unmatchedSideInputIds = Self.unmatched(processor.sideInputs, seen: seen)
         run.sourceSHA256 = try fingerprint.advance(to: source.totalBytes)
         run.guardVerdict = Guards.verdict(pipeline.guards, tally: tally)
         run.status = run.guardVerdict == nil ? .planned : .stoppedByGuard
@@ -343,6 +344,20 @@ public enum Guards {
 }
 
 extension PlanRunner {
+    /// How many ids of each side input are no processed account's: an id missing from the export, a quarantined
+    /// account, or a mistyped id. Such a deletion request or protection does nothing, which the reviewer is told.
+    static func unmatched(_ inputs: SideInputs, seen: IdHashSet) -> [String: Int]? {
+        var counts: [String: Int] = [:]
+        func count(_ role: String, _ hashes: some Sequence<UInt64>) {
+            let missing = hashes.reduce(0) { $0 + (seen.contains($1) ? 0 : 1) }
+            if missing > 0 { counts[role] = missing }
+        }
+        count("deletion_requests", inputs.deletionRequests.hashes)
+        count("stored_tokens", inputs.credentials.hashes)
+        count("protected_accounts", inputs.protectedIds.lazy.map(IdHash.of))
+        return counts.isEmpty ? nil : counts
+    }
+
     /// The account as the import file gets it: cleaned, with the name the plan fills in (a migration carries the
     /// backfilled names to the project it imports into; the plan's update-name action is for the source project).
     static func importable(_ outcome: AccountOutcome) -> Account {

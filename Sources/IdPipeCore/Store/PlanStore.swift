@@ -19,6 +19,8 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var applyRequested: Bool?
     /// Why the last `apply` stopped before the end (a guard, a configuration error, an interruption).
     public var applyStop: String?
+    /// How many ids of each side input are no processed account's, by role (`deletion_requests`: 2); nil when all match.
+    public var unmatchedSideInputIds: [String: Int]?
 
     public init(pipelineName: String, pipelinePath: String, pipelineSHA256: String, asOf: Int64, createdAt: Int64,
                 status: RunStatus, sourcePath: String, sourceFormat: String, sourceSHA256: String? = nil, sourceSize: Int64,
