@@ -203,8 +203,8 @@ struct Binary {
         #expect(totals["relay.relayAddress", default: 0] == rows.filter { $0[1].hasSuffix("@privaterelay.appleid.com") }.count)
         let quarantine = (report["quarantine"] as! [[String: Any]]).map { "\($0["line"]!) \($0["field"]!): \($0["reason"]!)" }
         #expect(quarantine == [
-            "\(rows.count + 2) createdAt: 'last tuesday' is not a rfc3339 timestamp (column 'signup_date')",
-            "\(rows.count + 3) disabled: 'maybe' is not true or false (column 'is_disabled')",
+            "\(rows.count + 2) createdAt: 'last tuesday' is not a rfc3339 timestamp (column \"signup_date\")",
+            "\(rows.count + 3) disabled: 'maybe' is not true or false (column \"is_disabled\")",
         ], "\(quarantine)")
     }
 

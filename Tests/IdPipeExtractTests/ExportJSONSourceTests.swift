@@ -269,6 +269,19 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(third.reason.hasSuffix(hint) && third.reason.hasPrefix("'sometimes'"), "\(third.reason)")
     }
 
+    /// Seconds too large for milliseconds are quarantined (the conversion trapped, and every resume trapped again).
+    @Test func epochSecondsTooLargeAreQuarantined() throws {
+        let text = "id,since\nu1,1600000000\nu2,9223372036854775807\nu3,-9223372036854775808\n"
+        let path = TemporaryFile.write(text, name: "users.csv")
+        let mapping = ColumnMapping(columns: ["localId": "id", "createdAt": "since"], providers: [:])
+        let batch = try #require(try CSVSource.mapped(path: path, mapping: mapping, timestamps: .epochSeconds).nextBatch(records: 10, parts: 1))
+        let records = batch.decode(part: 0)
+        #expect(summary(records) == ["2:u1", "3:quarantine:createdAt", "4:quarantine:createdAt"])
+        guard case .account(let first, _) = records[0], case .malformed(let entry) = records[1] else { return }
+        #expect(first.createdAt == 1_600_000_000_000)
+        #expect(entry.reason == "'9223372036854775807' is not a epoch-s timestamp (column \"since\")")
+    }
+
     /// Invalid UTF-8 is quarantined under the field's JSON name (as every other CSV issue), with the column in the reason.
     @Test func invalidUTF8NamesTheFieldAndColumn() throws {
         var bytes = Array(row([0: "u1", 5: "Jane\u{1}"]).utf8)

@@ -52,6 +52,11 @@ public struct ColumnMapping: Sendable, Equatable {
     public var columns: [String: String]
     /// Provider id → column header holding the provider's rawId.
     public var providers: [String: String]
+
+    public init(columns: [String: String], providers: [String: String]) {
+        self.columns = columns
+        self.providers = providers
+    }
 }
 
 public struct InputsConfig: Sendable, Equatable {

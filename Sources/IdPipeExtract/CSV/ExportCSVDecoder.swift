@@ -84,7 +84,7 @@ struct ExportCSVDecoder: CSVRecordDecoder {
 }
 
 enum CSVFields {
-    /// Field names are the account's (as in the JSON export); the column (`column 3`, `column 'is_disabled'`) goes in the reason.
+    /// Field names are the account's (as in the JSON export); the column (`column 3`, `column "is_disabled"`) goes in the reason.
     static func bool(_ text: String?, field: String, column: String) throws(RecordIssue) -> Bool {
         switch text?.lowercased() {
         case nil, "false", "0": return false

@@ -34,7 +34,8 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             return .failure(RecordIssue(field: "record", reason: "has \(record.count) fields; the header has \(width)"))
         }
         // Issues name the account's field (as the other formats do) and the table's column in the reason.
-        func column(_ index: Int) -> String { "column '\(headers[index])'" }
+        // In double quotes: a reason's first single-quoted text is the value, which reports mask by field.
+        func column(_ index: Int) -> String { "column \"\(headers[index])\"" }
         func text(_ field: String) throws(RecordIssue) -> String? {
             guard let index = columns[field] else { return nil }
             if record.fieldBytes(index).isEmpty { return nil }
@@ -47,7 +48,12 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             switch timestamps {
             case .rfc3339: parsed = Timestamp.parseRFC3339(value)
             case .epochMilliseconds: parsed = Int64(value)
-            case .epochSeconds: parsed = Int64(value).map { $0 * 1000 }
+            case .epochSeconds:
+                // Seconds beyond what milliseconds can hold are no time (the product trapped).
+                parsed = Int64(value).flatMap { seconds in
+                    let (milliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
+                    return overflow ? nil : milliseconds
+                }
             }
             guard let parsed else { throw RecordIssue(field: field, reason: "'\(value)' is not a \(timestamps.rawValue) timestamp (\(column(columns[field]!)))") }
             return parsed
