@@ -116,6 +116,26 @@ struct Binary {
         }
     }
 
+    /// A migration stopped midway resumes its import file where it stood; a file removed or cut since is refused, where
+    /// it used to be grown with zero bytes and finished as if whole.
+    @Test func aResumedImportFileMustBeAsLeft() throws {
+        let small = ["IDPIPE_BATCH_RECORDS": "7", "IDPIPE_BATCH_BYTES": "4096"]
+        let reference = Binary.temporaryDirectory(), out = Binary.temporaryDirectory()
+        let plan = ["plan", "Pipelines/backfill-apple-names.yaml", "--as-of", asOf]
+        try Binary.run(plan + ["--out", reference], environment: small)
+        let (stopCode, _) = try Binary.run(plan + ["--out", out], environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "5"]) { $1 })
+        #expect(stopCode == 130)
+        let file = out + "/cleaned-accounts.json"
+        let left = try Data(contentsOf: URL(fileURLWithPath: file))
+        try FileManager.default.removeItem(atPath: file)
+        let (code, output) = try Binary.run(plan + ["--out", out], environment: small)
+        #expect(code == 2 && output.contains("\(file): holds 0 bytes, not the \(left.count) the interrupted run wrote"), "\(output)")
+        try left.write(to: URL(fileURLWithPath: file))
+        let (again, againOutput) = try Binary.run(plan + ["--out", out], environment: small)
+        #expect(again == 1, "\(againOutput)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == Data(contentsOf: URL(fileURLWithPath: reference + "/cleaned-accounts.json")))
+    }
+
     /// Stopped right after the batch that ends the input (its checkpoint is at the end, the run not yet marked planned),
     /// the plan must finish without reading again: the JSON parser once took the empty rest for a file cut short.
     @Test(arguments: ["accounts.json", "accounts.csv"])

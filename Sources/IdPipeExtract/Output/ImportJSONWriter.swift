@@ -22,6 +22,18 @@ public final class ImportJSONWriter: CleanedAccountSink {
     deinit { close(fd) }
 
     public func truncate(to length: Int64) throws {
+        // What the interrupted run wrote must still be there: cut back, a shorter file would grow with zero bytes
+        // (a removed one came back as 0 bytes of NUL then the rest) and pass for a finished import file.
+        if length > 0 {
+            var info = stat()
+            let head = Array("{\"users\": [".utf8)
+            var first = [UInt8](repeating: 0, count: head.count)
+            let size = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
+            if size < length || pread(fd, &first, first.count, 0) != first.count || first != head {
+                throw InputError(path: path, message: "holds \(size) bytes, not the \(length) the interrupted run wrote (or another start): it was "
+                    + "changed or removed since; put it back, or plan afresh with a new state store")
+            }
+        }
         guard ftruncate(fd, off_t(length)) == 0 else { throw InputError(path: path, message: "cannot truncate: \(String(cString: strerror(errno)))") }
         self.length = length
         wroteAccount = length > Int64("{\"users\": [".utf8.count)
