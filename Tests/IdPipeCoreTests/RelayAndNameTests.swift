@@ -104,6 +104,25 @@ import Testing
         #expect(NameBackfill.plan(account, isRelay: true, legacy: nil, sources: [.emailLocalPart]) == .noSource("no configured source has a name"))
     }
 
+    /// A name that holds a relay address, or the account's own relay local part, is never filled: before, an Apple
+    /// login whose name was its relay address got that address for a name.
+    @Test func aNameThatShowsARelayAddressIsNotFilled() {
+        let apple = ProviderLink(providerId: "apple.com", rawId: "001.a", email: "xyzdefgh12@privaterelay.appleid.com",
+                                 displayName: "xyzdefgh12@privaterelay.appleid.com")
+        let relayAccount = Account(localId: "1", email: "xyzdefgh12@privaterelay.appleid.com", providers: [apple])
+        let appleFirst: [NameSource] = [.provider("apple.com"), .legacy]
+        #expect(NameBackfill.plan(relayAccount, isRelay: true, legacy: nil, sources: appleFirst) == .noSource("the provider:apple.com name is a relay address"))
+        let localPart = LegacyName(givenName: "XyzDefgh12", familyName: "", consent: true)
+        #expect(NameBackfill.plan(relayAccount, isRelay: true, legacy: localPart, sources: appleFirst) == .noSource("the provider:apple.com name is a relay address"))
+        // Another account's relay address is no name either, even on an account with a real email.
+        let real = Account(localId: "2", email: "jane@example.com")
+        let someAddress = LegacyName(givenName: "jlr6gznpih@PrivateRelay.AppleID.com", familyName: "", consent: true)
+        #expect(NameBackfill.plan(real, isRelay: false, legacy: someAddress, sources: sources) == .noSource("the legacy name is a relay address"))
+        // A real name on a relay account, with consent, is filled.
+        #expect(NameBackfill.plan(relayAccount, isRelay: true, legacy: LegacyName(givenName: "Jane", familyName: "Doe", consent: true), sources: [.legacy])
+            == .fill(NameUpdate(name: "Jane Doe", source: .legacy)))
+    }
+
     /// A name the API would refuse is passed over for the next source, and named when no source has one.
     @Test func aNameTooLongIsPassedOverAndSaidSo() {
         let long = LegacyName(givenName: String(repeating: "a", count: 250), familyName: "Doe-Smithson", consent: true)

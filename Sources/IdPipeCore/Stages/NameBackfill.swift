@@ -24,6 +24,9 @@ public enum NameBackfill {
         func usable(_ raw: String, from source: NameSource) -> String? {
             var repairs = RepairSet()
             switch DisplayNameCleaner.clean(raw, repairs: &repairs) {
+            case .success(let value?) where showsRelayAddress(value, of: account, isRelay: isRelay):
+                if unusable == nil { unusable = "the \(source) name is a relay address" }
+                return nil
             case .success(let value): return value
             case .failure(let reason):
                 if unusable == nil { unusable = "the \(source) name \(reason.text)" }
@@ -57,5 +60,18 @@ public enum NameBackfill {
         }
         if skippedForConsent { return .noSource("relay account: no source with consent") }
         return .noSource(unusable ?? "no configured source has a name")
+    }
+
+    /// Whether a name holds a relay address, or the random local part of the account's own: as a name it would put
+    /// the address Apple hid on show (an Apple login's name is sometimes its address).
+    static func showsRelayAddress(_ name: String, of account: Account, isRelay: Bool) -> Bool {
+        if name.utf8.contains(UInt8(ascii: "@")) && name.lowercased().contains(RelayDetection.relayDomain) { return true }
+        guard isRelay else { return false }
+        let lowered = name.lowercased()
+        for case let address? in [account.email] + account.providers.map(\.email) where RelayDetection.isRelayAddress(address) {
+            let local = address.prefix { $0 != "@" }.lowercased()
+            if local.count >= 4 && lowered.contains(local) { return true }
+        }
+        return false
     }
 }
