@@ -61,6 +61,8 @@ import Testing
         (.accessToken, 0, .planned, nil),
         (.authorizationCode, 60_000, .planned, nil),
         (.authorizationCode, 6 * 60_000, .notPossible, "authorization code older than 5 minutes"),
+        (.authorizationCode, 299_999, .planned, nil),
+        (.authorizationCode, 300_000, .notPossible, "authorization code older than 5 minutes"),  // 5:00: gone
     ])
     func appleRevocation(kind: AppleTokenKind?, age: Int64, state: ActionState, reason: String?) {
         let credentials = kind.map { StoredCredentials(apple: StoredAppleToken(kind: $0, token: secret("t"), capturedAt: asOf - age)) }

@@ -13,7 +13,7 @@ import IdPipeTestSupport
         {"uid":"u1","provider":"apple.com","type":"refresh_token","token":"r-secret-1","captured_at":"2025-01-01T00:00:00Z"}
         {"uid":"u1","provider":"facebook.com","facebook_id":"10","login":"classic","token":"fb-secret"}
 
-        {"uid":"u2","provider":"facebook.com","facebook_id":"20","login":"limited","uid":"u4"}
+        {"uid":"u4","provider":"facebook.com","facebook_id":"20","login":"limited"}
         """
 
     /// All four files, read at the same time, each into its own table.
@@ -31,8 +31,6 @@ import IdPipeTestSupport
         #expect(inputs.credentials["u1"]?.apple?.kind == .refreshToken)
         #expect(inputs.credentials["u1"]?.apple?.token.value == "r-secret-1")
         #expect(inputs.credentials["u1"]?.facebook?.accessToken?.value == "fb-secret")
-        // A key given twice: the last one counts, as in a JSON object read into a dictionary.
-        #expect(inputs.credentials["u2"] == nil)
         #expect(inputs.credentials["u4"]?.facebook?.login == .limited)
         #expect(inputs.protectedIds == ["u9"])
     }
@@ -88,6 +86,9 @@ import IdPipeTestSupport
         // A token pasted into the provider field is not echoed; a provider id is.
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"t-secret.AbC-987\"}\n", ":1: provider: expected apple.com or facebook.com, found another value (not shown)"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"google.com\"}\n", ":1: provider: expected apple.com or facebook.com, found 'google.com'"),
+        // A key given twice is refused, named when it is one of the known ones: the last uid used to win.
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\",\"uid\":\"u2\"}\n", ":1: uid: appears twice on the line"),
+        ("tokens", "{\"uid\":\"u1\",\"t-secret\":\"1\",\"t-secret\":\"2\"}\n", ":1: a key appears twice on the line"),
     ])
     func badRowsNameTheirPlace(file: String, text: String, expected: String) throws {
         let path = TemporaryFile.write(text, name: "\(file).txt")
@@ -139,6 +140,13 @@ import IdPipeTestSupport
             }
             #expect(error?.path == names)
         }
+    }
+
+    /// A uid with spaces around it is trimmed, as the tables' ids are (its token passed for no account's).
+    @Test func storedTokenIdsAreTrimmed() throws {
+        let line = "{\"uid\":\" u1 \",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"r-1\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n"
+        let credentials = try SideInputReader.storedTokens(TemporaryFile.write(line, name: "spaced.jsonl"))
+        #expect(credentials["u1"]?.apple?.token.value == "r-1")
     }
 
     /// A byte-order mark before the first line of the stored tokens is skipped, as in the other inputs.

@@ -46,7 +46,8 @@ public struct Planner: Sendable {
             return PlannedAction(kind: .revokeApple, state: .notPossible, detail: "auth/revoke", reason: "no stored Apple token")
         }
         let detail = "auth/revoke \(token.kind.rawValue) sha256:\(token.token.fingerprint)"
-        if token.kind == .authorizationCode && asOf - token.capturedAt > Self.authorizationCodeLifetimeMs {
+        // A code lives 5 minutes: at 5:00 it is gone.
+        if token.kind == .authorizationCode && asOf - token.capturedAt >= Self.authorizationCodeLifetimeMs {
             return PlannedAction(kind: .revokeApple, state: .notPossible, detail: detail, reason: "authorization code older than 5 minutes")
         }
         return PlannedAction(kind: .revokeApple, state: .planned, detail: detail)

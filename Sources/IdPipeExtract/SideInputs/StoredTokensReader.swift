@@ -25,7 +25,13 @@ extension SideInputReader {
                 InputError(path: path, position: SourcePosition(file: path, line: number), message: message)
             }
             let fields = try parseFlatObject(line, fail: fail)
-            guard let uid = fields["uid"], !uid.isEmpty else { throw fail("uid: is missing") }
+            // Which of two values counts is no guess to make: a second uid filed the token under another account.
+            if let twice = fields.repeatedKey {
+                let known = ["uid", "provider", "type", "token", "captured_at", "facebook_id", "login"]
+                throw fail(known.contains(twice) ? "\(twice): appears twice on the line" : "a key appears twice on the line")
+            }
+            // Trimmed, as the tables' ids are: an id with spaces matched no account, and its token passed for none.
+            guard let uid = fields["uid"]?.trimmingSpaces, !uid.isEmpty else { throw fail("uid: is missing") }
             var stored = result[uid] ?? StoredCredentials()
             switch fields["provider"] {
             case ProviderID.apple?:
@@ -60,9 +66,16 @@ extension SideInputReader {
     struct FlatObject {
         var members: [(key: String, value: String)] = []
 
-        /// The last value of `key`, as a dictionary built from the members would hold it.
         subscript(_ key: String) -> String? {
-            members.last(where: { $0.key == key })?.value
+            members.first(where: { $0.key == key })?.value
+        }
+
+        /// A key given more than once, if any.
+        var repeatedKey: String? {
+            for index in members.indices.dropFirst() where members[..<index].contains(where: { $0.key == members[index].key }) {
+                return members[index].key
+            }
+            return nil
         }
 
         mutating func set(_ key: String, _ value: String) { members.append((key, value)) }
