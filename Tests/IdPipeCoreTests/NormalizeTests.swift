@@ -103,6 +103,10 @@ extension EmailNormalizerTests {
         ("Zoë Ångström", "Zoë Ångström", []),
         ("   ", nil, [.nameWhitespace]),
         ("", nil, []),
+        // Zero-width spaces only are no name; joiners inside a script's word stay.
+        ("\u{200B} \u{200B}", nil, [.nameWhitespace, .nameControlCharacters]),
+        ("Jo\u{2060}hn", "John", [.nameControlCharacters]),
+        ("\u{0645}\u{06CC}\u{200C}\u{0634}\u{0648}\u{062F}", "\u{0645}\u{06CC}\u{200C}\u{0634}\u{0648}\u{062F}", []),
     ])
     func cleans(input: String, expected: String?, repairs expectedRepairs: [Repair]) {
         var repairs = RepairSet()

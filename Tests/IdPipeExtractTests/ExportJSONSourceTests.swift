@@ -282,6 +282,19 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(entry.reason == "'9223372036854775807' is not a epoch-s timestamp (column \"since\")")
     }
 
+    /// Header names are trimmed, and a mapped name found twice is refused (the first column was taken silently).
+    @Test func mappedHeadersAreTrimmedAndUnique() throws {
+        let mapping = ColumnMapping(columns: ["localId": "id", "email": "mail"], providers: [:])
+        let spaced = TemporaryFile.write("id , mail\nu1,a@example.com\n", name: "users.csv")
+        let batch = try #require(try CSVSource.mapped(path: spaced, mapping: mapping, timestamps: .rfc3339).nextBatch(records: 10, parts: 1))
+        guard case .account(let account, _)? = batch.decode(part: 0).first else { Issue.record("expected an account"); return }
+        #expect(account.email == "a@example.com")
+        let twice = TemporaryFile.write("id,mail,mail\nu1,a@example.com,b@example.com\n", name: "users.csv")
+        #expect { try CSVSource.mapped(path: twice, mapping: mapping, timestamps: .rfc3339) } throws: { error in
+            "\(error)".hasSuffix(":1: the header has the column 'mail' (mapped to email) twice")
+        }
+    }
+
     /// Invalid UTF-8 is quarantined under the field's JSON name (as every other CSV issue), with the column in the reason.
     @Test func invalidUTF8NamesTheFieldAndColumn() throws {
         var bytes = Array(row([0: "u1", 5: "Jane\u{1}"]).utf8)

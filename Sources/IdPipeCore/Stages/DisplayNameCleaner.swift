@@ -76,6 +76,7 @@ public enum DisplayNameCleaner {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F: true
         case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0xFEFF: true  // bidi marks and overrides, BOM
+        case 0x200B, 0x2060: true  // zero-width space and word joiner: a name of them only looked filled (ZWNJ and ZWJ stay: scripts use them)
         default: false
         }
     }

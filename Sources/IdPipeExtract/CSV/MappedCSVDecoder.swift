@@ -12,13 +12,19 @@ struct MappedCSVDecoder: CSVRecordDecoder {
     let timestamps: TimestampFormat
 
     init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, path: String) throws {
-        let headers = (0..<header.count).map { header.field($0) ?? "" }
+        // Trimmed, as the side-input tables' headers are.
+        let headers = (0..<header.count).map { (header.field($0) ?? "").trimmingSpaces }
         self.headers = headers
         width = header.count
         func index(_ name: String, for field: String) throws -> Int {
+            let line = SourcePosition(file: path, line: header.firstLine)
             guard let found = headers.firstIndex(of: name) else {
-                throw InputError(path: path, position: SourcePosition(file: path, line: header.firstLine),
+                throw InputError(path: path, position: line,
                                  message: "the mapping names column '\(name)' for \(field), but the header has: \(headers.joined(separator: ", "))")
+            }
+            // Two columns of that name: which one holds the field is no guess to make.
+            guard headers[(found + 1)...].firstIndex(of: name) == nil else {
+                throw InputError(path: path, position: line, message: "the header has the column '\(name)' (mapped to \(field)) twice")
             }
             return found
         }
