@@ -221,7 +221,7 @@ import Testing
 
     /// The id column of a shifted or broken row may hold another field: masked as what it looks like, ids as they are.
     @Test(arguments: [
-        ("lily_doe@yahoo.com", "l•••@yahoo.com"), ("Doe", "Doe"), ("Lily Doe", "L••• D•••"), ("山田 太郎", "山••• 太•••"),
+        ("lily_doe@yahoo.com", "l•••@yahoo.com"), ("Doe", "Doe"), ("Lily Doe", "L••• D•••"), ("山田 太郎", "山••• •••"),
         ("+14155550100", "+1••••••••00"), ("F1sp11jdOyG04kDzjIH8CY9Q4G0i", "F1sp11jdOyG04kDzjIH8CY9Q4G0i"), ("user-42", "user-42"),
         // An id quarantined for the spaces around it stays findable; so does one in another script.
         ("abc123 ", "abc123 "), (" F1sp11jd", " F1sp11jd"), ("山田", "山田"),
@@ -238,10 +238,13 @@ import Testing
                       "Zoë Ångström", "山田太郎", "e\u{301}mile@example.com", "Line\r\nBreak", "tab\tname",
                       // Outside ASCII, the words are still the runs of characters other than " ": a space followed by
                       // a combining mark is one character, and not a space.
-                      "  Zoë   Ångström  ", "", "   ", "é\u{301} x", "a \u{301}b c", "👩‍👩‍👧 family", "\r\n x", "山田 太郎"])
+                      "  Zoë   Ångström  ", "", "   ", "é\u{301} x", "a \u{301}b c", "👩‍👩‍👧 family", "\r\n x", "山田 太郎", "刘 芳", "김 민준", "Taro 山田"])
     func maskingMatchesTheCharacterRules(value: String) {
         let masked = Masking(reveal: false)
-        let name = value.split(separator: " ").map { String($0.prefix(1)) + "•••" }.joined(separator: " ")
+        // Words after the first that start in Han, Hangul or Kana show no character.
+        let name = value.split(separator: " ").enumerated().map { index, word in
+            (index > 0 && NameFormatting.isEastAsian(String(word.prefix(1))) ? "" : String(word.prefix(1))) + "•••"
+        }.joined(separator: " ")
         let email = value.lastIndex(of: "@").map { String(value.prefix(1)) + "•••" + value[$0...] } ?? "•••"
         #expect(Array(masked.name(value).utf8) == Array(name.utf8))
         #expect(Array(masked.email(value).utf8) == Array(email.utf8))

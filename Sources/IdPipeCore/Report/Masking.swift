@@ -37,13 +37,19 @@ public struct Masking: Sendable {
         out.append(contentsOf: (String(value.prefix(1)) + "•••" + value[at...]).utf8)
     }
 
-    /// Appends the masked name's UTF-8: each word's first character and dots.
+    /// Appends the masked name's UTF-8: each word's first character and dots. A Han, Hangul or Kana character is
+    /// much of a name (often a whole given name: `刘 芳`), so only the first word's shows: `刘••• •••`.
     public func name(_ value: String, into out: inout [UInt8]) {
         if reveal { return out.append(contentsOf: value.utf8) }
         if Self.plainASCII(value, into: &out, { bytes, out in
             Self.initials(bytes, isSpace: { $0 == UInt8(ascii: " ") }, into: &out) { $1.append($0) }
         }) { return }
-        Self.initials(value, isSpace: { $0 == " " }, into: &out) { $1.append(contentsOf: $0.utf8) }
+        var first = true
+        Self.initials(value, isSpace: { $0 == " " }, into: &out) { character, out in
+            defer { first = false }
+            if !first, let scalar = character.unicodeScalars.first, NameFormatting.isEastAsianScalar(scalar.value) { return }
+            out.append(contentsOf: character.utf8)
+        }
     }
 
     /// Each word's first element and dots, the words separated by a space. The words are the runs of elements other
