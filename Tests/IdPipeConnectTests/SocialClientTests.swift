@@ -103,6 +103,21 @@ import Testing
         #expect(requests[1].url == "https://graph.facebook.com/v21.0/10150000000000001/permissions?access_token=1234567890%7Cabc")
     }
 
+    /// A wrong app secret (Graph answers code 1 on /oauth/access_token) stops the run: it failed each account in turn.
+    @Test func aRefusedAppSecretStopsTheRun() async throws {
+        let stub = StubTransport(json:
+            (400, #"{"error":{"message":"Error validating client secret.","type":"OAuthException","code":1}}"#))
+        let facebook = try client(stub)
+        do {
+            try await facebook.revokeLogin(appScopedId: "1")
+            Issue.record("expected a configuration error")
+        } catch let error as ConnectorError {
+            #expect(error.stopsRun, "\(error)")
+            #expect("\(error)".contains("the app id or secret was refused: Error validating client secret."), "\(error)")
+        }
+        #expect(stub.requests.count == 1)
+    }
+
     @Test func rateLimitCodesAreRetriedAndBadTokensStop() async throws {
         let stub = StubTransport(json:
             (200, #"{"access_token":"t"}"#),

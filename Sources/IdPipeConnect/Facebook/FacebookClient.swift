@@ -78,7 +78,9 @@ public final class FacebookClient: Sendable {
             case 4, 17, 32, 613:
                 // Application, user, page and custom rate limits.
                 return .retry(reason: "Graph rate limit (code \(code))", throttled: true)
-            case 190 where pathAndQuery.hasPrefix("/oauth"), 101, 102, 104:
+            case _ where pathAndQuery.hasPrefix("/oauth"), 101, 102, 104:
+                // The app token is the same for every account: any refusal of it (a wrong secret is code 1 there) stops
+                // the run, where failing each account in turn let `when_revocation_fails: delete` delete them unrevoked.
                 return .fail(.configuration(service: service, message: "the app id or secret was refused: \(message)"))
             case 190:
                 return .fail(.configuration(service: service, message: "the app access token was refused: \(message)"))
