@@ -356,10 +356,15 @@ struct ApplyCommand {
                 }
             }
             let definition = context.definition
+            // Kept with the run: a resume (after a kill, or after the cap stopped it) must not go past it unasked.
+            if let given = options.maxDeletions, given != run.maxDeletions {
+                run.maxDeletions = given
+                try store.saveRun(run)
+            }
             // Apply needs only the tokens: names, requests and protections are already in the plan.
             let credentials = try definition.inputs.storedTokens.map { try SideInputReader.storedTokens(context.resolve($0)) } ?? [:]
             var settings = ApplySettings(policy: definition.stages.delete?.policy ?? DeletionPolicy(whenNotRevocable: .keep, whenRevocationFails: .keep),
-                                         deletionCap: try deletionCap(definition.guards, store: store),
+                                         deletionCap: try deletionCap(definition.guards, given: run.maxDeletions, store: store),
                                          accountsInFlight: definition.apply.accountsInFlight,
                                          runKey: "\(run.pipelineSHA256.prefix(16))-\(run.createdAt)")
             if let window = ProcessEnvironment.value("IDPIPE_APPLY_WINDOW").flatMap(Int.init) { settings.window = window }
@@ -392,7 +397,9 @@ struct ApplyCommand {
                     throw Exit.doneWithFailures
                 }
             case .stoppedByGuard(let why):
-                throw fail("stopped by a guard: \(why)", code: Exit.stoppedByGuard)
+                let raise = run.maxDeletions.map { " (--max-deletions \($0), kept with the run); to go on, give a higher N: "
+                    + "`idpipe resume --state \(statePath) --max-deletions N` (the pipeline's guards still apply)" } ?? ""
+                throw fail("stopped by a guard: \(why)" + raise, code: Exit.stoppedByGuard)
             case .stoppedByConfiguration(let why):
                 throw fail("\(why)\nNothing more was sent. Fix the configuration, then `idpipe resume --state \(statePath)`.")
             case .interrupted:
@@ -412,15 +419,15 @@ struct ApplyCommand {
         for path in try writer.writeAll() { Console.out("report: \(path)") }
     }
 
-    /// The deletion cap of this run: the smallest of the pipeline's guards and --max-deletions.
-    func deletionCap(_ guards: GuardsConfig, store: StateStore) throws -> Int? {
+    /// The deletion cap of this run: the smallest of the pipeline's guards and the run's --max-deletions.
+    func deletionCap(_ guards: GuardsConfig, given: Int?, store: StateStore) throws -> Int? {
         var caps: [Int] = []
         if let max = guards.maxDeletions { caps.append(max) }
         if let share = guards.maxDeletionShare {
             let processed = try store.tally()["accounts.processed"]
             caps.append(Int((Double(processed) * share).rounded(.down)))
         }
-        if let max = options.maxDeletions { caps.append(max) }
+        if let given { caps.append(given) }
         return caps.min()
     }
 

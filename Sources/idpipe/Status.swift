@@ -32,7 +32,13 @@ struct Status: ParsableCommand {
                 let counts = ActionState.allCases.map { ($0, applying ? now[kind]?[$0] ?? 0 : tally["actions.\(kind.rawValue).\($0.rawValue)"]) }.filter { $0.1 > 0 }
                 if !counts.isEmpty { Console.out("\(kind.rawValue): " + counts.map { "\($0.1) \($0.0.rawValue)" }.joined(separator: ", ")) }
             }
-            if let stop = run.applyStop { Console.out("last apply stopped: \(stop) (`idpipe resume --state \(state)` continues)") }
+            if let stop = run.applyStop {
+                // A cap stop goes on only with a higher cap: resume keeps to the run's --max-deletions.
+                let next = stop.hasPrefix("the deletion cap") && run.maxDeletions != nil
+                    ? "`idpipe resume --state \(state) --max-deletions N` with a higher N goes on"
+                    : "`idpipe resume --state \(state)` continues"
+                Console.out("last apply stopped: \(stop) (\(next))")
+            }
             if let verdict = run.guardVerdict { Console.out("guard: \(verdict)") }
         } catch let code as ExitCode {
             throw code

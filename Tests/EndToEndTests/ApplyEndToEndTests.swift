@@ -192,8 +192,13 @@ func firstDifference(_ a: String, _ b: String) -> String {
         var ledger = SandboxLedger(try sandbox.ledger())
         #expect(ledger.count("identitytoolkit", "delete") == 4)
         #expect(ledger.count("webhook", "delete-data") == 4, "no data deleted beyond the cap either")
-        // Resumed without the lower cap, the rest goes (the pipeline allows 100).
-        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
+        // The cap is kept with the run: a resume without it stops at once (it went on to delete every account).
+        let (held, heldOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
+        #expect(held == 3 && heldOutput.contains("deletion cap of 4"), "\(heldOutput)")
+        #expect(heldOutput.contains("kept with the run); to go on, give a higher N: `idpipe resume --state"), "\(heldOutput)")
+        #expect(SandboxLedger(try sandbox.ledger()).count("identitytoolkit", "delete") == 4)
+        // Given a higher cap, the rest goes (the pipeline allows 100).
+        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite", "--max-deletions", "50"])
         #expect(resumed == 0, "\(resumedOutput)")
         ledger = SandboxLedger(try sandbox.ledger())
         #expect(ledger.count("identitytoolkit", "delete") == 10)

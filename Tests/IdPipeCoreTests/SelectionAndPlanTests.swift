@@ -90,11 +90,26 @@ import Testing
         }
     }
 
+    /// The guards count accounts whose data or account the plan deletes, as apply's cap does: a plan that deletes
+    /// data only passed them, and apply stopped it midway.
     @Test func guardsStopTooManyDeletions() {
-        var tally = Tally()
-        tally.add("accounts.processed", 100)
-        tally.add("actions.delete-account.planned", 11)
-        #expect(Guards.verdict(GuardsConfig(maxDeletions: 10, maxDeletionShare: nil), tally: tally) != nil)
+        var counter = TallyCounter()
+        func account(_ actions: [PlannedAction]) -> AccountOutcome {
+            var outcome = AccountOutcome.empty
+            outcome.account = Account(localId: "u")
+            outcome.actions = actions
+            return outcome
+        }
+        let dataOnly = account([PlannedAction(kind: .deleteFirestore, state: .planned, detail: "")])
+        let both = account([PlannedAction(kind: .deleteData, state: .planned, detail: ""), PlannedAction(kind: .deleteAccount, state: .planned, detail: "")])
+        let kept = account([PlannedAction(kind: .deleteAccount, state: .notPossible, detail: "", reason: "kept")])
+        for _ in 0..<6 { counter.count(dataOnly) }
+        for _ in 0..<5 { counter.count(both) }
+        for _ in 0..<89 { counter.count(kept) }
+        let tally = counter.tally()
+        #expect(tally["accounts.processed"] == 100 && tally["accounts.deletions-planned"] == 11)
+        #expect(Guards.verdict(GuardsConfig(maxDeletions: 10, maxDeletionShare: nil), tally: tally)
+            == "the plan deletes the data or the account of 11 accounts; guards.max_deletions allows 10")
         #expect(Guards.verdict(GuardsConfig(maxDeletions: 11, maxDeletionShare: 0.1), tally: tally) != nil)
         #expect(Guards.verdict(GuardsConfig(maxDeletions: 11, maxDeletionShare: 0.2), tally: tally) == nil)
     }

@@ -329,15 +329,18 @@ public enum IdHash {
 
 /// The deletion guards, judged on the plan's totals.
 public enum Guards {
+    /// Counts the accounts whose data or account the plan deletes, as apply's cap does: counting account deletions
+    /// only passed a data-only plan that apply then cut short at the same guard.
     public static func verdict(_ guards: GuardsConfig, tally: Tally) -> String? {
-        let deletions = tally["actions.delete-account.planned"]
+        let deletions = tally["accounts.deletions-planned"]
         let accounts = tally["accounts.processed"]
         if let max = guards.maxDeletions, deletions > max {
-            return "the plan deletes \(deletions) accounts; guards.max_deletions allows \(max)"
+            return "the plan deletes the data or the account of \(deletions) accounts; guards.max_deletions allows \(max)"
         }
         if let share = guards.maxDeletionShare, accounts > 0, Double(deletions) / Double(accounts) > share {
             let percent = (Double(deletions) * 1000 / Double(accounts)).rounded() / 10
-            return "the plan deletes \(deletions) of \(accounts) accounts (\(percent) %); guards.max_deletion_share allows \(share * 100) %"
+            return "the plan deletes the data or the account of \(deletions) of \(accounts) accounts (\(percent) %); "
+                + "guards.max_deletion_share allows \(share * 100) %"
         }
         return nil
     }

@@ -50,8 +50,10 @@ public struct TallyCounter: Sendable {
         static let selected = namesPresent + 1
         static let protected = selected + 1
         static let filteredByProvider = protected + 1
+        /// Accounts with a deletion (of data or of the account) planned: what the guards and apply's cap count.
+        static let deleting = filteredByProvider + 1
         /// One per action kind and state, kind-major.
-        static let actionBase = filteredByProvider + 1
+        static let actionBase = deleting + 1
         static let count = actionBase + ActionKind.allCases.count * ActionState.allCases.count
 
         static func action(_ kind: ActionKind, _ state: ActionState) -> Int {
@@ -101,6 +103,7 @@ public struct TallyCounter: Sendable {
         case .protected: slots[Slot.protected] += amount
         case .filteredByProvider: slots[Slot.filteredByProvider] += amount
         }
+        if outcome.actions.contains(where: { $0.kind.isDeletion && $0.state == .planned }) { slots[Slot.deleting] += amount }
         for action in outcome.actions {
             slots[Slot.action(action.kind, action.state)] += amount
             if let reason = action.reason, action.state == .notPossible {
@@ -170,6 +173,7 @@ public struct TallyCounter: Sendable {
         for (label, value) in selectionReasons { put("selection.reason." + label, value) }
         put("selection.protected", slots[Slot.protected])
         put("selection.filtered-by-provider", slots[Slot.filteredByProvider])
+        put("accounts.deletions-planned", slots[Slot.deleting])
         for kind in ActionKind.allCases {
             for state in ActionState.allCases { put("actions.\(kind.rawValue).\(state.rawValue)", slots[Slot.action(kind, state)]) }
         }

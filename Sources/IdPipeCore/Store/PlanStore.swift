@@ -19,6 +19,8 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var applyRequested: Bool?
     /// Why the last `apply` stopped before the end (a guard, a configuration error, an interruption).
     public var applyStop: String?
+    /// The last `--max-deletions` an apply of this run was given: later sessions keep to it unless given another.
+    public var maxDeletions: Int?
     /// How many ids of each side input are no processed account's, by role (`deletion_requests`: 2); nil when all match.
     public var unmatchedSideInputIds: [String: Int]?
 
