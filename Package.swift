@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "IdPipeCSVTests", dependencies: ["IdPipeCSV", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore", "IdPipeCSV", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeStoreTests", dependencies: ["IdPipeStore", "IdPipeCore", "IdPipeTestSupport", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "IdPipeApplyTests", dependencies: ["IdPipeApply", "IdPipeStore", "IdPipeCore", "IdPipeConnect"]),
+        .testTarget(name: "IdPipeApplyTests", dependencies: ["IdPipeApply", "IdPipeStore", "IdPipeCore", "IdPipeConnect", "IdPipeCrypto", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeConnectTests", dependencies: ["IdPipeConnect", "IdPipeCrypto", "IdPipeTestSupport"]),
         .testTarget(name: "SandboxTests", dependencies: [
             "IdPipeSandbox", "IdPipeConnect", "IdPipeHTTP", "IdPipeCrypto", "IdPipeTestSupport",

@@ -274,7 +274,8 @@ public final class ApplyRunner: Sendable {
             guard let token = credentials[uid]?.apple else {
                 return try await closeOne(action, .notPossible, reason: "no stored Apple token at apply time (the stored-tokens file has none for this account)")
             }
-            return try await perform(action) { now in try await self.effects.revokeApple(token, now: now) }
+            let resent = action.firstSentAt != nil
+            return try await perform(action) { now in try await self.effects.revokeApple(token, now: now, resent: resent) }
         case .revokeFacebook:
             guard let id = action.value, !id.isEmpty else {
                 return try await closeOne(action, .notPossible, reason: "no Facebook app-scoped id recorded")

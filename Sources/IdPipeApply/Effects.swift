@@ -22,7 +22,8 @@ public enum StepResult: Sendable, Equatable {
 public protocol RemoteEffects: Sendable {
     func displayName(uid: String) async throws -> NameCheck
     func setDisplayName(uid: String, name: String) async throws
-    func revokeApple(_ token: StoredAppleToken, now: Int64) async throws -> StepResult
+    /// `resent`: the action was sent before (a run stopped before its answer), so a code may already be used up.
+    func revokeApple(_ token: StoredAppleToken, now: Int64, resent: Bool) async throws -> StepResult
     func revokeFacebook(appScopedId: String) async throws
     func revokeSessions(uid: String, validSince: Int64) async throws
     func deleteData(uid: String, idempotencyKey: String, run: String) async throws
@@ -86,7 +87,7 @@ public final class LiveEffects: RemoteEffects {
         try await need(identityToolkit, for: .updateName).update(localId: uid, displayName: name)
     }
 
-    public func revokeApple(_ token: StoredAppleToken, now: Int64) async throws -> StepResult {
+    public func revokeApple(_ token: StoredAppleToken, now: Int64, resent: Bool) async throws -> StepResult {
         let client = try need(apple, for: .revokeApple)
         switch token.kind {
         case .refreshToken, .accessToken:
@@ -100,7 +101,13 @@ public final class LiveEffects: RemoteEffects {
             let tokens: AppleTokenResponse
             do {
                 tokens = try await client.exchange(code: token.token.value)
-            } catch ConnectorError.rejected(_, let code, _) where code == "invalid_grant" {
+            } catch ConnectorError.rejected(let service, let code, _) where code == "invalid_grant" {
+                // Sent before, the code may have been exchanged then, its tokens live and out of reach: a failure (the
+                // when_revocation_fails rule), not "not possible" (when_not_revocable, which may delete the account).
+                if resent {
+                    throw ConnectorError.rejected(service: service, code: code, message: "Apple refused the authorization code, "
+                        + "which the interrupted send may have used: the tokens it gave, if any, could not be revoked")
+                }
                 return .notPossible("Apple refused the authorization code (invalid_grant: expired or already used)")
             }
             if let refresh = tokens.refreshToken {

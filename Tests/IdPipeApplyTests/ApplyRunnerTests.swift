@@ -28,7 +28,7 @@ final class RecordingEffects: RemoteEffects {
 
     func displayName(uid: String) async throws -> NameCheck { note("lookup \(uid)"); return .empty }
     func setDisplayName(uid: String, name: String) async throws { note("name \(uid)") }
-    func revokeApple(_ token: StoredAppleToken, now: Int64) async throws -> StepResult {
+    func revokeApple(_ token: StoredAppleToken, now: Int64, resent: Bool) async throws -> StepResult {
         note("apple \(token.token.value)")
         if failApple.contains(token.token.value) { throw ConnectorError.rejected(service: "apple", code: "invalid_request", message: "") }
         return .done("revoked or already invalid")

@@ -55,6 +55,25 @@ import Testing
         #expect(FormBody.decode(stub.requests[1].bodyText).map(\.0) == ["client_id", "client_secret", "grant_type", "refresh_token"])
     }
 
+    /// A code exchange whose answer is lost is not sent again: Apple may have used the code up, and a second send
+    /// answered invalid_grant, read as "never revocable" while the tokens the first gave stayed live. A refresh, which
+    /// can be repeated, is still retried.
+    @Test func aCodeExchangeIsNotSentTwice() async throws {
+        let stub = StubTransport([.failure(.connectionClosed), .response(HTTPResponse(status: 400, json: #"{"error":"invalid_grant"}"#))])
+        let apple = try client(stub)
+        do {
+            _ = try await apple.exchange(code: "c123")
+            Issue.record("expected the exchange to fail")
+        } catch let error as ConnectorError {
+            guard case .exhausted(_, let attempts, let last) = error else { Issue.record("\(error)"); return }
+            #expect(attempts == 1 && last.contains("not sent again"), "\(last)")
+        }
+        #expect(stub.requests.count == 1)
+        let second = StubTransport([.failure(.connectionClosed), .response(HTTPResponse(status: 200, json: #"{"access_token":"a2"}"#))])
+        let refreshed = try await client(second).refresh(refreshToken: "r1")
+        #expect(refreshed.accessToken == "a2" && second.requests.count == 2)
+    }
+
     @Test func invalidClientStopsTheRunAndInvalidGrantFailsOneAccount() async throws {
         let stub = StubTransport(json: (400, #"{"error":"invalid_grant"}"#), (400, #"{"error":"invalid_client"}"#))
         let apple = try client(stub)

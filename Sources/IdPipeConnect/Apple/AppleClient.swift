@@ -87,7 +87,7 @@ public final class AppleClient: Sendable {
     public func exchange(code: String, redirectURI: String? = nil) async throws -> AppleTokenResponse {
         var fields = [("grant_type", "authorization_code"), ("code", code)]
         if let redirectURI { fields.append(("redirect_uri", redirectURI)) }
-        return try await token(fields)
+        return try await token(fields, singleUse: true)
     }
 
     /// Validates a refresh token and gets an access token (Apple suggests at most once a day per token).
@@ -100,8 +100,8 @@ public final class AppleClient: Sendable {
         _ = try await post("/auth/revoke", [("token", token), ("token_type_hint", hint.rawValue)])
     }
 
-    private func token(_ fields: [(String, String)]) async throws -> AppleTokenResponse {
-        let response = try await post("/auth/token", fields)
+    private func token(_ fields: [(String, String)], singleUse: Bool = false) async throws -> AppleTokenResponse {
+        let response = try await post("/auth/token", fields, singleUse: singleUse)
         guard let body = JSONValue.decode(response.body), let access = body["access_token"]?.string, !access.isEmpty else {
             throw ConnectorError.badResponse(service: channel.service, message: "/auth/token answered without an access_token")
         }
@@ -109,10 +109,10 @@ public final class AppleClient: Sendable {
                                   expiresIn: body["expires_in"]?.int ?? 0, idToken: body["id_token"]?.string)
     }
 
-    private func post(_ path: String, _ fields: [(String, String)]) async throws -> HTTPResponse {
+    private func post(_ path: String, _ fields: [(String, String)], singleUse: Bool = false) async throws -> HTTPResponse {
         let service = channel.service
         let url = endpoint.url(path)
-        return try await channel.send(limiter: limiter, make: {
+        return try await channel.send(limiter: limiter, singleUse: singleUse, make: {
             let body = FormBody.encode([("client_id", self.credentials.clientId), ("client_secret", try self.clientSecret())] + fields)
             return HTTPRequest(method: "POST", url: url,
                                headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", IdPipeProduct.userAgent)],

@@ -46,7 +46,9 @@ public final class ServiceChannel: Sendable {
 
     /// Sends `request` (rebuilt by `make` for every attempt, so a refreshed access token is used), pacing each
     /// attempt through `limiter` (after `make`), until `judge` calls the response a success or a failure, or retries run out.
-    nonisolated(nonsending) public func send(limiter: RateLimiter?, make: () async throws -> HTTPRequest,
+    /// A `singleUse` request (an authorization code) is not sent again once it may have arrived: a connection lost
+    /// before its answer fails it, where a second send would be refused for the first, and read as never done.
+    nonisolated(nonsending) public func send(limiter: RateLimiter?, singleUse: Bool = false, make: () async throws -> HTTPRequest,
                      judge: (HTTPResponse) -> ResponseVerdict) async throws -> HTTPResponse {
         var attempt = 0, throttledAttempts = 0, unreached = 0
         while true {
@@ -71,6 +73,11 @@ public final class ServiceChannel: Sendable {
             case .failure(let error):
                 reason = error.description
                 if case .connectionFailed = error { unreached += 1 }
+                if singleUse {
+                    counters.withLock { $0.failures += 1 }
+                    throw ConnectorError.exhausted(service: service, attempts: attempt,
+                                                   last: reason + "; not sent again, as the first may have been carried out")
+                }
             case .success(let response):
                 answered.store(true, ordering: .relaxed)
                 switch ServiceChannel.transient(response) ?? judge(response) {
