@@ -122,6 +122,21 @@ import Testing
         #expect(requests[1].url == "https://graph.facebook.com/v21.0/10150000000000001/permissions?access_token=1234567890%7Cabc")
     }
 
+    /// A webhook URL with no hook there (404, 405, 410) stops the run, as a refused secret does: every account failed
+    /// alike, while their other deletions went on. Another status fails the one account.
+    @Test(arguments: [(404, true), (405, true), (410, true), (401, true), (409, false), (422, false)])
+    func webhookStatusesThatStopTheRun(status: Int, stops: Bool) async throws {
+        let stub = StubTransport(json: (status, #"{"detail":"x"}"#))
+        let hook = try DataWebhookClient(url: "https://app.example.com/hooks/delete", secret: nil, channel: channel(stub, service: "data-webhook"))
+        do {
+            try await hook.deleteUserData(uid: "u1", idempotencyKey: "k1", run: "r1")
+            Issue.record("expected an error")
+        } catch let error as ConnectorError {
+            #expect(error.stopsRun == stops, "\(error)")
+        }
+        #expect(stub.requests.count == 1)
+    }
+
     /// A wrong app secret (Graph answers code 1 on /oauth/access_token) stops the run: it failed each account in turn.
     @Test func aRefusedAppSecretStopsTheRun() async throws {
         let stub = StubTransport(json:

@@ -2,7 +2,8 @@ import IdPipeCrypto
 
 /// The app backend's "delete this user's data" webhook: `POST {url}` with a JSON body naming the account and an
 /// idempotency key, sent again with the same key after a timeout or a crash. Any 2xx means the data is deleted
-/// (or deletion is durably queued by the backend); 429 and 5xx are retried; any other status fails the account.
+/// (or deletion is durably queued by the backend); 429 and 5xx are retried; 401, 403, 404, 405 and 410 (a wrong
+/// secret or URL) stop the run; any other status fails the account.
 public final class DataWebhookClient: Sendable {
     public let url: String
     let secret: [UInt8]?
@@ -37,6 +38,9 @@ public final class DataWebhookClient: Sendable {
             case 200..<300: return .success
             case 408: return .retry(reason: "HTTP 408")
             case 401, 403: return .fail(.configuration(service: service, message: "the webhook refused idpipe (HTTP \(response.status)): check the shared secret"))
+            case 404, 405, 410:
+                // The URL has no such hook: every account would fail alike, so the run stops (it failed each in turn).
+                return .fail(.configuration(service: service, message: "the webhook answered HTTP \(response.status) (no such hook there): check stages.delete.data_webhook"))
             default:
                 let text = String(decoding: response.body.prefix(200), as: UTF8.self)
                 return .fail(.rejected(service: service, code: "HTTP \(response.status)", message: text))
