@@ -106,7 +106,7 @@ struct RunPipeline: ParsableCommand {
 func planThenApply(context: PipelineContext, statePath: String, out: String, asOf: Int64?, apply: Bool, options: ApplyOptions, reveal: Bool,
                    command: String) throws {
     let planExit = try planStage(context: context, statePath: statePath, out: out, asOf: asOf, reveal: reveal, verbose: options.verbose,
-                                 requestApply: apply, command: command)
+                                 requestApply: apply, maxDeletions: apply ? options.maxDeletions : nil, command: command)
     guard apply else {
         if command == "run" {
             Console.out("Dry run: nothing was changed. Pass --yes (or set apply.unattended: true in the pipeline) to apply the plan.")
@@ -114,7 +114,9 @@ func planThenApply(context: PipelineContext, statePath: String, out: String, asO
         if let planExit { throw planExit }
         return
     }
-    if planExit == Exit.stoppedByGuard { throw planExit! }
+    // Interrupted while planning, it stops there (130), and `resume` goes on: it went on to apply, which refused the
+    // unfinished plan with exit 2.
+    if planExit == Exit.stoppedByGuard || planExit == Exit.interrupted { throw planExit! }
     try ApplyCommand(statePath: statePath, out: out, options: options, reveal: reveal).run(command: command, confirmed: true)
     if let planExit { throw planExit }
 }
@@ -182,7 +184,7 @@ func folder(of path: String) -> String {
 
 /// Runs (or resumes) the plan stage for `plan`, `run` and `resume`; returns the plan's exit code when it is not 0.
 func planStage(context: PipelineContext, statePath: String, out: String, asOf: Int64?, reveal: Bool, verbose: Bool, workers: Int? = nil,
-               requestApply: Bool, command: String) throws -> ExitCode? {
+               requestApply: Bool, maxDeletions: Int? = nil, command: String) throws -> ExitCode? {
     bootstrapLogging(verbose: verbose)
     do {
         if FileInfo.kind(context.path) == .stream {
@@ -206,7 +208,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             defer { interruption.end() }
             var execution = PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf,
                                           workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe"),
-                                          applyRequested: requestApply)
+                                          applyRequested: requestApply, maxDeletions: maxDeletions)
             execution.shouldStop = { interruption.isRaised }
             do {
                 outcome = try execution.run()
@@ -225,8 +227,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         if outcome.run.guardVerdict == nil, context.definition.stages.delete?.pathKinds.isEmpty == false {
             try countData(context: context, store: store)
         }
-        if requestApply, var run = try store.loadRun(), run.applyRequested != true {
+        if requestApply, var run = try store.loadRun(), run.applyRequested != true || (maxDeletions != nil && run.maxDeletions != maxDeletions) {
             run.applyRequested = true
+            if let maxDeletions { run.maxDeletions = maxDeletions }
             try store.saveRun(run)
         }
         let written = try ReportWriter(store: store, out: out, reveal: reveal || context.definition.report.revealPersonalData,

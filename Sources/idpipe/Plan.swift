@@ -65,6 +65,8 @@ struct PlanExecution {
     let logger: Logger
     /// `run --yes`: recorded from the start, so a `resume` after a crash during planning goes on to apply.
     var applyRequested = false
+    /// `run --yes --max-deletions N`: recorded from the start too, so that apply keeps to it.
+    var maxDeletions: Int?
     /// Asked after each committed batch: true stops the plan there (Ctrl-C).
     var shouldStop: (() -> Bool)?
 
@@ -98,7 +100,10 @@ struct PlanExecution {
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: context.sha256,
             asOf: planAsOf, createdAt: epochMilliseconds(), status: .planning, sourcePath: sourcePath,
             sourceFormat: definition.source.format.rawValue, sourceSize: sourceSize, sideInputSHA256: sideDigests)
-        if applyRequested { run.applyRequested = true }
+        if applyRequested {
+            run.applyRequested = true
+            run.maxDeletions = maxDeletions
+        }
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, pool: WorkerPool(width: workers), logger: logger)
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }

@@ -205,6 +205,21 @@ func firstDifference(_ a: String, _ b: String) -> String {
         checkOrderAndOnce(try ledgerRows(out + "/state.sqlite"), ledger)
     }
 
+    /// `run --yes --max-deletions` stopped while it plans: the resume that finishes the plan and applies keeps to the
+    /// cap (it was kept only once apply began, so this resume deleted up to the pipeline's guards).
+    @Test func aRunStoppedWhilePlanningKeepsItsCap() throws {
+        let (sandbox, pipeline) = try sampleCleanup()
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (stopped, stoppedOutput) = try Binary.run(["run", pipeline, "--yes", "--max-deletions", "3", "--out", out, "--as-of", asOf],
+                                                      environment: ["IDPIPE_BATCH_RECORDS": "7", "IDPIPE_BATCH_BYTES": "4096", "IDPIPE_STOP_AFTER_BATCHES": "2"])
+        #expect(stopped == 130 && !stoppedOutput.contains("error"), "\(stoppedOutput)")
+        #expect(SandboxLedger(try sandbox.ledger()).count("identitytoolkit", "delete") == 0)
+        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
+        #expect(resumed == 3 && resumedOutput.contains("deletion cap of 3"), "\(resumedOutput)")
+        #expect(SandboxLedger(try sandbox.ledger()).count("identitytoolkit", "delete") == 3)
+    }
+
     @Test func applyRefusesAChangedInputAndASecondProcess() throws {
         let data = Binary.temporaryDirectory()
         try FileManager.default.copyItem(atPath: Binary.root.appendingPathComponent("Samples/accounts.json").path, toPath: data + "/accounts.json")
