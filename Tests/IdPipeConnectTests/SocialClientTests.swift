@@ -72,6 +72,18 @@ import Testing
         let second = StubTransport([.failure(.connectionClosed), .response(HTTPResponse(status: 200, json: #"{"access_token":"a2"}"#))])
         let refreshed = try await client(second).refresh(refreshToken: "r1")
         #expect(refreshed.accessToken == "a2" && second.requests.count == 2)
+        // One that could not connect is tried again; refused after a 5xx, it says it was sent more than once, so the
+        // revocation fails rather than counting as not possible.
+        let third = StubTransport([.failure(.connectionFailed("refused")), .response(HTTPResponse(status: 503, json: "{}")),
+                                   .response(HTTPResponse(status: 400, json: #"{"error":"invalid_grant"}"#))])
+        do {
+            _ = try await client(third).exchange(code: "c123")
+            Issue.record("expected a refusal")
+        } catch let error as ConnectorError {
+            guard case .rejected(_, let code, _) = error else { Issue.record("\(error)"); return }
+            #expect(code == "invalid_grant-after-retry")
+        }
+        #expect(third.requests.count == 3)
     }
 
     @Test func invalidClientStopsTheRunAndInvalidGrantFailsOneAccount() async throws {
@@ -135,6 +147,20 @@ import Testing
             #expect(error.stopsRun == stops, "\(error)")
         }
         #expect(stub.requests.count == 1)
+    }
+
+    /// Once the hook has said yes in this run, a 404 is that account's answer: the run goes on (a repeat after a
+    /// crash, sent again first, would otherwise stop every resume on the same account).
+    @Test func aNotFoundAfterAYesFailsOneAccount() async throws {
+        let stub = StubTransport(json: (200, "{}"), (404, #"{"detail":"no such user"}"#))
+        let hook = try DataWebhookClient(url: "https://app.example.com/hooks/delete", secret: nil, channel: channel(stub, service: "data-webhook"))
+        try await hook.deleteUserData(uid: "u1", idempotencyKey: "k1", run: "r1")
+        do {
+            try await hook.deleteUserData(uid: "u2", idempotencyKey: "k2", run: "r1")
+            Issue.record("expected an error")
+        } catch let error as ConnectorError {
+            #expect(!error.stopsRun, "\(error)")
+        }
     }
 
     /// A wrong app secret (Graph answers code 1 on /oauth/access_token) stops the run: it failed each account in turn.

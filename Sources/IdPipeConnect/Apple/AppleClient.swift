@@ -112,7 +112,22 @@ public final class AppleClient: Sendable {
     private func post(_ path: String, _ fields: [(String, String)], singleUse: Bool = false) async throws -> HTTPResponse {
         let service = channel.service
         let url = endpoint.url(path)
-        return try await channel.send(limiter: limiter, singleUse: singleUse, make: {
+        // A single-use request refused after it was sent more than once (a 5xx, or a connection that failed in a way
+        // that may have reached Apple) may have been used by an earlier send: the refusal says so. (Builds are
+        // counted, which a long queue wait also repeats: that errs towards a failed revocation, never a deletion.)
+        let sends = Mutex(0)
+        do {
+            return try await send(path, fields, singleUse: singleUse, url: url, service: service) { sends.withLock { $0 += 1 } }
+        } catch ConnectorError.rejected(let service, let code, _) where singleUse && sends.withLock({ $0 }) > 1 {
+            throw ConnectorError.rejected(service: service, code: code + "-after-retry",
+                                          message: "refused when sent again; the first send may have used it")
+        }
+    }
+
+    private func send(_ path: String, _ fields: [(String, String)], singleUse: Bool, url: String, service: String,
+                      counting: () -> Void) async throws -> HTTPResponse {
+        try await channel.send(limiter: limiter, singleUse: singleUse, make: {
+            counting()
             let body = FormBody.encode([("client_id", self.credentials.clientId), ("client_secret", try self.clientSecret())] + fields)
             return HTTPRequest(method: "POST", url: url,
                                headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", IdPipeProduct.userAgent)],

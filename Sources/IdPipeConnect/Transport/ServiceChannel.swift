@@ -47,7 +47,8 @@ public final class ServiceChannel: Sendable {
     /// Sends `request` (rebuilt by `make` for every attempt, so a refreshed access token is used), pacing each
     /// attempt through `limiter` (after `make`), until `judge` calls the response a success or a failure, or retries run out.
     /// A `singleUse` request (an authorization code) is not sent again once it may have arrived: a connection lost
-    /// before its answer fails it, where a second send would be refused for the first, and read as never done.
+    /// or timed out before its answer fails it, where a second send would be refused for the first, and read as never
+    /// done. One that could not connect is tried again (and counts towards "cannot connect").
     nonisolated(nonsending) public func send(limiter: RateLimiter?, singleUse: Bool = false, make: () async throws -> HTTPRequest,
                      judge: (HTTPResponse) -> ResponseVerdict) async throws -> HTTPResponse {
         var attempt = 0, throttledAttempts = 0, unreached = 0
@@ -73,7 +74,7 @@ public final class ServiceChannel: Sendable {
             case .failure(let error):
                 reason = error.description
                 if case .connectionFailed = error { unreached += 1 }
-                if singleUse {
+                if singleUse, error == .connectionClosed || error == .timedOut {
                     counters.withLock { $0.failures += 1 }
                     throw ConnectorError.exhausted(service: service, attempts: attempt,
                                                    last: reason + "; not sent again, as the first may have been carried out")

@@ -1,14 +1,18 @@
 import IdPipeCrypto
+import Synchronization
 
 /// The app backend's "delete this user's data" webhook: `POST {url}` with a JSON body naming the account and an
 /// idempotency key, sent again with the same key after a timeout or a crash. Any 2xx means the data is deleted
-/// (or deletion is durably queued by the backend); 429 and 5xx are retried; 401, 403, 404, 405 and 410 (a wrong
-/// secret or URL) stop the run; any other status fails the account.
+/// (or deletion is durably queued by the backend); 429 and 5xx are retried; 401 and 403 (a wrong secret) stop the
+/// run, and so do 404, 405 and 410 before the hook's first 2xx of the run (a wrong URL); any other status fails the
+/// account. A hook answers 2xx for an account it holds nothing for: a repeat after a crash comes with the same key.
 public final class DataWebhookClient: Sendable {
     public let url: String
     let secret: [UInt8]?
     let channel: ServiceChannel
     let limiter: RateLimiter
+    /// Whether the hook has said yes once in this run: after that a 404 or 410 is about one account, not the URL.
+    private let accepted = Atomic<Bool>(false)
 
     /// `secret`, when given, signs each body: `X-Idpipe-Signature: sha256=<hex HMAC-SHA256(secret, body)>`.
     public init(url: String, secret: String?, channel: ServiceChannel, rate: Double = 50) throws(ConnectorError) {
@@ -35,11 +39,14 @@ public final class DataWebhookClient: Sendable {
         let service = channel.service
         _ = try await channel.send(limiter: limiter, make: { request }, judge: { response in
             switch response.status {
-            case 200..<300: return .success
+            case 200..<300:
+                self.accepted.store(true, ordering: .relaxed)
+                return .success
             case 408: return .retry(reason: "HTTP 408")
             case 401, 403: return .fail(.configuration(service: service, message: "the webhook refused idpipe (HTTP \(response.status)): check the shared secret"))
-            case 404, 405, 410:
-                // The URL has no such hook: every account would fail alike, so the run stops (it failed each in turn).
+            case let status where [404, 405, 410].contains(status) && !self.accepted.load(ordering: .relaxed):
+                // Before any yes, the URL has no such hook: every account would fail alike, so the run stops (it
+                // failed each in turn). After one, it is this account's answer.
                 return .fail(.configuration(service: service, message: "the webhook answered HTTP \(response.status) (no such hook there): check stages.delete.data_webhook"))
             default:
                 let text = String(decoding: response.body.prefix(200), as: UTF8.self)
