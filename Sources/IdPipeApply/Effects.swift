@@ -95,7 +95,7 @@ public final class LiveEffects: RemoteEffects {
             return .done("revoked or already invalid")
         case .authorizationCode:
             // A code is good for five minutes after Apple issued it: judged now, not when the plan was made.
-            guard now - token.capturedAt <= Planner.authorizationCodeLifetimeMs else {
+            guard now - token.capturedAt < Planner.authorizationCodeLifetimeMs else {
                 return .notPossible("authorization code expired before apply (captured \(Timestamp.formatRFC3339(token.capturedAt)))")
             }
             let tokens: AppleTokenResponse

@@ -17,7 +17,8 @@ struct ApplyOptions: ParsableArguments {
     var yes = false
 
     @Option(name: .long, parsing: .unconditional,
-            help: ArgumentHelp("Delete at most this many accounts in this run (counting earlier sessions); lowers the pipeline's guards.", valueName: "n"))
+            help: ArgumentHelp("Delete the data or account of at most this many accounts in this run (counting earlier sessions); "
+                + "lowers the pipeline's guards, and is kept with the run for later sessions until another is given.", valueName: "n"))
     var maxDeletions: Int?
 
     @Flag(name: .long, help: "Log every retry and service detail to stderr.")
@@ -248,7 +249,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         if let output = context.definition.output.importJSON {
             Console.out("import file: \(out)/\(output)")
             if tally["import.cli-refused"] > 0 {
-                Console.error("idpipe: \(tally["import.cli-refused"]) accounts in it would stop `firebase auth:import` (Apple links, MFA); "
+                Console.error("idpipe: \(tally["import.cli-refused"]) accounts in it would stop `firebase auth:import` "
+                    + "(links beyond google.com, facebook.com, twitter.com and github.com, or MFA); "
                     + "see the Import file section of \(out)/plan.md")
             }
         }
@@ -400,7 +402,8 @@ struct ApplyCommand {
                     throw Exit.doneWithFailures
                 }
             case .stoppedByGuard(let why):
-                let raise = run.maxDeletions.map { " (--max-deletions \($0), kept with the run); to go on, give a higher N: "
+                // Only when --max-deletions is the cap that stopped it: a lower guard of the pipeline is not raised so.
+                let raise = run.maxDeletions.flatMap { $0 == settings.deletionCap ? $0 : nil }.map { " (--max-deletions \($0), kept with the run); to go on, give a higher N: "
                     + "`idpipe resume --state \(statePath) --max-deletions N` (the pipeline's guards still apply)" } ?? ""
                 throw fail("stopped by a guard: \(why)" + raise, code: Exit.stoppedByGuard)
             case .stoppedByConfiguration(let why):

@@ -108,6 +108,7 @@ struct PipelineContext {
 
     private func inputProblem(_ path: String, isExport: Bool = false) -> String? {
         if isExport && FileInfo.kind(path) == .stream { return "a pipe, but the export must be a file" }
+        if isExport && FileInfo.kind(path) == .device { return "a device, but the export must be a file" }
         return FileInfo.kind(path).problem
     }
 

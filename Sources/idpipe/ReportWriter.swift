@@ -52,7 +52,13 @@ struct ReportWriter {
             for report in rendered { report.discard() }
             for result in results { _ = try result.get() }
         }
-        for report in rendered { try report.publish() }
+        // A rename that fails (rare: the staged file sits beside its target) leaves the rest unpublished and removed.
+        for (index, report) in rendered.enumerated() {
+            do { try report.publish() } catch {
+                for rest in rendered[(index + 1)...] { rest.discard() }
+                throw error
+            }
+        }
         return rendered.map(\.target)
     }
 

@@ -507,6 +507,10 @@ struct Binary {
         #expect(described.contains("select: deletion requested; 1 protection rule\n"), "\(described)")
         // An input plan could not read fails validate too, naming it (a scheduled job checks before it runs).
         #expect(validateCode == 2 && described.contains("the file is valid, but plan could not read \(folder)"), "\(described)")
+        let device = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: Self.exportLine, with: Self.export(at: "/dev/zero"))
+        defer { Binary.removeVariant(device) }
+        let (deviceCode, deviceOutput) = try Binary.run(["validate", device])
+        #expect(deviceCode == 2 && deviceOutput.contains("/dev/zero  (a device, but the export must be a file)"), "\(deviceOutput)")
         let (goodCode, good) = try Binary.run(["validate", "Pipelines/cleanup-deleted-accounts.yaml"])
         #expect(goodCode == 0 && good.hasSuffix("Pipelines/cleanup-deleted-accounts.yaml: valid\n"), "\(good)")
         try expectRefused(replacing: Self.exportLine, with: Self.export(at: folder), saying: "source.path: the input \(folder) is a folder, not a file")

@@ -355,6 +355,7 @@ extension PlanRunner {
             let missing = hashes.reduce(0) { $0 + (seen.contains($1) ? 0 : 1) }
             if missing > 0 { counts[role] = missing }
         }
+        count("legacy_names", inputs.legacyNames.hashes)
         count("deletion_requests", inputs.deletionRequests.hashes)
         count("stored_tokens", inputs.credentials.hashes)
         count("protected_accounts", inputs.protectedIds.lazy.map(IdHash.of))
