@@ -403,8 +403,11 @@ struct ApplyCommand {
                 }
             case .stoppedByGuard(let why):
                 // Only when --max-deletions is the cap that stopped it: a lower guard of the pipeline is not raised so.
-                let raise = run.maxDeletions.flatMap { $0 == settings.deletionCap ? $0 : nil }.map { " (--max-deletions \($0), kept with the run); to go on, give a higher N: "
-                    + "`idpipe resume --state \(statePath) --max-deletions N` (the pipeline's guards still apply)" } ?? ""
+                var raise = ""
+                if let given = run.maxDeletions, given == settings.deletionCap {
+                    raise = " (--max-deletions \(given), kept with the run); to go on, give a higher N: "
+                        + "`idpipe resume --state \(statePath) --max-deletions N` (the pipeline's guards still apply)"
+                }
                 throw fail("stopped by a guard: \(why)" + raise, code: Exit.stoppedByGuard)
             case .stoppedByConfiguration(let why):
                 throw fail("\(why)\nNothing more was sent. Fix the configuration, then `idpipe resume --state \(statePath)`.")
