@@ -97,7 +97,8 @@ func summary(_ records: [DecodedRecord]) -> [String] {
     @Test func truncatedFileQuarantinesTheLastAccountOnly() throws {
         let text = "{\"users\": [\n" + users.prefix(3).joined(separator: ",\n") + ",\n" + String(exportUser("u4").prefix(40))
         let records = summary(try readRecords(text))
-        #expect(records == ["2:u1", "13:u2", "24:u3", "35:quarantine:email"], "\(records)")
+        // The account cut short, and the file's own row (where it ends), which makes the report say the input ends early.
+        #expect(records == ["2:u1", "13:u2", "24:u3", "35:quarantine:email", "37:quarantine:file"], "\(records)")
     }
 
     @Test func fileWithoutClosingBracketIsReported() throws {

@@ -87,6 +87,9 @@ struct ExportJSONBatch: RawBatch {
                 let uid = Self.peekLocalId(buffer, from: startOffset, to: min(cursor.position + 1, boundaries[part + 1]))
                 if error.atEnd && lastPart {
                     each(.malformed(QuarantineEntry(position: where_, localId: uid, field: error.field, reason: "the file ends inside this account (truncated)")))
+                    // And the file's own row, as for a file cut between accounts: the report then says the input ends early.
+                    each(.malformed(QuarantineEntry(position: position(error.position, line: errorLine), localId: nil, field: "file",
+                                                    reason: "the file ends inside an account (truncated?)")))
                     return
                 }
                 guard exportLayout, let resume = Self.nextClosingLine(buffer, from: error.position, end: boundaries[part + 1]) else {
