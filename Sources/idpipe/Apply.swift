@@ -260,7 +260,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             return Exit.stoppedByGuard
         }
         if tally.quarantineRows > 0 {
-            let cut = tally["quarantine.field.file"] > 0 ? " (the input ends early)" : ""
+            let cut = tally.inputEndsEarly ? " (the input ends early)" : ""
             Console.error("idpipe: \(tally.quarantineRows) input rows were quarantined\(cut); see the Quarantine section of \(out)/plan.md")
             return Exit.doneWithFailures
         }

@@ -107,9 +107,10 @@ struct PipelineContext {
     }
 
     private func inputProblem(_ path: String, isExport: Bool = false) -> String? {
-        if isExport && FileInfo.kind(path) == .stream { return "a pipe, but the export must be a file" }
-        if isExport && FileInfo.kind(path) == .device { return "a device, but the export must be a file" }
-        return FileInfo.kind(path).problem
+        let kind = FileInfo.kind(path)
+        if isExport && kind == .stream { return "a pipe, but the export must be a file" }
+        if isExport && kind == .device { return "a device, but the export must be a file" }
+        return kind.problem
     }
 
     /// The inputs plan could not read now (the export and the side inputs), by path.

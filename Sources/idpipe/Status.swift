@@ -25,7 +25,7 @@ struct Status: ParsableCommand {
                 Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input (interrupted or running; `idpipe plan` resumes it)")
             }
             Console.out("accounts: \(tally["accounts.read"]) read, \(tally["accounts.quarantined"]) quarantined"
-                + (tally["quarantine.field.file"] > 0 ? " (the input ends early: truncated?)" : ""))
+                + (tally.inputEndsEarly ? " (the input ends early: truncated?)" : ""))
             // Before apply, the plan's counts; from apply on, where each action stands now.
             let applying = run.status == .applying || run.status == .applied
             let now = applying ? try store.actionStates() : [:]

@@ -117,31 +117,26 @@ public final class AppleClient: Sendable {
         // counted, which a long queue wait also repeats: that errs towards a failed revocation, never a deletion.)
         let sends = Mutex(0)
         do {
-            return try await send(path, fields, singleUse: singleUse, url: url, service: service) { sends.withLock { $0 += 1 } }
+            return try await channel.send(limiter: limiter, singleUse: singleUse, make: {
+                sends.withLock { $0 += 1 }
+                let body = FormBody.encode([("client_id", self.credentials.clientId), ("client_secret", try self.clientSecret())] + fields)
+                return HTTPRequest(method: "POST", url: url,
+                                   headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", IdPipeProduct.userAgent)],
+                                   body: Array(body.utf8))
+            }, judge: { response in
+                if response.status == 200 { return .success }
+                let error = JSONValue.decode(response.body)?["error"]?.string ?? "HTTP \(response.status)"
+                switch error {
+                case "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope":
+                    // Wrong team, key, client id or secret: every account would fail the same way.
+                    return .fail(.configuration(service: service, message: "\(path): \(error) (check team_id, key_id, client_id and the .p8 key)"))
+                default:
+                    return .fail(.rejected(service: service, code: error, message: ""))
+                }
+            })
         } catch ConnectorError.rejected(let service, let code, _) where singleUse && sends.withLock({ $0 }) > 1 {
             throw ConnectorError.rejected(service: service, code: code + "-after-retry",
                                           message: "refused when sent again; the first send may have used it")
         }
-    }
-
-    private func send(_ path: String, _ fields: [(String, String)], singleUse: Bool, url: String, service: String,
-                      counting: () -> Void) async throws -> HTTPResponse {
-        try await channel.send(limiter: limiter, singleUse: singleUse, make: {
-            counting()
-            let body = FormBody.encode([("client_id", self.credentials.clientId), ("client_secret", try self.clientSecret())] + fields)
-            return HTTPRequest(method: "POST", url: url,
-                               headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", IdPipeProduct.userAgent)],
-                               body: Array(body.utf8))
-        }, judge: { response in
-            if response.status == 200 { return .success }
-            let error = JSONValue.decode(response.body)?["error"]?.string ?? "HTTP \(response.status)"
-            switch error {
-            case "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope":
-                // Wrong team, key, client id or secret: every account would fail the same way.
-                return .fail(.configuration(service: service, message: "\(path): \(error) (check team_id, key_id, client_id and the .p8 key)"))
-            default:
-                return .fail(.rejected(service: service, code: error, message: ""))
-            }
-        })
     }
 }

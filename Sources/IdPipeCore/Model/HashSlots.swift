@@ -120,24 +120,26 @@ struct IdHashSet {
         Self.warmed.store(any, ordering: .relaxed)
     }
 
-    func contains(_ hash: UInt64) -> Bool {
+    /// The slot that holds `hash`, or the empty one where it would go.
+    @inline(__always)
+    private func probe(_ hash: UInt64) -> (slot: Int, found: Bool) {
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
         while slots[slot] >= 0 {
-            if hashes[Int(slots[slot])] == hash { return true }
+            if hashes[Int(slots[slot])] == hash { return (slot, true) }
             slot = (slot + 1) & mask
         }
-        return false
+        return (slot, false)
+    }
+
+    func contains(_ hash: UInt64) -> Bool {
+        probe(hash).found
     }
 
     /// True when the hash was not there yet.
     mutating func insert(_ hash: UInt64) -> Bool {
-        let mask = slots.count - 1
-        var slot = Int(truncatingIfNeeded: hash) & mask
-        while slots[slot] >= 0 {
-            if hashes[Int(slots[slot])] == hash { return false }
-            slot = (slot + 1) & mask
-        }
+        let (slot, found) = probe(hash)
+        if found { return false }
         hashes.append(hash)
         if hashes.count * 2 > slots.count { placeAll(size: slots.count * 2) } else { slots[slot] = Int32(hashes.count - 1) }
         return true

@@ -43,7 +43,7 @@ public struct MarkdownReport {
                 + "mistyped id): their rows change nothing.\n\n")
             table(&out, ["side input", "ids"], unmatched.sorted { $0.key < $1.key }.map { ["`inputs.\($0.key)`", "\($0.value)"] })
         }
-        if tally["quarantine.field.file"] > 0 {
+        if tally.inputEndsEarly {
             out.write("\n**The input ends early** (truncated?): the export may hold accounts that were not read. See the Quarantine section.\n")
         }
 

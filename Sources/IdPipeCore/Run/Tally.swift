@@ -24,6 +24,11 @@ public struct Tally: Sendable, Equatable, Codable {
         self["accounts.quarantined"] + self["quarantine.field.file"]
     }
 
+    /// Whether the input was cut short (a quarantine row of the file itself).
+    public var inputEndsEarly: Bool {
+        self["quarantine.field.file"] > 0
+    }
+
     /// The values whose key starts with `prefix`, keyed by the rest of the name.
     public func group(_ prefix: String) -> [(String, Int)] {
         counts.filter { $0.key.hasPrefix(prefix) }.map { (String($0.key.dropFirst(prefix.count)), $0.value) }.sorted { $0.0 < $1.0 }
@@ -103,13 +108,15 @@ public struct TallyCounter: Sendable {
         case .protected: slots[Slot.protected] += amount
         case .filteredByProvider: slots[Slot.filteredByProvider] += amount
         }
-        if outcome.actions.contains(where: { $0.kind.isDeletion && $0.state == .planned }) { slots[Slot.deleting] += amount }
+        var deleting = false
         for action in outcome.actions {
             slots[Slot.action(action.kind, action.state)] += amount
+            if action.state == .planned && action.kind.isDeletion { deleting = true }
             if let reason = action.reason, action.state == .notPossible {
                 keyed["not-possible.\(action.kind.rawValue).\(reason)", default: 0] += amount
             }
         }
+        if deleting { slots[Slot.deleting] += amount }
     }
 
     /// Counts an account written to the import file, and what in it `firebase auth:import` refuses (the file keeps it:

@@ -64,31 +64,14 @@ public enum NameBackfill {
 
     /// Whether a name holds a relay address, or the random local part of the account's own: as a name it would put
     /// the address Apple hid on show (an Apple login's name is sometimes its address).
-    /// On the UTF-8 bytes: `String.contains` went through Foundation, and cost a 100k-account plan 2 % more instructions.
     static func showsRelayAddress(_ name: String, of account: Account, isRelay: Bool) -> Bool {
-        if name.utf8.contains(UInt8(ascii: "@")) && holds(name, RelayDetection.relayDomain) { return true }
+        if name.utf8.contains(UInt8(ascii: "@")) && TextScan.containsIgnoringASCIICase(name, RelayDetection.relayDomain) { return true }
         guard isRelay else { return false }
         func holdsLocalPart(_ address: String?) -> Bool {
             guard let address, RelayDetection.isRelayAddress(address), let at = address.utf8.firstIndex(of: UInt8(ascii: "@")) else { return false }
             let local = String(address[..<at])
-            return local.utf8.count >= 4 && holds(name, local)
+            return local.utf8.count >= 4 && TextScan.containsIgnoringASCIICase(name, local)
         }
         return holdsLocalPart(account.email) || account.providers.contains { holdsLocalPart($0.email) }
-    }
-
-    /// Whether `text` holds `part`, ASCII letters compared without case.
-    static func holds(_ text: String, _ part: String) -> Bool {
-        var text = text, part = part
-        return text.withUTF8 { text in
-            part.withUTF8 { part in
-                guard !part.isEmpty, part.count <= text.count else { return part.isEmpty }
-                func lower(_ byte: UInt8) -> UInt8 { byte >= 65 && byte <= 90 ? byte + 32 : byte }
-                start: for start in 0...(text.count - part.count) {
-                    for offset in 0..<part.count where lower(text[start + offset]) != lower(part[offset]) { continue start }
-                    return true
-                }
-                return false
-            }
-        }
     }
 }

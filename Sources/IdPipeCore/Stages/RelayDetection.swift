@@ -71,11 +71,7 @@ public enum RelayDetection {
         return email.utf8.withContiguousStorageIfAvailable { bytes in
             guard bytes.count > suffix.count else { return false }
             let start = bytes.count - suffix.count
-            for i in 0..<suffix.count {
-                var byte = bytes[start + i]
-                if byte >= 65 && byte <= 90 { byte += 32 }
-                if byte != suffix[i] { return false }
-            }
+            for i in 0..<suffix.count where TextScan.lowerASCII(bytes[start + i]) != suffix[i] { return false }
             return true
         } ?? email.lowercased().hasSuffix(relaySuffix.description)
     }

@@ -27,6 +27,29 @@ public enum TextScan {
         return text.withUTF8 { sameBytes(bytes, $0) }
     }
 
+    /// An ASCII upper-case letter made lower case; any other byte as it is.
+    @inline(__always)
+    public static func lowerASCII(_ byte: UInt8) -> UInt8 {
+        byte >= 65 && byte <= 90 ? byte + 32 : byte
+    }
+
+    /// Whether `text` holds `part` (`part` empty: yes), ASCII letters compared without case. On the UTF-8 bytes:
+    /// `String.contains` goes through Foundation, and cost a 100k-account plan 2 % more instructions where names are
+    /// checked for relay addresses.
+    public static func containsIgnoringASCIICase(_ text: String, _ part: String) -> Bool {
+        var text = text, part = part
+        return text.withUTF8 { text in
+            part.withUTF8 { part in
+                guard !part.isEmpty, part.count <= text.count else { return part.isEmpty }
+                start: for start in 0...(text.count - part.count) {
+                    for offset in 0..<part.count where lowerASCII(text[start + offset]) != lowerASCII(part[offset]) { continue start }
+                    return true
+                }
+                return false
+            }
+        }
+    }
+
     /// Whether a scalar is whitespace for the purposes of names and emails.
     @inline(__always)
     public static func isSpace(_ scalar: Unicode.Scalar) -> Bool {

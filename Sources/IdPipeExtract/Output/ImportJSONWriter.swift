@@ -12,6 +12,8 @@ public final class ImportJSONWriter: CleanedAccountSink {
     private let fd: Int32
     public private(set) var length: Int64 = 0
     private var wroteAccount = false
+    /// What the file starts with, before its first account.
+    private static let opening = "{\"users\": ["
 
     public init(path: String) throws {
         self.path = path
@@ -26,7 +28,7 @@ public final class ImportJSONWriter: CleanedAccountSink {
         // (a removed one came back as 0 bytes of NUL then the rest) and pass for a finished import file.
         if length > 0 {
             var info = stat()
-            let head = Array("{\"users\": [".utf8)
+            let head = Array(Self.opening.utf8)
             var first = [UInt8](repeating: 0, count: head.count)
             let size = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
             if size < length || pread(fd, &first, first.count, 0) != first.count || first != head {
@@ -36,8 +38,8 @@ public final class ImportJSONWriter: CleanedAccountSink {
         }
         guard ftruncate(fd, off_t(length)) == 0 else { throw InputError(path: path, message: "cannot truncate: \(String(cString: strerror(errno)))") }
         self.length = length
-        wroteAccount = length > Int64("{\"users\": [".utf8.count)
-        if length == 0 { try append("{\"users\": [") }
+        wroteAccount = length > Int64(Self.opening.utf8.count)
+        if length == 0 { try append(Self.opening) }
     }
 
     public func write(_ accounts: [Account]) throws {
