@@ -90,7 +90,7 @@ let package = Package(
 
         // Helpers shared by the test targets.
         .target(name: "IdPipeTestSupport", path: "Tests/IdPipeTestSupport"),
-        .testTarget(name: "IdPipeCoreTests", dependencies: ["IdPipeCore"]),
+        .testTarget(name: "IdPipeCoreTests", dependencies: ["IdPipeCore", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeCryptoTests", dependencies: ["IdPipeCrypto"]),
         .testTarget(name: "IdPipeCSVTests", dependencies: ["IdPipeCSV", "IdPipeTestSupport"]),
         .testTarget(name: "IdPipeExtractTests", dependencies: ["IdPipeExtract", "IdPipeCore", "IdPipeCSV", "IdPipeTestSupport"]),

@@ -64,6 +64,12 @@ public enum UTF8Text {
         isASCII(bytes) ? String(decoding: bytes, as: UTF8.self) : String(validating: bytes, as: UTF8.self)
     }
 
+    /// Whether the bytes are valid UTF-8, by the standard library's own check (`String(validating:)` accepts the
+    /// same), without making a String of them.
+    public static func isValid(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        (try? UTF8Span(validating: bytes.span)) != nil
+    }
+
     /// Checked eight bytes at a time: every field of a CSV export goes through here.
     public static func isASCII(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         guard let base = UnsafeRawPointer(bytes.baseAddress) else { return true }

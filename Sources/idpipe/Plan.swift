@@ -107,6 +107,8 @@ struct PlanExecution {
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, pool: WorkerPool(width: workers), logger: logger)
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }
+        // Tests plan the same input both ways and compare: every account the full way, or plain ones counted only.
+        if ProcessEnvironment.value("IDPIPE_FULL_PATH") == "1" { runner.fastPath = false }
         // Tests stop after N batches, as if interrupted, or slow each batch down (milliseconds) to send a signal mid-plan.
         let stopAfter = ProcessEnvironment.value("IDPIPE_STOP_AFTER_BATCHES").flatMap(Int.init)
         let pause = ProcessEnvironment.value("IDPIPE_TEST_BATCH_DELAY_MS").flatMap(UInt32.init) ?? 0

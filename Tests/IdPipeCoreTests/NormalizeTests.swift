@@ -1,4 +1,5 @@
 import Testing
+import IdPipeTestSupport
 @testable import IdPipeCore
 
 @Suite struct EmailNormalizerTests {

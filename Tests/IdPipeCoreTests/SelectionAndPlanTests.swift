@@ -1,4 +1,5 @@
 import Testing
+import IdPipeTestSupport
 @testable import IdPipeCore
 
 @Suite struct SelectionTests {
@@ -319,20 +320,5 @@ import Testing
         }
         #expect(rows.count == reference.count)
         for id in ids + ["absent", "", "id-1"] { #expect(rows[id] == reference[id], "\(id)") }
-    }
-}
-
-/// SplitMix64: the same sequence on every run, so a failing case can be replayed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
     }
 }

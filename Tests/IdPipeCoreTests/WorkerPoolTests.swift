@@ -1,6 +1,7 @@
 import Foundation
 import Synchronization
 import Testing
+import IdPipeTestSupport
 @testable import IdPipeCore
 
 @Suite struct WorkerPoolTests {

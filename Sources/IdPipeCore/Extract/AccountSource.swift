@@ -31,8 +31,36 @@ public protocol RawBatch: Sendable {
     /// results joined in part order. Records are handed over, not collected: a part's accounts are processed as
     /// they are decoded, with no copy of each account on the way.
     func decode(part: Int, each: (consuming DecodedRecord) -> Void)
+    /// The same, where the decoder may take the fast path: it asks `fastPath.plain` of each record it can read as bytes,
+    /// and hands the accounts taken to `plain`, the others to `each`, all in input order. Without its own, a batch
+    /// hands every record to `each`.
+    func decode(part: Int, fastPath: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void)
     /// Where the input stands after this batch.
     var checkpoint: InputCheckpoint { get }
+}
+
+extension RawBatch {
+    public func decode(part: Int, fastPath _: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain _: (borrowing PlainRecord) -> Void) {
+        decode(part: part, each: each)
+    }
+}
+
+/// An account the fast path took, as a decoder hands it over: its counts, and where it is should it turn out to be
+/// a duplicate. `localId` points into the decoder's buffer: valid during the call only.
+public struct PlainRecord {
+    public var account: PlainAccount
+    public var localId: UnsafeBufferPointer<UInt8>
+    public var file: String
+    public var line: Int
+    public var byteOffset: Int64
+
+    public init(account: PlainAccount, localId: UnsafeBufferPointer<UInt8>, file: String, line: Int, byteOffset: Int64) {
+        self.account = account
+        self.localId = localId
+        self.file = file
+        self.line = line
+        self.byteOffset = byteOffset
+    }
 }
 
 extension RawBatch {

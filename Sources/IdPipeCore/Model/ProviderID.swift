@@ -39,4 +39,21 @@ public enum ProviderID {
     public static func reportIndex(_ id: String) -> Int {
         reported.firstIndex(of: id) ?? (reported.count - 1)
     }
+
+    /// The built-in ids (`isBuiltIn`: every reported id but "other") as bytes, each at its `reported` index.
+    static let builtInBytes: [[UInt8]] = reported.dropLast().map { Array($0.utf8) }
+
+    /// The `reported` index of an id given as bytes when it is built in, spelled exactly; nil otherwise. The plan's
+    /// fast path reads a link's id this way, where the decoder found it.
+    static func builtInIndex(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
+        for (index, id) in builtInBytes.enumerated() where id.count == bytes.count {
+            if id.withUnsafeBufferPointer({ TextScan.sameBytes($0, bytes) }) { return index }
+        }
+        return nil
+    }
+
+    /// A set of reported ids as bits, bit `i` standing for `reported[i]`.
+    static func reportedBits(_ ids: [String]) -> UInt16 {
+        ids.reduce(0) { $0 | 1 << UInt16(reportIndex($1)) }
+    }
 }

@@ -147,6 +147,23 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
         return row.map { rows[$0] }
     }
 
+    /// The row number of an id given as its UTF-8 bytes, whose `IdHash` the caller computed (the plan's fast path
+    /// reads ids where the decoder found them). The bytes are compared as they are; the hash is of the bytes too,
+    /// so the lookup by string finds no other row.
+    @inlinable func row(bytes key: UnsafeBufferPointer<UInt8>, hash: UInt64) -> Int? {
+        guard slots.mayContain(hash) else { return nil }
+        return slots.find(hash) { TextScan.sameBytes(key, keys[$0]) }.row
+    }
+
+    /// Whether the id given as bytes has a row (see `row(bytes:hash:)`).
+    @inlinable public func contains(bytes key: UnsafeBufferPointer<UInt8>, hash: UInt64) -> Bool {
+        row(bytes: key, hash: hash) != nil
+    }
+
+    @inlinable public subscript(bytes key: UnsafeBufferPointer<UInt8>, hash hash: UInt64) -> Value? {
+        row(bytes: key, hash: hash).map { rows[$0] }
+    }
+
     @inlinable public subscript(key: String) -> Value? {
         get { self[key, hash: IdHash.of(key)] }
         set {

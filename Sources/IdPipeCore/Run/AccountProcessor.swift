@@ -5,12 +5,15 @@ public struct AccountProcessor: Sendable {
     public let sideInputs: SideInputs
     public let selector: Selector
     public let planner: Planner
+    /// What the fast path (`plain`) needs from the pipeline.
+    let rules: PlainRules
 
     public init(pipeline: PipelineDefinition, sideInputs: SideInputs, asOf: Int64) {
         self.pipeline = pipeline
         self.sideInputs = sideInputs
         self.selector = Selector(config: pipeline.selection, asOf: asOf, extraProtectedIds: sideInputs.protectedIds)
         self.planner = Planner(stages: pipeline.stages, asOf: asOf)
+        self.rules = PlainRules(pipeline)
     }
 
     /// Takes the account over (`consuming`): it is normalized in place, not copied.

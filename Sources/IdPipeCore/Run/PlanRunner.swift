@@ -70,6 +70,9 @@ public final class PlanRunner {
     /// Asked after each batch is handed to the store, with the count of batches so far: true stops there, as an
     /// interruption (Ctrl-C, or a test's stop after N batches).
     public var shouldStop: ((Int) -> Bool)?
+    /// Whether decoders may take the fast path for accounts that need nothing (`AccountProcessor.plain`). Off, every
+    /// account goes the full way: the same plan, more slowly (tests compare the two).
+    public var fastPath = true
 
     public init(pipeline: PipelineDefinition, processor: AccountProcessor, store: any PlanStore, pool: WorkerPool, logger: Logger) {
         self.pipeline = pipeline
@@ -121,11 +124,13 @@ public final class PlanRunner {
         let started = clock()
         var batches = 0
         let processor = self.processor
+        // The import file needs every account whole: a migration takes the full path for all.
+        let fastPath = self.fastPath && sink == nil
         // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
         while try committer.check(), let batch = try source.nextBatch(records: batchRecords, parts: pool.width * 4) {
             // The workers decode, process, hash the ids and count; this thread only checks the ids for duplicates,
             // numbers the records and gathers the rows to store.
-            var parts = pool.map(batch.partCount) { part in ProcessedPart(batch, part: part, processor: processor) }
+            var parts = pool.map(batch.partCount) { part in ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath) }
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
@@ -140,11 +145,20 @@ public final class PlanRunner {
                         throw PlanError.input(error)
                     case .quarantined(let entry):
                         next.quarantine.append((sequence, parts[index].quarantine[entry]))
+                    case .plain(let entry, let hash):
+                        if seen.insert(hash) {
+                            next.newIdHashes.append(hash)
+                        } else {
+                            let duplicate = parts[index].duplicate(entry)
+                            counter.count(parts[index].plains[entry].account, by: -1)
+                            counter.count(duplicate)
+                            next.quarantine.append((sequence, duplicate))
+                        }
                     case .account(let entry, let hash, let kept):
                         if !seen.insert(hash) {
                             let outcome = parts[index].outcomes[entry]
                             let duplicate = QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
-                                                            reason: "duplicate: an earlier row has the same id")
+                                                            reason: ProcessedPart.duplicateReason)
                             counter.count(outcome, by: -1)
                             counter.count(duplicate)
                             next.quarantine.append((sequence, duplicate))
@@ -257,14 +271,30 @@ struct ProcessedPart: Sendable {
     enum Entry: Sendable {
         /// `kept`: whether the store keeps a row for it (`AccountOutcome.isNoteworthy`, asked once, here).
         case account(Int, idHash: UInt64, kept: Bool)
+        /// An account the fast path took: counted, never kept.
+        case plain(Int, idHash: UInt64)
         case quarantined(Int)
         case fatal(InputError)
+    }
+
+    /// Where a plain account is, for the quarantine should it be a duplicate; its id is `plainIds[idStart..<idEnd]`.
+    struct Plain: Sendable {
+        var account: PlainAccount
+        var line: Int
+        var byteOffset: Int64
+        var idStart: Int
+        var idEnd: Int
     }
 
     var entries: [Entry] = []
     /// The processed accounts and the quarantined rows, which `entries` point into.
     var outcomes: [AccountOutcome] = []
     var quarantine: [QuarantineEntry] = []
+    var plains: [Plain] = []
+    /// The ids of the plain accounts, one after the other (a String each would cost an allocation each).
+    var plainIds: [UInt8] = []
+    /// The file the plain accounts come from.
+    var plainFile = ""
     var counter = TallyCounter()
     /// How many of the outcomes the store keeps (so the batch reserves room for them once).
     var noteworthy = 0
@@ -272,34 +302,62 @@ struct ProcessedPart: Sendable {
     /// The id hashes of the accounts, in order.
     var idHashes: some Sequence<UInt64> {
         entries.lazy.compactMap { entry in
-            if case .account(_, let hash, _) = entry { hash } else { nil }
+            switch entry {
+            case .account(_, let hash, _), .plain(_, let hash): hash
+            default: nil
+            }
         }
     }
 
-    /// Decodes and processes part `part` of `batch`, one record at a time.
-    init(_ batch: any RawBatch, part: Int, processor: AccountProcessor) {
-        batch.decode(part: part) { record in
-            let outcome: RecordOutcome
-            var idHash: UInt64 = 0
-            switch consume record {
-            case .account(let account, let position): outcome = processor.process(account, position: position, sequence: 0, idHash: &idHash)
-            case .malformed(let entry): outcome = .quarantined(entry)
-            case .fatal(let error):
-                entries.append(.fatal(error))
-                return
-            }
-            switch consume outcome {
-            case .account(let processed):
-                counter.count(processed)
-                let kept = processed.isNoteworthy
-                entries.append(.account(outcomes.count, idHash: idHash, kept: kept))
-                if kept { noteworthy += 1 }
-                outcomes.append(processed)
-            case .quarantined(let entry):
-                counter.count(entry)
-                entries.append(.quarantined(quarantine.count))
-                quarantine.append(entry)
-            }
+    /// A plain account as a duplicate's quarantine row names it.
+    func duplicate(_ index: Int) -> QuarantineEntry {
+        let plain = plains[index]
+        return QuarantineEntry(position: SourcePosition(file: plainFile, line: plain.line, byteOffset: plain.byteOffset),
+                               localId: String(decoding: plainIds[plain.idStart..<plain.idEnd], as: UTF8.self), field: "localId",
+                               reason: ProcessedPart.duplicateReason)
+    }
+
+    static let duplicateReason = "duplicate: an earlier row has the same id"
+
+    /// Decodes and processes part `part` of `batch`, one record at a time; with `fastPath`, plain accounts are only
+    /// counted (`AccountProcessor.plain`).
+    init(_ batch: any RawBatch, part: Int, processor: AccountProcessor, fastPath: Bool = false) {
+        guard fastPath else {
+            batch.decode(part: part) { record in take(record, processor: processor) }
+            return
+        }
+        batch.decode(part: part, fastPath: processor, each: { record in take(record, processor: processor) }, plain: { record in
+            counter.count(record.account)
+            entries.append(.plain(plains.count, idHash: record.account.idHash))
+            if plains.isEmpty { plainFile = record.file }
+            let start = plainIds.count
+            plainIds.append(contentsOf: record.localId)
+            plains.append(Plain(account: record.account, line: record.line, byteOffset: record.byteOffset, idStart: start, idEnd: plainIds.count))
+        })
+    }
+
+    /// Processes one record the full way.
+    private mutating func take(_ record: consuming DecodedRecord, processor: AccountProcessor) {
+        let outcome: RecordOutcome
+        var idHash: UInt64 = 0
+        switch consume record {
+        case .account(let account, let position): outcome = processor.process(account, position: position, sequence: 0, idHash: &idHash)
+        case .malformed(let entry): outcome = .quarantined(entry)
+        case .fatal(let error):
+            entries.append(.fatal(error))
+            return
+        }
+        switch consume outcome {
+        case .account(let processed):
+            counter.count(processed)
+            let kept = processed.isNoteworthy
+            entries.append(.account(outcomes.count, idHash: idHash, kept: kept))
+            if kept { noteworthy += 1 }
+            outcomes.append(processed)
+        case .quarantined(let entry):
+            counter.count(entry)
+            entries.append(.quarantined(quarantine.count))
+            quarantine.append(entry)
         }
     }
 }

@@ -119,6 +119,28 @@ public struct TallyCounter: Sendable {
         if deleting { slots[Slot.deleting] += amount }
     }
 
+    /// Counts an account the fast path took (`AccountProcessor.plain`): what `count(_:by:)` counts of the full path's
+    /// outcome of it, which has no repair, no review, no selection and no action.
+    public mutating func count(_ plain: PlainAccount, by amount: Int = 1) {
+        slots[Slot.accounts] += amount
+        if plain.providers == 0 {
+            slots[Slot.noProviders] += amount
+        } else {
+            var bits = plain.providers
+            while bits != 0 {
+                slots[Slot.providerBase + bits.trailingZeroBitCount] += amount
+                bits &= bits - 1
+            }
+        }
+        if plain.disabled { slots[Slot.disabled] += amount }
+        if let relay = plain.relay { slots[Slot.relayBase + relay.rawValue] += amount }
+        switch plain.name {
+        case .notAsked: break
+        case .present: slots[Slot.namesPresent] += amount
+        case .noSource: nameMisses[NameBackfill.noSourceHasAName, default: 0] += amount
+        }
+    }
+
     /// Counts an account written to the import file, and what in it `firebase auth:import` refuses (the file keeps it:
     /// an Apple link or an MFA enrolment left out would be lost, where the API can take them).
     public mutating func countImported(_ account: Account) {

@@ -59,8 +59,11 @@ public enum NameBackfill {
             }
         }
         if skippedForConsent { return .noSource("relay account: no source with consent") }
-        return .noSource(unusable ?? "no configured source has a name")
+        return .noSource(unusable ?? noSourceHasAName)
     }
+
+    /// Why a nameless account gets no name when none of its sources has one.
+    public static let noSourceHasAName = "no configured source has a name"
 
     /// Whether a name holds a relay address, or the random local part of the account's own: as a name it would put
     /// the address Apple hid on show (an Apple login's name is sometimes its address).

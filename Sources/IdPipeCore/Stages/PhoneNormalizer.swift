@@ -33,4 +33,12 @@ public enum PhoneNormalizer {
         if result != raw { repairs.insert(.phoneReformatted) }
         return .success(result)
     }
+
+    /// Whether `normalize` would return these bytes as they are, with no repair: `+`, then 7 to 15 ASCII digits, the
+    /// first not zero. (The plan's fast path asks on the bytes, and leaves anything else to `normalize`.)
+    public static func isAlreadyE164(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard bytes.count >= 8, bytes.count <= 16, bytes[0] == UInt8(ascii: "+"), bytes[1] != UInt8(ascii: "0") else { return false }
+        for index in 1..<bytes.count where bytes[index] < 48 || bytes[index] > 57 { return false }
+        return true
+    }
 }

@@ -67,13 +67,16 @@ public enum RelayDetection {
     /// Whether an address is at Apple's relay domain (ASCII case-insensitive, on bytes: it runs per account).
     public static func isRelayAddress(_ email: String?) -> Bool {
         guard let email else { return false }
+        return email.utf8.withContiguousStorageIfAvailable(isRelayAddress) ?? email.lowercased().hasSuffix(relaySuffix.description)
+    }
+
+    /// The same on an address's UTF-8 bytes (the plan's fast path reads them where the decoder found them).
+    public static func isRelayAddress(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         let suffix = UnsafeBufferPointer(start: relaySuffix.utf8Start, count: relaySuffix.utf8CodeUnitCount)
-        return email.utf8.withContiguousStorageIfAvailable { bytes in
-            guard bytes.count > suffix.count else { return false }
-            let start = bytes.count - suffix.count
-            for i in 0..<suffix.count where TextScan.lowerASCII(bytes[start + i]) != suffix[i] { return false }
-            return true
-        } ?? email.lowercased().hasSuffix(relaySuffix.description)
+        guard bytes.count > suffix.count else { return false }
+        let start = bytes.count - suffix.count
+        for i in 0..<suffix.count where TextScan.lowerASCII(bytes[start + i]) != suffix[i] { return false }
+        return true
     }
 
     /// Whether the account's email or its Apple link's email is a relay address.

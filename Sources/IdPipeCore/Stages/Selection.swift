@@ -49,12 +49,8 @@ public struct Selector: Sendable {
     }
 
     public func select(_ account: Account, deletionRequest: DeletionRequest?) -> SelectionOutcome {
-        var reasons: SelectionReasons = []
-        if config.deletionRequested && deletionRequest != nil { reasons.insert(.deletionRequested) }
-        if config.disabled && account.disabled { reasons.insert(.disabled) }
-        if let inactiveBefore, let last = account.lastSignedInAt ?? account.createdAt, last < inactiveBefore {
-            reasons.insert(.inactive)
-        }
+        let reasons = reasons(deletionRequested: deletionRequest != nil, disabled: account.disabled,
+                              lastSignedInAt: account.lastSignedInAt, createdAt: account.createdAt)
         guard !reasons.isEmpty else { return .notSelected }
         if !config.providers.isEmpty && !config.providers.contains(where: account.isLinked(to:)) {
             return .filteredByProvider(reasons)
@@ -65,5 +61,14 @@ public struct Selector: Sendable {
             if config.protectedEmailDomains.contains(domain) { return .protected(reasons, why: "protected email domain") }
         }
         return .selected(reasons)
+    }
+
+    /// Which rules match an account with these facts (before the provider filter and the protections).
+    func reasons(deletionRequested: Bool, disabled: Bool, lastSignedInAt: Int64?, createdAt: Int64?) -> SelectionReasons {
+        var reasons: SelectionReasons = []
+        if config.deletionRequested && deletionRequested { reasons.insert(.deletionRequested) }
+        if config.disabled && disabled { reasons.insert(.disabled) }
+        if let inactiveBefore, let last = lastSignedInAt ?? createdAt, last < inactiveBefore { reasons.insert(.inactive) }
+        return reasons
     }
 }

@@ -56,6 +56,136 @@ enum AccountJSONDecoder {
         return .success(account)
     }
 
+    /// Reads a user object's fields as bytes for the plan's fast path (`AccountProcessor.plain`), with the syntax checks
+    /// of `decode` and without making a string. False when the object is not read plainly: a string with an escape
+    /// where the value is needed, a key given twice, a null or missing id, a provider without its id or rawId, a
+    /// timestamp other than the export's quoted digits. The caller then decodes the object again with `decode`, which
+    /// decides; so does an error thrown here (the cursor is left anywhere).
+    static func scanPlain(_ cursor: inout JSONCursor, into account: inout AccountBytes) throws(JSONCursor.SyntaxError) -> Bool {
+        try cursor.expect(UInt8(ascii: "{"))
+        if try cursor.peek() == UInt8(ascii: "}") { return false }
+        var seen: UInt16 = 0
+        /// Marks a key read; false when it was read before (the decoder keeps the last value, the fast path none).
+        func first(_ bit: UInt16) -> Bool {
+            defer { seen |= bit }
+            return seen & bit == 0
+        }
+        while true {
+            let key = try cursor.key()
+            try cursor.expect(UInt8(ascii: ":"))
+            switch key.count {
+            case 5 where matches(key, "email"):
+                guard first(1), let value = try plain(&cursor) else { return false }
+                account.email = value
+            case 7 where matches(key, "localId"):
+                guard first(2), let value = try plain(&cursor), let id = value else { return false }
+                account.localId = id
+            case 8 where matches(key, "disabled"):
+                guard first(4) else { return false }
+                account.disabled = try cursor.bool()
+            case 9 where matches(key, "createdAt"):
+                guard first(8), let value = quotedTimestamp(&cursor) else { return false }
+                account.createdAt = value
+            case 11 where matches(key, "displayName"):
+                guard first(16), let value = try plain(&cursor) else { return false }
+                account.displayName = value
+            case 11 where matches(key, "phoneNumber"):
+                guard first(32), let value = try plain(&cursor) else { return false }
+                account.phoneNumber = value
+            // Both name the last sign-in.
+            case 11 where matches(key, "lastLoginAt"), 14 where matches(key, "lastSignedInAt"):
+                guard first(64), let value = quotedTimestamp(&cursor) else { return false }
+                account.lastSignedInAt = value
+            case 16 where matches(key, "providerUserInfo"):
+                guard first(128), try plainProviders(&cursor, into: &account) else { return false }
+            // Not needed, but checked as `decode` reads them (a repeat is the decoder's to keep last).
+            case 13 where matches(key, "emailVerified"): _ = try cursor.bool()
+            case 4 where matches(key, "salt"), 8 where matches(key, "photoUrl"), 12 where matches(key, "passwordHash"),
+                 16 where matches(key, "customAttributes"):
+                try skipStringOrNull(&cursor)
+            // mfaInfo and unknown keys.
+            default: try cursor.skipValue()
+            }
+            if try cursor.peek() == UInt8(ascii: ",") {
+                cursor.position += 1
+                continue
+            }
+            try cursor.expect(UInt8(ascii: "}"))
+            return seen & 2 != 0
+        }
+    }
+
+    /// The links of `providerUserInfo`, for `scanPlain`.
+    private static func plainProviders(_ cursor: inout JSONCursor, into account: inout AccountBytes) throws(JSONCursor.SyntaxError) -> Bool {
+        try cursor.expect(UInt8(ascii: "["))
+        if try cursor.peek() == UInt8(ascii: "]") {
+            cursor.position += 1
+            return true
+        }
+        while true {
+            try cursor.expect(UInt8(ascii: "{"))
+            var providerId: UnsafeBufferPointer<UInt8>?, rawId: UnsafeBufferPointer<UInt8>?
+            var email: UnsafeBufferPointer<UInt8>??, displayName: UnsafeBufferPointer<UInt8>??
+            if try cursor.peek() != UInt8(ascii: "}") {
+                while true {
+                    let key = try cursor.key()
+                    try cursor.expect(UInt8(ascii: ":"))
+                    switch key.count {
+                    case 5 where matches(key, "rawId"):
+                        guard rawId == nil, let value = try plain(&cursor), let id = value else { return false }
+                        rawId = id
+                    case 5 where matches(key, "email"):
+                        guard email == nil, let value = try plain(&cursor) else { return false }
+                        email = value
+                    case 10 where matches(key, "providerId"):
+                        guard providerId == nil, let value = try plain(&cursor), let id = value else { return false }
+                        providerId = id
+                    case 11 where matches(key, "displayName"):
+                        guard displayName == nil, let value = try plain(&cursor) else { return false }
+                        displayName = value
+                    case 8 where matches(key, "photoUrl"): try skipStringOrNull(&cursor)
+                    default: try cursor.skipValue()
+                    }
+                    if try cursor.peek() == UInt8(ascii: ",") {
+                        cursor.position += 1
+                        continue
+                    }
+                    break
+                }
+            }
+            try cursor.expect(UInt8(ascii: "}"))
+            guard let providerId, let rawId else { return false }
+            account.links.append(LinkBytes(providerId: providerId, rawId: rawId, email: email ?? nil, displayName: displayName ?? nil))
+            if try cursor.peek() == UInt8(ascii: ",") {
+                cursor.position += 1
+                continue
+            }
+            try cursor.expect(UInt8(ascii: "]"))
+            return true
+        }
+    }
+
+    /// A string's bytes (`.some(nil)` for null); nil when it has an escape, which `scanPlain` leaves to `decode`.
+    private static func plain(_ cursor: inout JSONCursor) throws(JSONCursor.SyntaxError) -> UnsafeBufferPointer<UInt8>?? {
+        switch try cursor.plainString() {
+        case .null: .some(nil)
+        case .bytes(let bytes): bytes
+        case .escaped: nil
+        }
+    }
+
+    /// Passes a string or null with the checks of `stringOrNull`.
+    private static func skipStringOrNull(_ cursor: inout JSONCursor) throws(JSONCursor.SyntaxError) {
+        if try cursor.peek() == UInt8(ascii: "n") { try cursor.literal("null") } else { try cursor.skipString() }
+    }
+
+    /// A timestamp as the export writes it (quoted digits), for `scanPlain`; nil for any other form.
+    private static func quotedTimestamp(_ cursor: inout JSONCursor) -> Int64? {
+        cursor.skipWhitespace()
+        guard !cursor.atEnd, cursor.bytes[cursor.position] == UInt8(ascii: "\"") else { return nil }
+        return cursor.quotedDigits()
+    }
+
     /// A provider's email, name and photo mostly repeat the account's (decoded before them in an export): those are
     /// shared, not copied.
     private static func providers(_ cursor: inout JSONCursor, of account: Account, note: (String, String) -> Void) throws(JSONCursor.SyntaxError)

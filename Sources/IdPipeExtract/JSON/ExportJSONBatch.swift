@@ -21,17 +21,26 @@ struct ExportJSONBatch: RawBatch {
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
         bytes.withUnsafeBufferPointer { buffer in
-            decode(buffer, part: part, each: each)
+            decode(buffer, part: part, fastPath: nil, each: each, plain: { _ in })
         }
     }
 
-    private func decode(_ buffer: UnsafeBufferPointer<UInt8>, part: Int, each: (consuming DecodedRecord) -> Void) {
+    func decode(part: Int, fastPath: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void) {
+        bytes.withUnsafeBufferPointer { buffer in
+            decode(buffer, part: part, fastPath: fastPath, each: each, plain: plain)
+        }
+    }
+
+    private func decode(_ buffer: UnsafeBufferPointer<UInt8>, part: Int, fastPath: AccountProcessor?, each: (consuming DecodedRecord) -> Void,
+                        plain: (borrowing PlainRecord) -> Void) {
         var cursor = JSONCursor(bytes: buffer, start: boundaries[part], end: boundaries[part + 1])
         let baseLine = partLines[part]
         let lastPart = isLast && part == partCount - 1
         var closed = false
         // Between objects a comma is expected, except before the first object of the array.
         var expectComma = !(atArrayStart && part == 0)
+        // The fast path's view of each record, its room kept from one to the next.
+        var scanned = AccountBytes()
 
         func position(_ offset: Int, line: Int) -> SourcePosition {
             SourcePosition(file: path, line: line, byteOffset: baseOffset + Int64(offset))
@@ -69,6 +78,17 @@ struct ExportJSONBatch: RawBatch {
             }
             let startOffset = cursor.position
             let startLine = baseLine + cursor.newlines
+            if let fastPath, byte == UInt8(ascii: "{"), !expectComma {
+                let start = cursor
+                scanned.reset()
+                if (try? AccountJSONDecoder.scanPlain(&cursor, into: &scanned)) == true, let account = fastPath.plain(scanned) {
+                    plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: startLine, byteOffset: baseOffset + Int64(startOffset)))
+                    expectComma = true
+                    continue
+                }
+                // The full decoder reads it again from its start, and decides.
+                cursor = start
+            }
             do throws(JSONCursor.SyntaxError) {
                 if byte != UInt8(ascii: "{") { throw cursor.fail("expected a user object, found \(cursor.describe(byte))") }
                 if expectComma { throw cursor.fail("expected ',' between user objects") }

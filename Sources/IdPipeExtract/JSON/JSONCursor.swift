@@ -90,7 +90,7 @@ struct JSONCursor {
         guard bytes[position] == UInt8(ascii: "\"") else { throw fail("unsupported character in a key") }
         let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
         // Unknown keys are skipped, so a known one with a broken byte ("dis\xFFabled") would be lost without a word.
-        if high & UTF8Text.highBits != 0 && UTF8Text.validated(slice) == nil {
+        if high & UTF8Text.highBits != 0 && !UTF8Text.isValid(slice) {
             currentKey = nil
             // Not quoted: the stored-tokens reader reads its lines with this cursor, and a token may sit anywhere.
             throw SyntaxError(position: start, field: field, message: "a key of \(slice.count) bytes is not valid UTF-8", atEnd: false)
@@ -207,20 +207,7 @@ struct JSONCursor {
             case UInt8(ascii: "r"): buffer.append(0x0D)
             case UInt8(ascii: "t"): buffer.append(0x09)
             case UInt8(ascii: "u"):
-                var scalar = try hex4()
-                if scalar >= 0xD800 && scalar < 0xDC00 {
-                    guard position + 1 < end, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
-                        throw fail("a lone high surrogate in \\u escape")
-                    }
-                    position += 2
-                    let low = try hex4()
-                    guard low >= 0xDC00 && low < 0xE000 else { throw fail("a high surrogate without its low surrogate") }
-                    scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                } else if scalar >= 0xDC00 && scalar < 0xE000 {
-                    throw fail("a lone low surrogate in \\u escape")
-                }
-                guard let value = Unicode.Scalar(scalar) else { throw fail("an invalid \\u escape") }
-                buffer.append(contentsOf: String(Character(value)).utf8)
+                buffer.append(contentsOf: String(Character(try escapedScalar())).utf8)
             default:
                 throw fail("an invalid escape '\\\(Character(Unicode.Scalar(escape)))'")
             }
@@ -230,6 +217,93 @@ struct JSONCursor {
 
     static func text(_ bytes: UnsafeBufferPointer<UInt8>) -> String? {
         UTF8Text.validated(bytes)
+    }
+
+    /// Skips a string, with the checks and errors of `string()`, making nothing of it (`skipValue` passes every value
+    /// the decoder does not keep, and the fast path every one it does not need).
+    mutating func skipString() throws(SyntaxError) {
+        guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a string, found \(describe(bytes[position]))") }
+        position += 1
+        let start = position
+        // `string()` checks the UTF-8 of the whole text once it is read: an escape error found later comes first.
+        var validUTF8 = true
+        while true {
+            var high: UInt64 = 0
+            let run = position
+            position = Self.plainRun(bytes, from: position, end: end, high: &high)
+            if high & UTF8Text.highBits != 0 && !UTF8Text.isValid(UnsafeBufferPointer(rebasing: bytes[run..<position])) { validUTF8 = false }
+            guard position < end else { break }
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") {
+                position += 1
+                guard validUTF8 else { throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false) }
+                return
+            }
+            if byte < 0x20 {
+                throw fail(byte == 0x0A ? "a string is not closed before the end of the line (unbalanced quote)" : "a control character inside a string")
+            }
+            position += 1
+            guard position < end else { break }
+            let escape = bytes[position]
+            position += 1
+            switch escape {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"), UInt8(ascii: "n"),
+                 UInt8(ascii: "r"), UInt8(ascii: "t"):
+                continue
+            case UInt8(ascii: "u"): _ = try escapedScalar()
+            default: throw fail("an invalid escape '\\\(Character(Unicode.Scalar(escape)))'")
+            }
+        }
+        throw fail("unexpected end of input inside a string")
+    }
+
+    /// The scalar of a `\uXXXX` escape whose `u` was just read, with the low surrogate that must follow a high one.
+    private mutating func escapedScalar() throws(SyntaxError) -> Unicode.Scalar {
+        var scalar = try hex4()
+        if scalar >= 0xD800 && scalar < 0xDC00 {
+            guard position + 1 < end, bytes[position] == UInt8(ascii: "\\"), bytes[position + 1] == UInt8(ascii: "u") else {
+                throw fail("a lone high surrogate in \\u escape")
+            }
+            position += 2
+            let low = try hex4()
+            guard low >= 0xDC00 && low < 0xE000 else { throw fail("a high surrogate without its low surrogate") }
+            scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
+        } else if scalar >= 0xDC00 && scalar < 0xE000 {
+            throw fail("a lone low surrogate in \\u escape")
+        }
+        guard let value = Unicode.Scalar(scalar) else { throw fail("an invalid \\u escape") }
+        return value
+    }
+
+    /// A string value for the fast path, as its bytes in the buffer (`AccountBytes`).
+    enum PlainString {
+        case null
+        case bytes(UnsafeBufferPointer<UInt8>)
+        /// The string has an escape: its text is not its bytes, and the full decoder reads it.
+        case escaped
+    }
+
+    /// A string or null, checked as `string()` checks it up to its first escape, where it stops (`.escaped`).
+    mutating func plainString() throws(SyntaxError) -> PlainString {
+        let byte = try peek()
+        if byte == UInt8(ascii: "n") {
+            try literal("null")
+            return .null
+        }
+        guard byte == UInt8(ascii: "\"") else { throw fail("expected a string, found \(describe(byte))") }
+        position += 1
+        let start = position
+        var high: UInt64 = 0
+        position = Self.plainRun(bytes, from: position, end: end, high: &high)
+        guard position < end else { throw fail("unexpected end of input inside a string") }
+        if bytes[position] == UInt8(ascii: "\\") { return .escaped }
+        guard bytes[position] == UInt8(ascii: "\"") else { throw fail("a control character inside a string") }
+        let slice = UnsafeBufferPointer(rebasing: bytes[start..<position])
+        position += 1
+        if high & UTF8Text.highBits != 0 && !UTF8Text.isValid(slice) {
+            throw SyntaxError(position: start, field: field, message: "is not valid UTF-8", atEnd: false)
+        }
+        return .bytes(slice)
     }
 
     private mutating func hex4() throws(SyntaxError) -> UInt32 {
@@ -287,6 +361,13 @@ struct JSONCursor {
     mutating func numberText() throws(SyntaxError) -> String {
         skipWhitespace()
         let start = position
+        try skipNumber()
+        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+    }
+
+    /// Passes a number, checked against JSON's grammar.
+    mutating func skipNumber() throws(SyntaxError) {
+        skipWhitespace()
         if position < end && bytes[position] == UInt8(ascii: "-") { position += 1 }
         var digits = 0
         while position < end, bytes[position] >= 48, bytes[position] <= 57 { position += 1; digits += 1 }
@@ -300,7 +381,6 @@ struct JSONCursor {
             if position < end && (bytes[position] == UInt8(ascii: "+") || bytes[position] == UInt8(ascii: "-")) { position += 1 }
             while position < end, bytes[position] >= 48, bytes[position] <= 57 { position += 1 }
         }
-        return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
     }
 
     /// Skips any value, checking its syntax; returns its raw text when `capture` is set.
@@ -310,7 +390,7 @@ struct JSONCursor {
         _ = try peek()
         let start = position
         switch bytes[position] {
-        case UInt8(ascii: "\""): _ = try string()
+        case UInt8(ascii: "\""): try skipString()
         case UInt8(ascii: "t"), UInt8(ascii: "f"): _ = try bool()
         case UInt8(ascii: "n"): try literal("null")
         case UInt8(ascii: "{"):
@@ -333,7 +413,7 @@ struct JSONCursor {
                 try expect(UInt8(ascii: "]"))
                 break
             }
-        default: _ = try numberText()
+        default: try skipNumber()
         }
         guard capture else { return nil }
         return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
