@@ -83,7 +83,7 @@ let package = Package(
         // which takes over malloc: a plan allocates on its workers and frees on other threads (the merge, the
         // committer), where glibc's allocator took 5-7 % of the time in locks and consolidation.
         .executableTarget(name: "idpipe", dependencies: [
-            "IdPipeCore", "IdPipeExtract", "IdPipeStore", "IdPipeCrypto", "IdPipeConnect", "IdPipeHTTP", "IdPipeApply",
+            "IdPipeCore", "IdPipeExtract", "IdPipeStore", "IdPipeCrypto", "IdPipeConnect", "IdPipeHTTP", "IdPipeApply", "CLinux",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ], linkerSettings: [.linkedLibrary("jemalloc")]),

@@ -5,5 +5,8 @@
    is in glibc since 2.27. */
 int memfd_create(const char *name, unsigned int flags);
 #define IDPIPE_MFD_CLOEXEC 1U
+/* The same for copy_file_range(2) (glibc 2.27): the reports splice the bodies rendered during the plan. */
+#include <sys/types.h>
+ssize_t copy_file_range(int fd_in, __off64_t *off_in, int fd_out, __off64_t *off_out, size_t len, unsigned int flags);
 #endif
 #endif

@@ -4,54 +4,22 @@ import IdPipeCore
 
 /// How an account outcome is kept in the `account` table.
 enum AccountRow {
-    /// Binds the outcome's columns in the order of the `account` table's INSERT. Read through a pointer, field by
-    /// field: an outcome passed by value, even to a `borrowing` parameter, was copied whole (a retain and a release
-    /// of every string in it) for each row.
-    static func bind(_ row: UnsafePointer<AccountOutcome>, to insert: inout RawInsert) {
-        let (selection, detail) = Self.selection(row.pointee.selection)
-        insert.bind(row.pointee.sequence)
-        insert.bind(row.pointee.account.localId)
-        insert.bind(row.pointee.position.file)
-        insert.bind(row.pointee.position.line)
-        insert.bind(row.pointee.relay.map(\.relayClass.name))
-        insert.bind(row.pointee.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.text })
-        insert.bind(selection)
-        insert.bind(detail)
-        insert.bind(row.pointee.name.map(Self.name))
-        insert.bind(row.pointee.account.email)
-        insert.bind(row.pointee.account.displayName)
-        insert.bind(row.pointee.account.phoneNumber)
-        insert.bind(providerList(row.pointee.account.providers))
-        insert.bind(row.pointee.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" })
-    }
-
-    /// The provider ids, sorted, separated by spaces; without the three arrays of the general way for the one or two
-    /// providers most accounts have.
-    static func providerList(_ providers: [ProviderLink]) -> String {
-        switch providers.count {
-        case 0: ""
-        case 1: providers[0].providerId
-        case 2 where providers[0].providerId <= providers[1].providerId: providers[0].providerId + " " + providers[1].providerId
-        case 2: providers[1].providerId + " " + providers[0].providerId
-        default: providers.map(\.providerId).sorted().joined(separator: " ")
-        }
-    }
-
-    static func selection(_ outcome: SelectionOutcome) -> (String, String?) {
-        switch outcome {
-        case .notSelected: ("not-selected", nil)
-        case .selected(let reasons): ("selected", reasons.text)
-        case .protected(let reasons, let why): ("protected", "\(why); matched: \(reasons.text)")
-        case .filteredByProvider(let reasons): ("filtered-by-provider", reasons.text)
-        }
-    }
-
-    static func name(_ outcome: NameOutcome) -> String {
-        switch outcome {
-        case .present: "present"
-        case .fill(let update): "fill from \(update.source)"
-        case .noSource(let why): "no source: \(why)"
-        }
+    /// Binds the row's columns in the order of the `account` table's INSERT.
+    static func bind(_ row: ReportAccount, to insert: inout RawInsert) {
+        insert.bind(row.sequence)
+        insert.bind(row.uid)
+        insert.bind(row.file)
+        insert.bind(row.line)
+        insert.bind(row.relay)
+        insert.bind(row.consentReview)
+        insert.bind(row.selection)
+        insert.bind(row.selectionDetail)
+        insert.bind(row.nameOutcome)
+        insert.bind(row.email)
+        insert.bind(row.displayName)
+        insert.bind(row.phone)
+        insert.bind(row.providers)
+        insert.bind(row.deletionRequest)
     }
 }
 

@@ -103,12 +103,11 @@ public final class StateStore: PlanStore, @unchecked Sendable {
                 guard let first = outcomes.baseAddress else { return }
                 for index in outcomes.indices {
                     let outcome = first + index
-                    AccountRow.bind(outcome, to: &accountInsert)
+                    AccountRow.bind(ReportAccount(outcome.pointee), to: &accountInsert)
                     try accountInsert.run()
                     // In step order: with the batches written in sequence order, the table's row ids then follow
                     // (seq, step), and the reports read the actions in that order without sorting them.
-                    let actions = outcome.pointee.actions
-                    for action in actions.isInStepOrder ? actions : actions.sorted(by: { $0.kind.order < $1.kind.order }) {
+                    for action in outcome.pointee.actionsInStepOrder {
                         actionInsert.bind(outcome.pointee.sequence)
                         actionInsert.bind(outcome.pointee.account.localId)
                         actionInsert.bind(action.kind.rawValue)
@@ -155,12 +154,5 @@ public enum StoreError: Error, CustomStringConvertible {
         case .cannotOpen(let path, let underlying): "cannot open the state store \(path): \(underlying)"
         case .corrupt(let what): "the state store is damaged: \(what)"
         }
-    }
-}
-
-extension [PlannedAction] {
-    /// Whether the actions come in the order they are carried out (the planner makes them so).
-    var isInStepOrder: Bool {
-        count < 2 || indices.dropFirst().allSatisfy { self[$0 - 1].kind.order <= self[$0].kind.order }
     }
 }

@@ -205,12 +205,18 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             Console.error("\nidpipe: stopping after the batch being read is recorded (again to quit at once)")
         }
         let outcome: PlanResult
+        let reveal = reveal || context.definition.report.revealPersonalData
+        // The counts of a data survey change the actions after the plan: then the reports are all rendered afterwards.
+        let hasDataPaths = context.definition.stages.delete?.pathKinds.isEmpty == false
+        let streamed = hasDataPaths || ProcessEnvironment.value("IDPIPE_REPORTS_FROM_STORE") == "1"
+            ? nil : try StreamedReports(folder: out, masking: Masking(reveal: reveal))
         do {
             defer { interruption.end() }
             var execution = PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf,
                                           workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe"),
                                           applyRequested: requestApply, maxDeletions: maxDeletions)
             execution.shouldStop = { interruption.isRaised }
+            execution.reportFollower = streamed
             do {
                 outcome = try execution.run()
             } catch is StoppedBeforeRecording {
@@ -225,7 +231,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             return Exit.interrupted
         }
         let store = try StateStore(path: statePath)
-        if outcome.run.guardVerdict == nil, context.definition.stages.delete?.pathKinds.isEmpty == false {
+        if outcome.run.guardVerdict == nil, hasDataPaths {
             try countData(context: context, store: store)
         }
         if requestApply, var run = try store.loadRun(), run.applyRequested != true || (maxDeletions != nil && run.maxDeletions != maxDeletions) {
@@ -233,8 +239,11 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             if let maxDeletions { run.maxDeletions = maxDeletions }
             try store.saveRun(run)
         }
-        let written = try ReportWriter(store: store, out: out, reveal: reveal || context.definition.report.revealPersonalData,
-                                       listLimit: context.definition.report.listLimit).writeAll()
+        var writer = ReportWriter(store: store, out: out, reveal: reveal, listLimit: context.definition.report.listLimit)
+        // A plan that ran whole in this process rendered its reports' bodies as it went (one resumed did not see the
+        // batches before its start; one already planned saw none).
+        if let streamed, outcome.reportBodiesComplete { writer.streamed = streamed }
+        let written = try writer.writeAll()
         let tally = outcome.tally
         if outcome.alreadyPlanned {
             Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "

@@ -69,6 +69,8 @@ struct PlanExecution {
     var maxDeletions: Int?
     /// Asked after each committed batch: true stops the plan there (Ctrl-C).
     var shouldStop: (() -> Bool)?
+    /// Renders the reports' bodies as the batches are committed.
+    var reportFollower: StreamedReports?
 
     func run() throws -> PlanResult {
         let definition = context.definition
@@ -109,6 +111,7 @@ struct PlanExecution {
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }
         // Tests plan the same input both ways and compare: every account the full way, or plain ones counted only.
         if ProcessEnvironment.value("IDPIPE_FULL_PATH") == "1" { runner.fastPath = false }
+        runner.reportFollower = reportFollower
         // Tests stop after N batches, as if interrupted, or slow each batch down (milliseconds) to send a signal mid-plan.
         let stopAfter = ProcessEnvironment.value("IDPIPE_STOP_AFTER_BATCHES").flatMap(Int.init)
         let pause = ProcessEnvironment.value("IDPIPE_TEST_BATCH_DELAY_MS").flatMap(UInt32.init) ?? 0

@@ -13,6 +13,9 @@ struct ReportWriter {
     let listLimit: Int
     /// `plan` for the dry run's files, `report` once apply has run (plan.md stays as it was reviewed).
     var stem = "plan"
+    /// The bodies of plan.json and the ledger, rendered as the plan committed its batches: when given, those two are
+    /// put together from them and the store's run, totals and quarantine, instead of reading every row back.
+    var streamed: StreamedReports?
 
     enum Format: String, CaseIterable {
         case md, json, csv
@@ -100,7 +103,11 @@ struct ReportWriter {
         let file = staged ? try FileOutput(stagedBeside: target) : try FileOutput(path: target)
         var stream = file
         do {
-            try render(format, into: &stream)
+            if let streamed, format != .md {
+                try assemble(format, from: streamed, into: file)
+            } else {
+                try render(format, into: &stream)
+            }
             try file.close()
         } catch {
             try? file.close()
@@ -108,6 +115,23 @@ struct ReportWriter {
             throw error
         }
         return Rendered(target: target, staged: staged ? file.path : nil)
+    }
+
+    /// plan.json or the ledger from the streamed body and what the store holds beside it.
+    private func assemble(_ format: Format, from streamed: StreamedReports, into file: FileOutput) throws {
+        var stream = file
+        switch format {
+        case .json:
+            let report = JSONReport(source: store, masking: Masking(reveal: reveal))
+            try report.renderHead(into: &stream)
+            try streamed.json.copy(into: file)
+            try report.renderTail(accounts: streamed.accounts, into: &stream)
+        case .csv:
+            stream.write(CSVLedger.header + "\n")
+            try streamed.ledger.copy(into: file)
+        case .md:
+            preconditionFailure("plan.md is rendered from the store")
+        }
     }
 
     func render(_ format: Format, into stream: inout some TextOutputStream) throws {

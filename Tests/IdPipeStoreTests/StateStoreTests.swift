@@ -352,6 +352,6 @@ final class CountingFingerprint: InputFingerprint {
                       ["twitter.com", "facebook.com", "apple.com"]])
     func providerListIsSortedAndSpaced(_ ids: [String]) {
         let links = ids.map { ProviderLink(providerId: $0, rawId: "1") }
-        #expect(AccountRow.providerList(links) == ids.sorted().joined(separator: " "))
+        #expect(ReportAccount.providerList(links) == ids.sorted().joined(separator: " "))
     }
 }

@@ -10,6 +10,23 @@ public struct JSONReport {
     }
 
     public func render(into out: inout some TextOutputStream) throws {
+        try renderHead(into: &out)
+        // Accounts are appended to one buffer that goes out in pieces of 64 KiB: a `write` and a few strings per
+        // account cost more than the text itself.
+        var buffer = ReportBuffer()
+        var scratch: [UInt8] = []
+        var count = 0
+        try source.accountsWithActions { account, actions in
+            Self.appendEntry(account, actions, index: count, masking: masking, to: &buffer.bytes, scratch: &scratch)
+            count += 1
+            buffer.flush(whenFull: &out)
+        }
+        buffer.flush(&out)
+        try renderTail(accounts: count, into: &out)
+    }
+
+    /// The report up to the opening bracket of the accounts array: the run, the totals, what apply did.
+    public func renderHead(into out: inout some TextOutputStream) throws {
         let run = try source.run()
         let tally = try source.tally()
         out.write("{\n  \"run\": {")
@@ -30,20 +47,12 @@ public struct JSONReport {
         if let summary = try source.applySummary() { out.write("  \"apply\": " + Self.apply(summary) + ",\n") }
         if let data = try source.dataSummary(limit: 0) { out.write("  \"data\": " + Self.data(data) + ",\n") }
         out.write("  \"accounts\": [")
-        // Accounts are appended to one buffer that goes out in pieces of 64 KiB: a `write` and a few strings per
-        // account cost more than the text itself.
-        var buffer = ReportBuffer()
-        var scratch: [UInt8] = []
+    }
+
+    /// The rest after `accounts` entries of the array: its closing bracket, the quarantine, the closing brace.
+    public func renderTail(accounts: Int, into out: inout some TextOutputStream) throws {
+        out.write(accounts == 0 ? "],\n  \"quarantine\": [" : "\n  ],\n  \"quarantine\": [")
         var first = true
-        try source.accountsWithActions { account, actions in
-            buffer.bytes.put(first ? "\n    " : ",\n    ")
-            first = false
-            appendAccount(account, actions, to: &buffer.bytes, scratch: &scratch)
-            buffer.flush(whenFull: &out)
-        }
-        buffer.flush(&out)
-        out.write(first ? "],\n  \"quarantine\": [" : "\n  ],\n  \"quarantine\": [")
-        first = true
         try source.quarantine(limit: nil) { _, entry in
             out.write(first ? "\n    " : ",\n    ")
             first = false
@@ -55,9 +64,17 @@ public struct JSONReport {
 }
 
 extension JSONReport {
+    /// Entry `index` of the `accounts` array: what separates it from the one before, and the account's line.
+    static func appendEntry(_ account: ReportAccount, _ actions: [ReportAction], index: Int, masking: Masking, to out: inout [UInt8],
+                            scratch: inout [UInt8]) {
+        out.put(index == 0 ? "\n    " : ",\n    ")
+        appendAccount(account, actions, masking: masking, to: &out, scratch: &scratch)
+    }
+
     /// One account with its actions, as one line of the `accounts` array. `scratch` holds each masked value on its
     /// way to the line (reused, so masking allocates nothing per account).
-    func appendAccount(_ account: ReportAccount, _ actions: [ReportAction], to out: inout [UInt8], scratch: inout [UInt8]) {
+    static func appendAccount(_ account: ReportAccount, _ actions: [ReportAction], masking: Masking, to out: inout [UInt8],
+                              scratch: inout [UInt8]) {
         out.put("{\"uid\": ")
         JSONText.append(account.uid, to: &out)
         out.put(", \"source\": \"")
@@ -119,7 +136,7 @@ extension JSONReport {
     }
 
     /// The masked value as a JSON string, or null.
-    private func appendMasked(_ value: String?, _ mask: (String, inout [UInt8]) -> Void, to out: inout [UInt8], scratch: inout [UInt8]) {
+    private static func appendMasked(_ value: String?, _ mask: (String, inout [UInt8]) -> Void, to out: inout [UInt8], scratch: inout [UInt8]) {
         guard let value else { return out.put("null") }
         scratch.removeAll(keepingCapacity: true)
         mask(value, &scratch)
@@ -236,9 +253,14 @@ public struct CSVLedger {
     /// One line, the fields in the header's order, written in place: building each line's fields as an array of
     /// strings first cost about three times as much as the line.
     static func appendLine(_ action: ReportAction, masking: Masking, masked: inout [UInt8], to out: inout [UInt8]) {
-        let comma = UInt8(ascii: ",")
         append(String(action.sequence), to: &out)
-        out.append(comma)
+        out.append(UInt8(ascii: ","))
+        appendFields(afterSequenceOf: action, masking: masking, masked: &masked, to: &out)
+    }
+
+    /// A line's fields after the first (the sequence number), with its newline.
+    static func appendFields(afterSequenceOf action: ReportAction, masking: Masking, masked: inout [UInt8], to out: inout [UInt8]) {
+        let comma = UInt8(ascii: ",")
         append(action.uid, to: &out)
         out.append(comma)
         append(action.kind, to: &out)

@@ -75,6 +75,67 @@ public struct ReportAction: Sendable {
     }
 }
 
+extension ReportAccount {
+    /// The row the plan keeps of an outcome: the store writes these columns, and the reports read them back (or get
+    /// them here, as the plan commits its batches). One mapping for both, so a report is the same either way.
+    public init(_ outcome: borrowing AccountOutcome) {
+        let (selection, detail) = Self.selection(outcome.selection)
+        self.init(
+            sequence: outcome.sequence, uid: outcome.account.localId, file: outcome.position.file, line: outcome.position.line,
+            relay: outcome.relay.map(\.relayClass.name), consentReview: outcome.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.text },
+            selection: selection, selectionDetail: detail, nameOutcome: outcome.name.map(Self.name), email: outcome.account.email,
+            displayName: outcome.account.displayName, phone: outcome.account.phoneNumber, providers: Self.providerList(outcome.account.providers),
+            deletionRequest: outcome.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" },
+            newName: outcome.actions.first { $0.kind == .updateName }?.value)
+    }
+
+    /// The provider ids, sorted, separated by spaces; without the three arrays of the general way for the one or two
+    /// providers most accounts have.
+    static func providerList(_ providers: [ProviderLink]) -> String {
+        switch providers.count {
+        case 0: ""
+        case 1: providers[0].providerId
+        case 2 where providers[0].providerId <= providers[1].providerId: providers[0].providerId + " " + providers[1].providerId
+        case 2: providers[1].providerId + " " + providers[0].providerId
+        default: providers.map(\.providerId).sorted().joined(separator: " ")
+        }
+    }
+
+    static func selection(_ outcome: SelectionOutcome) -> (String, String?) {
+        switch outcome {
+        case .notSelected: ("not-selected", nil)
+        case .selected(let reasons): ("selected", reasons.text)
+        case .protected(let reasons, let why): ("protected", "\(why); matched: \(reasons.text)")
+        case .filteredByProvider(let reasons): ("filtered-by-provider", reasons.text)
+        }
+    }
+
+    static func name(_ outcome: NameOutcome) -> String {
+        switch outcome {
+        case .present: "present"
+        case .fill(let update): "fill from \(update.source)"
+        case .noSource(let why): "no source: \(why)"
+        }
+    }
+}
+
+extension ReportAction {
+    /// A planned action as the plan keeps it (see `ReportAccount.init(_:)`): not sent yet, nothing counted.
+    public init(_ action: PlannedAction, sequence: Int64, uid: String) {
+        self.init(sequence: sequence, uid: uid, kind: action.kind.rawValue, state: action.state.rawValue, detail: action.detail,
+                  reason: action.reason, value: action.value, attempts: 0)
+    }
+}
+
+extension AccountOutcome {
+    /// The actions in the order they are carried out, which is the order they are kept in (the planner makes them so;
+    /// any other order is sorted).
+    public var actionsInStepOrder: [PlannedAction] {
+        let inOrder = actions.count < 2 || actions.indices.dropFirst().allSatisfy { actions[$0 - 1].kind.order <= actions[$0].kind.order }
+        return inOrder ? actions : actions.sorted { $0.kind.order < $1.kind.order }
+    }
+}
+
 /// Which accounts a report list shows.
 public enum AccountList: Sendable {
     case consentReview

@@ -36,6 +36,9 @@ public struct PlanResult: Sendable {
     public var resumed: Bool
     /// True when it stopped before the end of the input (asked to, after a committed batch); running it again continues.
     public var interrupted = false
+    /// True when `PlanRunner.reportFollower` got every batch of the plan, from its first: the reports' bodies it
+    /// rendered are whole.
+    public var reportBodiesComplete = false
 }
 
 public enum PlanError: Error, CustomStringConvertible {
@@ -73,6 +76,9 @@ public final class PlanRunner {
     /// Whether decoders may take the fast path for accounts that need nothing (`AccountProcessor.plain`). Off, every
     /// account goes the full way: the same plan, more slowly (tests compare the two).
     public var fastPath = true
+    /// Gets each batch before it is committed, when the plan starts from the beginning of its input (a resumed plan
+    /// has batches it never saw).
+    public var reportFollower: (any PlanReportFollower)?
 
     public init(pipeline: PipelineDefinition, processor: AccountProcessor, store: any PlanStore, pool: WorkerPool, logger: Logger) {
         self.pipeline = pipeline
@@ -117,7 +123,10 @@ public final class PlanRunner {
         let source = try openSource(checkpoint.input)
         // Batch N is written, and batch N + 1 waits for it, while batch N + 2 is read and decoded; the writes stay in
         // order, each with its checkpoint.
-        let committer = OrderedCommitter(store: store, fingerprint: fingerprint)
+        let follower = resumed ? nil : reportFollower
+        let reportMasking = follower?.masking
+        var reportEntries = 0
+        let committer = OrderedCommitter(store: store, fingerprint: fingerprint, follower: follower)
         defer { _ = try? committer.drain() }
         var seen = IdHashSet(checkpoint.seenIdHashes)
         var tally = checkpoint.tally
@@ -130,7 +139,9 @@ public final class PlanRunner {
         while try committer.check(), let batch = try source.nextBatch(records: batchRecords, parts: pool.width * 4) {
             // The workers decode, process, hash the ids and count; this thread only checks the ids for duplicates,
             // numbers the records and gathers the rows to store.
-            var parts = pool.map(batch.partCount) { part in ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath) }
+            var parts = pool.map(batch.partCount) { part in
+                ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking)
+            }
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
@@ -138,6 +149,8 @@ public final class PlanRunner {
             var sequence = checkpoint.nextSequence
             for index in parts.indices {
                 seen.warm(parts[index].idHashes)
+                // The part's kept accounts were rendered for the reports in order: the k-th kept entry is fragment k.
+                var fragment = 0
                 counter.merge(parts[index].counter)
                 for entry in parts[index].entries {
                     switch entry {
@@ -155,6 +168,7 @@ public final class PlanRunner {
                             next.quarantine.append((sequence, duplicate))
                         }
                     case .account(let entry, let hash, let kept):
+                        defer { if kept { fragment += 1 } }
                         if !seen.insert(hash) {
                             let outcome = parts[index].outcomes[entry]
                             let duplicate = QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
@@ -170,6 +184,10 @@ public final class PlanRunner {
                                 cleaned.append(account)
                             }
                             if kept {
+                                if let reports = parts[index].reports {
+                                    reports.append(fragment, entry: reportEntries, sequence: sequence, to: &next)
+                                    reportEntries += 1
+                                }
                                 // Moved out, not copied: the part is dropped after the merge.
                                 var outcome = AccountOutcome.empty
                                 swap(&outcome, &parts[index].outcomes[entry])
@@ -205,7 +223,7 @@ public final class PlanRunner {
         run.guardVerdict = Guards.verdict(pipeline.guards, tally: tally)
         run.status = run.guardVerdict == nil ? .planned : .stoppedByGuard
         try store.saveRun(run)
-        return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed)
+        return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, reportBodiesComplete: follower != nil)
     }
 
     static func checkSameRun(_ existing: RunRecord, _ new: RunRecord) throws {
@@ -229,15 +247,17 @@ public final class PlanRunner {
 /// A failed write stops the ones after it; `check` and `drain` rethrow it.
 final class OrderedCommitter: Sendable {
     private let store: any PlanStore
+    private let follower: (any PlanReportFollower)?
     /// Used only on `queue` while batches are submitted; the caller uses it again after `drain`.
     private nonisolated(unsafe) let fingerprint: any InputFingerprint
     private let queue = DispatchQueue(label: "idpipe.plan.commit")
     private let writing = DispatchSemaphore(value: 2)
     private let failure = Mutex<(any Error)?>(nil)
 
-    init(store: any PlanStore, fingerprint: any InputFingerprint) {
+    init(store: any PlanStore, fingerprint: any InputFingerprint, follower: (any PlanReportFollower)? = nil) {
         self.store = store
         self.fingerprint = fingerprint
+        self.follower = follower
     }
 
     func submit(_ batch: PlanBatch) {
@@ -248,6 +268,7 @@ final class OrderedCommitter: Sendable {
             do {
                 var batch = batch
                 batch.checkpoint.inputPrefixSHA256 = try fingerprint.advance(to: batch.checkpoint.input.offset)
+                try follower?.add(batch)
                 try store.commit(batch)
             } catch { failure.withLock { $0 = error } }
         }
@@ -298,6 +319,8 @@ struct ProcessedPart: Sendable {
     var counter = TallyCounter()
     /// How many of the outcomes the store keeps (so the batch reserves room for them once).
     var noteworthy = 0
+    /// The kept outcomes rendered for the reports, in order, when a follower renders them as the plan goes.
+    var reports: ReportFragments?
 
     /// The id hashes of the accounts, in order.
     var idHashes: some Sequence<UInt64> {
@@ -321,7 +344,8 @@ struct ProcessedPart: Sendable {
 
     /// Decodes and processes part `part` of `batch`, one record at a time; with `fastPath`, plain accounts are only
     /// counted (`AccountProcessor.plain`).
-    init(_ batch: any RawBatch, part: Int, processor: AccountProcessor, fastPath: Bool = false) {
+    init(_ batch: any RawBatch, part: Int, processor: AccountProcessor, fastPath: Bool = false, reports masking: Masking? = nil) {
+        reports = masking.map(ReportFragments.init)
         guard fastPath else {
             batch.decode(part: part) { record in take(record, processor: processor) }
             return
@@ -352,7 +376,10 @@ struct ProcessedPart: Sendable {
             counter.count(processed)
             let kept = processed.isNoteworthy
             entries.append(.account(outcomes.count, idHash: idHash, kept: kept))
-            if kept { noteworthy += 1 }
+            if kept {
+                noteworthy += 1
+                reports?.add(processed)
+            }
             outcomes.append(processed)
         case .quarantined(let entry):
             counter.count(entry)

@@ -82,6 +82,11 @@ public struct PlanBatch: Sendable {
     public var quarantine: [(sequence: Int64, entry: QuarantineEntry)] = []
     public var newIdHashes: [UInt64] = []
     public var checkpoint: PlanCheckpoint
+    /// The batch's accounts rendered for the reports, when a `PlanReportFollower` follows the plan (`ReportFragments`):
+    /// their entries of plan.json's `accounts` array, their ledger lines, and how many accounts.
+    public var reportJSON: [UInt8] = []
+    public var reportLedger: [UInt8] = []
+    public var reportAccounts = 0
 
     public init(checkpoint: PlanCheckpoint) {
         self.checkpoint = checkpoint
