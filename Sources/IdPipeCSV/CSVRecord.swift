@@ -18,6 +18,15 @@ public struct CSVRecord: Sendable {
 
     public var count: Int { fieldEnds.count }
 
+    /// The record as the scanner hands records over (`CSVRecordView`).
+    public func withView<T>(_ body: (CSVRecordView) -> T) -> T {
+        bytes.withUnsafeBufferPointer { bytes in
+            fieldEnds.withUnsafeBufferPointer { ends in
+                body(CSVRecordView(bytes: bytes, ends: ends, start: 0, firstLine: firstLine, lastLine: lastLine, endOffset: endOffset))
+            }
+        }
+    }
+
     public func fieldBytes(_ index: Int) -> ArraySlice<UInt8> {
         bytes[bounds(index)]
     }

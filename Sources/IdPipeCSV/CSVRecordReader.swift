@@ -1,33 +1,18 @@
-import CLibCSV
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// Streams the records of a CSV file through libcsv in strict mode.
-///
-/// The file is fed to libcsv one line at a time, so each record knows the lines it spans and the byte
-/// offset after it. A quoted field that never closes (an unbalanced quote) is reported as a malformed
-/// record covering its first line, and parsing starts again on the next line: one bad row costs one row.
+/// Streams the records of a CSV file through the scanner (`CSVScanner`), a line at a time: the side inputs, and the
+/// header of a mapped CSV. (The export is read in chunks, each cut in parts read at once: `CSVPart`.)
 public final class CSVRecordReader {
     public let path: String
-    /// A record longer than this is taken to be an unbalanced quote swallowing the rows after it.
-    public let maxRecordBytes: Int
-    public let maxRecordLines: Int
-
     private let fd: Int32
-    private var parser = csv_parser()
-    /// libcsv's callbacks write here. A struct behind a pointer: a class's fields would be checked for exclusive
-    /// access on each of the ~53 callbacks per record, which cost more than the append.
-    private let sink: UnsafeMutablePointer<FieldSink>
+    private let scanner: CSVScanner
     private var chunk: [UInt8]
     private var chunkStart: Int64 = 0
     private var chunkLength = 0
     private var cursor = 0
     private var atEOF = false
-    private var line = 0
-    private var recordStartLine = 1
-    private var recordStartOffset: Int64 = 0
-    private var recordBytes = 0
     private var pending: [CSVItem] = []
     private var pendingIndex = 0
     private var finished = false
@@ -35,30 +20,20 @@ public final class CSVRecordReader {
     /// Opens `path` and starts at `offset`, which is the start of line `line` (both from an earlier record's end).
     public init(path: String, offset: Int64 = 0, line: Int = 1, chunkSize: Int = 1 << 20, maxRecordBytes: Int = 64 << 10, maxRecordLines: Int = 64) throws {
         self.path = path
-        self.maxRecordBytes = maxRecordBytes
-        self.maxRecordLines = maxRecordLines
         fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw CSVReadError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         chunk = [UInt8](repeating: 0, count: chunkSize)
-        sink = .allocate(capacity: 1)
-        sink.initialize(to: FieldSink())
-        guard startParser() else {
+        do {
+            scanner = try CSVScanner(offset: offset, line: line, maxRecordBytes: maxRecordBytes, maxRecordLines: maxRecordLines)
+        } catch {
             close(fd)
-            sink.deinitialize(count: 1)
-            sink.deallocate()
-            throw CSVReadError(path: path, message: "libcsv could not start")
+            throw CSVReadError(path: path, message: error.message)
         }
-        self.line = line - 1
-        restart(at: offset, line: line)
+        restart(at: offset)
         if offset == 0 { try skipByteOrderMark() }
     }
 
-    deinit {
-        csv_free(&parser)
-        close(fd)
-        sink.deinitialize(count: 1)
-        sink.deallocate()
-    }
+    deinit { close(fd) }
 
     /// The next record or malformed stretch; nil at the end of the file.
     public func next() throws -> CSVItem? {
@@ -74,106 +49,44 @@ public final class CSVRecordReader {
         }
     }
 
-    // MARK: - Feeding libcsv a line at a time
-
+    /// Feeds the scanner the next whole line (or finishes at the end of the file).
     private func step() throws {
+        let collect: (CSVItemView) -> Void = { self.pending.append($0.item) }
         if cursor >= chunkLength {
             if atEOF {
-                finish()
+                finished = true
+                if case .restart(let offset, _)? = scanner.finish(at: chunkStart + Int64(chunkLength), collect) {
+                    finished = false
+                    restart(at: offset)
+                }
                 return
             }
-            try fill()
-            return
+            return try fill()
         }
         let available = chunkLength - cursor
-        let lineLength: Int
-        let complete: Bool
         let newline = chunk.withUnsafeBytes { memchr($0.baseAddress! + cursor, 0x0A, available) }
+        let lineLength: Int
         if let newline {
             lineLength = chunk.withUnsafeBytes { newline - UnsafeMutableRawPointer(mutating: $0.baseAddress!) } - cursor + 1
-            complete = true
         } else if atEOF {
             lineLength = available
-            complete = true
         } else {
-            try fill()  // keep the partial line and read more
-            return
+            return try fill()  // keep the partial line and read more
         }
-        let lineStart = chunkStart + Int64(cursor)
-        let lineEnd = lineStart + Int64(lineLength)
-        if complete { line += 1 }
-        let consumed = chunk.withUnsafeBytes { buffer in
-            csv_parse(&parser, buffer.baseAddress! + cursor, lineLength, fieldCallback, recordCallback, UnsafeMutableRawPointer(sink))
+        let next = chunk.withUnsafeBufferPointer { buffer in
+            scanner.feed(UnsafeBufferPointer(rebasing: buffer[cursor..<cursor + lineLength]), at: chunkStart + Int64(cursor), collect)
         }
         cursor += lineLength
-        recordBytes += lineLength
-        if consumed < lineLength || csv_error(&parser) != 0 {
-            malformed(reason: "malformed quoting (a quote inside an unquoted field, or text after a closing quote)", lastLine: line)
-            return
-        }
-        emitRecords(lastLine: line, endOffset: lineEnd)
-        if parser.pstate == 0 {  // ROW_NOT_BEGUN: the next line starts a record
-            recordStartLine = line + 1
-            recordStartOffset = lineEnd
-            recordBytes = 0
-        } else if recordBytes > maxRecordBytes || line - recordStartLine + 1 > maxRecordLines {
-            malformed(reason: "a quoted field is not closed (unbalanced quote)", lastLine: recordStartLine)
-        }
+        if case .restart(let offset, _) = next { restart(at: offset) }
     }
 
-    private func emitRecords(lastLine: Int, endOffset: Int64) {
-        guard !sink.pointee.records.isEmpty else { return }
-        for var record in sink.pointee.records {
-            record.firstLine = recordStartLine
-            record.lastLine = lastLine
-            record.endOffset = endOffset
-            pending.append(.record(record))
-        }
-        sink.pointee.records.removeAll(keepingCapacity: true)
-    }
-
-    /// libcsv in strict mode, keeping spaces around unquoted fields (its default trims them).
-    private func startParser() -> Bool {
-        guard csv_init(&parser, UInt8(CSV_STRICT | CSV_STRICT_FINI)) == 0 else { return false }
-        csv_set_space_func(&parser, keepSpaces)
-        return true
-    }
-
-    /// Reports the record that starts at `recordStartLine` as malformed and parses again from the line after it.
-    private func malformed(reason: String, lastLine: Int) {
-        let startLine = recordStartLine
-        let resumeOffset = offsetOfLine(after: recordStartOffset)
-        pending.append(.malformed(CSVMalformedRecord(firstLine: startLine, lastLine: lastLine, reason: reason, endOffset: resumeOffset)))
-        csv_free(&parser)
-        _ = startParser()
-        sink.pointee.reset()
-        restart(at: resumeOffset, line: startLine + 1)
-    }
-
-    private func finish() {
-        finished = true
-        let result = csv_fini(&parser, fieldCallback, recordCallback, UnsafeMutableRawPointer(sink))
-        let end = chunkStart + Int64(chunkLength)
-        if result != 0 {
-            finished = false
-            malformed(reason: "the file ends inside a quoted field (unbalanced quote)", lastLine: line)
-            return
-        }
-        emitRecords(lastLine: line, endOffset: end)
-    }
-
-    // MARK: - Reading the file
-
-    private func restart(at offset: Int64, line: Int) {
+    /// Reads from `offset` again (the scanner has been told where it stands).
+    private func restart(at offset: Int64) {
         chunkStart = offset
         chunkLength = 0
         cursor = 0
         atEOF = false
         finished = false
-        self.line = line - 1
-        recordStartLine = line
-        recordStartOffset = offset
-        recordBytes = 0
     }
 
     /// Moves the unread bytes to the front and reads more; doubles the buffer for a line longer than it.
@@ -200,50 +113,150 @@ public final class CSVRecordReader {
         try fill()
         if chunkLength >= 3 && chunk[0] == 0xEF && chunk[1] == 0xBB && chunk[2] == 0xBF { cursor = 3 }
     }
+}
 
-    /// The offset of the line after the one starting at `offset` (the end of the file when there is none).
-    private func offsetOfLine(after offset: Int64) -> Int64 {
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        var position = offset
-        while true {
-            let count = buffer.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, $0.count, off_t(position)) }
-            if count <= 0 { return position }
-            if let index = buffer[0..<count].firstIndex(of: 0x0A) { return position + Int64(index) + 1 }
-            position += Int64(count)
+/// A part of a chunk of a CSV file held in memory, read at once by its own scanner: the chunk is cut in parts at
+/// newlines where the quotes before are balanced, which for well-formed CSV are record boundaries, and the parts are
+/// read on all cores. Whether a cut was one shows at the part's end (`End.betweenRecords`); where it was not (a broken
+/// quote near it), the caller reads the rest of the chunk in one go from the part's last record boundary.
+public enum CSVPart {
+    /// Where a part's reading stopped.
+    public struct End: Sendable, Equatable {
+        /// The last place between records: the part's end when `betweenRecords`, else where its unfinished record starts.
+        public var offset: Int64
+        /// The line that starts there.
+        public var line: Int
+        /// Whether the part ended between records (its end was a record boundary).
+        public var betweenRecords: Bool
+
+        public init(offset: Int64, line: Int, betweenRecords: Bool) {
+            self.offset = offset
+            self.line = line
+            self.betweenRecords = betweenRecords
         }
     }
-}
 
-/// Collects libcsv's callbacks into records. Passed to C as the context pointer.
-struct FieldSink {
-    var bytes: [UInt8] = []
-    var fieldEnds: [Int] = []
-    var records: [CSVRecord] = []
+    /// Reads `bytes[start..<end]` (`bytes[0]` is at file offset `base`), `start` being the start of line `line` between
+    /// records, and `end` a line's end or, with `fileEnd`, the end of the file. Each item goes to `emit`, in order.
+    ///
+    /// A line can complete a record and start another (a lone CR ends a record): such records are held back until the
+    /// next place between records, or a malformed row, and dropped if the part stops first, since reading again from
+    /// where the unfinished record's line starts gives them again.
+    public static func read(_ bytes: UnsafeBufferPointer<UInt8>, base: Int64, start: Int, end: Int, line: Int, fileEnd: Bool,
+                            _ emit: (CSVItemView) -> Void) throws(CSVReadError) -> End {
+        let scanner = try CSVScanner(offset: base + Int64(start), line: line)
+        var held: [CSVItem] = []
+        func release() {
+            for item in held {
+                switch item {
+                case .record(let record): record.withView { emit(.record($0)) }
+                case .malformed(let bad): emit(.malformed(bad))
+                }
+            }
+            held.removeAll()
+        }
+        let pass: (CSVItemView) -> Void = { item in
+            if case .record = item, !scanner.betweenRecords {
+                held.append(item.item)
+                return
+            }
+            if !held.isEmpty { release() }
+            emit(item)
+        }
+        var position = start
+        while true {
+            while position < end {
+                let newline = memchr(bytes.baseAddress! + position, 0x0A, end - position)
+                let lineEnd = newline.map { UnsafePointer($0.assumingMemoryBound(to: UInt8.self)) - bytes.baseAddress! + 1 } ?? end
+                let next = scanner.feed(UnsafeBufferPointer(rebasing: bytes[position..<lineEnd]), at: base + Int64(position), pass)
+                position = lineEnd
+                if case .restart(let offset, _) = next { position = Int(offset - base) }
+            }
+            guard fileEnd else { break }
+            guard case .restart(let offset, _)? = scanner.finish(at: base + Int64(end), pass) else {
+                release()
+                return End(offset: base + Int64(end), line: scanner.line + 1, betweenRecords: true)
+            }
+            position = Int(offset - base)
+        }
+        if scanner.betweenRecords { return End(offset: base + Int64(end), line: scanner.line + 1, betweenRecords: true) }
+        return End(offset: scanner.recordStartOffset, line: scanner.recordStartLine, betweenRecords: false)
+    }
 
-    mutating func reset() {
-        bytes.removeAll(keepingCapacity: true)
-        fieldEnds.removeAll(keepingCapacity: true)
-        records.removeAll(keepingCapacity: true)
+    /// Where to cut `bytes[from..<to]` into about `parts` parts, and where the last part ends: after a newline with the
+    /// quotes since `from` balanced (an even count), the last such newline for the end. The first boundary is `from`;
+    /// nil when no newline qualifies. Quotes and newlines are found eight bytes at a time (this runs on the reading
+    /// thread over every byte of the export).
+    public static func cuts(_ bytes: UnsafeBufferPointer<UInt8>, from: Int, to: Int, parts: Int) -> [Int]? {
+        var quotes = 0
+        var position = from
+        var cuts = [from]
+        for part in 1..<max(parts, 1) {
+            let target = from + (to - from) * part / parts
+            guard target > position else { continue }
+            quotes += ByteCount.count(UInt8(ascii: "\""), in: UnsafeRawBufferPointer(bytes), position..<target)
+            position = target
+            // On to the next newline where the quotes so far are balanced.
+            while position < to {
+                let byte = bytes[position]
+                position += 1
+                if byte == UInt8(ascii: "\"") { quotes += 1 } else if byte == 0x0A && quotes % 2 == 0 { break }
+            }
+            guard position < to else { break }
+            cuts.append(position)
+        }
+        // The end: the last newline with balanced quotes before it.
+        var odd = (quotes + ByteCount.count(UInt8(ascii: "\""), in: UnsafeRawBufferPointer(bytes), position..<to)) % 2 == 1
+        var index = to
+        while index > cuts.last! {
+            let byte = bytes[index - 1]
+            if byte == 0x0A && !odd {
+                cuts.append(index)
+                return cuts
+            }
+            if byte == UInt8(ascii: "\"") { odd.toggle() }
+            index -= 1
+        }
+        // No newline after the last cut qualifies: the parts before it stand, ending there.
+        return cuts.count > 1 ? cuts : nil
     }
 }
 
-/// libcsv trims spaces and tabs around unquoted fields unless told that nothing is a space: keep every byte.
-private func keepSpaces(_ byte: UInt8) -> Int32 { 0 }
-
-private func fieldCallback(_ data: UnsafeMutableRawPointer?, _ length: Int, _ context: UnsafeMutableRawPointer?) {
-    let sink = context!.assumingMemoryBound(to: FieldSink.self)
-    if let data, length > 0 {
-        sink.pointee.bytes.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
+/// Counting one byte value in a run of bytes, eight bytes at a time: over every byte of an export on the reading
+/// thread (its newlines for line numbers, a CSV chunk's quotes to cut it), and over each side input to size its table.
+public enum ByteCount {
+    public static func count(_ target: UInt8, in bytes: UnsafeRawBufferPointer, _ range: Range<Int>) -> Int {
+        let low7: UInt64 = 0x7F7F_7F7F_7F7F_7F7F
+        let pattern = UInt64(target) &* 0x0101_0101_0101_0101
+        var count = 0
+        var index = range.lowerBound
+        // Each byte of `lanes` counts the matches at its position, for up to 255 words; then the lanes are
+        // summed. (A population count per word was a dozen instructions: the build targets CPUs without one.)
+        var lanes: UInt64 = 0
+        var words = 0
+        func sumLanes() -> Int {
+            let pairs = (lanes & 0x00FF_00FF_00FF_00FF) &+ ((lanes >> 8) & 0x00FF_00FF_00FF_00FF)
+            return Int((pairs &* 0x0001_0001_0001_0001) >> 48)
+        }
+        while index + 8 <= range.upperBound {
+            // A byte of `x` is zero where the input matches; `zero` gets exactly those bytes' high bits
+            // (no carry crosses a byte: (b & 0x7F) + 0x7F < 0x100).
+            let x = bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) ^ pattern
+            let zero = ~(((x & low7) &+ low7) | x | low7)
+            lanes &+= zero >> 7
+            words += 1
+            if words == 255 {
+                count += sumLanes()
+                lanes = 0
+                words = 0
+            }
+            index += 8
+        }
+        count += sumLanes()
+        while index < range.upperBound {
+            if bytes[index] == target { count += 1 }
+            index += 1
+        }
+        return count
     }
-    sink.pointee.fieldEnds.append(sink.pointee.bytes.count)
-}
-
-private func recordCallback(_ terminator: Int32, _ context: UnsafeMutableRawPointer?) {
-    let sink = context!.assumingMemoryBound(to: FieldSink.self)
-    // Copies of exactly the record's size. Handing over the sink's own arrays would give every record a buffer as
-    // large as the largest record so far, and make the sink allocate a new one of that size for the next.
-    sink.pointee.records.append(CSVRecord(bytes: Array(sink.pointee.bytes[...]), fieldEnds: Array(sink.pointee.fieldEnds[...]),
-                                          firstLine: 0, lastLine: 0, endOffset: 0))
-    sink.pointee.bytes.removeAll(keepingCapacity: true)
-    sink.pointee.fieldEnds.removeAll(keepingCapacity: true)
 }

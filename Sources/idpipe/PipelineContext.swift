@@ -93,12 +93,17 @@ struct PipelineContext {
                 try blocking { try await client.listUsers(pageToken: token) }
             }
         case .authExportJSON:
-            // Tests cut a small file into many batches (the export is read 2 MiB at a time otherwise).
-            let bytes = ProcessEnvironment.value("IDPIPE_BATCH_BYTES").flatMap(Int.init) ?? ExportJSONSource.defaultBatchBytes
-            return try ExportJSONSource(path: sourcePath, checkpoint: checkpoint, batchBytes: bytes)
-        case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint)
-        case .mappedCSV: return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, checkpoint: checkpoint)
+            return try ExportJSONSource(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(ExportJSONSource.defaultBatchBytes))
+        case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(CSVSource.defaultBatchBytes))
+        case .mappedCSV:
+            return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, checkpoint: checkpoint,
+                                        batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         }
+    }
+
+    /// How much of an export file a batch reads. Tests cut a small file into many batches.
+    private func batchBytes(_ standard: Int) -> Int {
+        ProcessEnvironment.value("IDPIPE_BATCH_BYTES").flatMap(Int.init) ?? standard
     }
 
     /// What `validate` says of an input that plan could not read; nothing when it can.

@@ -50,6 +50,15 @@ func readAll(_ contents: String) throws -> [CSVItem] {
         #expect(lines == ["1:u1", "2:malformed", "3:u3"])
     }
 
+    /// A lone CR ends a record inside a line; the fields after it start the next record, which may go on over lines.
+    @Test func aLoneCREndsARecordAndTheLineGoesOn() throws {
+        let items = try readAll("x,y\rz,\"multi\nline\"\nlast,one\n")
+        let records = items.compactMap { if case .record(let record) = $0 { record } else { nil } }
+        #expect(records.map { record in (0..<record.count).map { record.field($0)! } } == [["x", "y"], ["z", "multi\nline"], ["last", "one"]])
+        #expect(records.map(\.firstLine) == [1, 1, 3])
+        #expect(records[1].lastLine == 2)
+    }
+
     @Test func crlfAndMissingFinalNewline() throws {
         let items = try readAll("a,b\r\nc,d")
         let records = items.compactMap { if case .record(let r) = $0 { r } else { nil } }

@@ -37,9 +37,15 @@ public protocol RawBatch: Sendable {
     func decode(part: Int, fastPath: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void)
     /// Where the input stands after this batch.
     var checkpoint: InputCheckpoint { get }
+    /// Asked once its parts are decoded: when a part did not end where the next one began, as reading the whole batch
+    /// in one go would have (a cut that guessed a record boundary wrong), the parts after it are dropped and `batch`,
+    /// the rest read in one go from where that part stopped, takes their place. Nil when every part did.
+    func remainder() -> (after: Int, batch: any RawBatch)?
 }
 
 extension RawBatch {
+    public func remainder() -> (after: Int, batch: any RawBatch)? { nil }
+
     public func decode(part: Int, fastPath _: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain _: (borrowing PlainRecord) -> Void) {
         decode(part: part, each: each)
     }

@@ -142,6 +142,10 @@ public final class PlanRunner {
             var parts = pool.map(batch.partCount) { part in
                 ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking)
             }
+            if let (part, rest) = batch.remainder() {
+                parts.removeSubrange((part + 1)...)
+                parts.append(ProcessedPart(rest, part: 0, processor: processor, fastPath: fastPath, reports: reportMasking))
+            }
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()

@@ -1,106 +1,229 @@
 import IdPipeCore
 import IdPipeCSV
+import Synchronization
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Turns one CSV record into an account (or the issue with it). Called concurrently.
 protocol CSVRecordDecoder: Sendable {
     func decode(_ record: CSVRecord) -> Result<Account, RecordIssue>
+    /// The record's fields as bytes for the plan's fast path (`AccountProcessor.plain`); false when it is not read so,
+    /// and `decode` decides.
+    func scanPlain(_ record: CSVRecordView, into account: inout AccountBytes) -> Bool
 }
 
-/// Streams accounts from a CSV file through libcsv; records are decoded on the worker pool.
+extension CSVRecordDecoder {
+    func scanPlain(_: CSVRecordView, into _: inout AccountBytes) -> Bool { false }
+}
+
+/// Streams accounts from a CSV file. The file is read in chunks (2 MiB), each cut after its last record into parts
+/// that libcsv reads on all cores (`CSVPart`); a part that did not end where the next began (a broken quote near a
+/// cut) has the rest of its chunk read again in one go, so every record is read as one pass over the file would.
 public final class CSVSource: AccountSource {
     public let path: String
     public let totalBytes: Int64
-    private let reader: CSVRecordReader
+    public let batchBytes: Int
     private let decoder: any CSVRecordDecoder
-    private var line: Int
+    private let fd: Int32
+    /// Where the next chunk starts (between records), and its line.
     private var offset: Int64
-    private var finished = false
+    private var line: Int
+    private var readSize: Int
+    /// The batch in hand: where its reading ended is where the next one starts.
+    private var previous: CSVBatch?
 
-    init(path: String, checkpoint: InputCheckpoint, decoder: any CSVRecordDecoder, reader: CSVRecordReader) throws {
+    public static let defaultBatchBytes = 2 << 20
+
+    init(path: String, checkpoint: InputCheckpoint, decoder: any CSVRecordDecoder, batchBytes: Int) throws {
         self.path = path
         self.decoder = decoder
-        self.reader = reader
-        self.line = checkpoint.line
-        self.offset = checkpoint.offset
+        self.batchBytes = max(batchBytes, 64)
+        readSize = self.batchBytes
+        line = checkpoint.line
+        offset = checkpoint.offset
+        fd = open(path, O_RDONLY)
+        guard fd >= 0 else { throw InputError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         totalBytes = FileInfo.size(path)
     }
 
+    deinit { close(fd) }
+
     /// A `firebase auth:export` CSV: no header, 52 columns and a trailing comma.
-    public static func authExport(path: String, checkpoint: InputCheckpoint = InputCheckpoint()) throws -> CSVSource {
-        let reader = try openReader(path, checkpoint)
-        return try CSVSource(path: path, checkpoint: checkpoint, decoder: ExportCSVDecoder(), reader: reader)
+    public static func authExport(path: String, checkpoint: InputCheckpoint = InputCheckpoint(), batchBytes: Int = defaultBatchBytes) throws -> CSVSource {
+        try CSVSource(path: path, checkpoint: checkpoint, decoder: ExportCSVDecoder(), batchBytes: batchBytes)
     }
 
     /// A CSV with a header row, read through a column mapping. The header is read again on resume.
-    public static func mapped(path: String, mapping: ColumnMapping, timestamps: TimestampFormat, checkpoint: InputCheckpoint = InputCheckpoint()) throws -> CSVSource {
-        let headerReader = try openReader(path, InputCheckpoint())
+    public static func mapped(path: String, mapping: ColumnMapping, timestamps: TimestampFormat, checkpoint: InputCheckpoint = InputCheckpoint(),
+                              batchBytes: Int = defaultBatchBytes) throws -> CSVSource {
+        let headerReader: CSVRecordReader
+        do { headerReader = try CSVRecordReader(path: path) } catch let error as CSVReadError { throw InputError(path: path, message: error.message) }
         guard case .record(let header)? = try headerReader.next() else {
             throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "expected a header row")
         }
         let decoder = try MappedCSVDecoder(header: header, mapping: mapping, timestamps: timestamps, path: path)
         let start = checkpoint.offset > 0 ? checkpoint : InputCheckpoint(offset: header.endOffset, line: header.lastLine + 1)
-        return try CSVSource(path: path, checkpoint: start, decoder: decoder, reader: try openReader(path, start))
+        return try CSVSource(path: path, checkpoint: start, decoder: decoder, batchBytes: batchBytes)
     }
 
-    private static func openReader(_ path: String, _ checkpoint: InputCheckpoint) throws -> CSVRecordReader {
-        do {
-            return try CSVRecordReader(path: path, offset: checkpoint.offset, line: checkpoint.line)
-        } catch let error as CSVReadError {
-            throw InputError(path: path, message: error.message)
+    public func nextBatch(records _: Int, parts: Int) throws -> (any RawBatch)? {
+        if let previous {
+            let end = previous.end
+            // A chunk that ended where it started (a record longer than it) is read again, twice as long.
+            readSize = end.offset == offset ? readSize * 2 : batchBytes
+            offset = end.offset
+            line = end.line
+            self.previous = nil
         }
-    }
-
-    public func nextBatch(records: Int, parts: Int) throws -> (any RawBatch)? {
-        guard !finished else { return nil }
-        var items: [CSVItem] = []
-        items.reserveCapacity(records)
-        do {
-            while items.count < records, let item = try reader.next() {
-                items.append(item)
+        while offset < totalBytes {
+            let want = Int(min(Int64(readSize), totalBytes - offset))
+            var count = 0
+            var failure: Int32 = 0
+            let bytes = [UInt8](unsafeUninitializedCapacity: want) { room, initialized in
+                while count < want {
+                    let read = pread(fd, room.baseAddress! + count, want - count, off_t(offset + Int64(count)))
+                    if read < 0 && errno == EINTR { continue }
+                    if read <= 0 {
+                        failure = read < 0 ? errno : 0
+                        break
+                    }
+                    count += read
+                }
+                initialized = count
             }
-        } catch let error as CSVReadError {
-            throw InputError(path: path, message: error.message)
+            guard failure == 0 else { throw InputError(path: path, message: "read failed: \(String(cString: strerror(failure)))") }
+            guard count == want else {
+                throw InputError(path: path, position: SourcePosition(file: path, line: line, byteOffset: offset + Int64(count)),
+                                 message: "the file ends at byte \(offset + Int64(count)), before its size when the run started (\(totalBytes)); it changed while being read")
+            }
+            let fileEnd = offset + Int64(count) >= totalBytes
+            let start = offset == 0 && bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+            var cuts = bytes.withUnsafeBufferPointer { CSVPart.cuts($0, from: start, to: count, parts: parts) }
+            if fileEnd {
+                // The last part ends with the file, whatever its last bytes.
+                if cuts == nil { cuts = [start] }
+                if cuts!.count > 1 && cuts!.last! < count { cuts!.removeLast() }
+                if cuts!.count == 1 || cuts!.last! < count { cuts!.append(count) }
+            } else if cuts == nil {
+                // No newline after balanced quotes: one part to the last newline, where a broken quote will be found.
+                guard let newline = bytes.lastIndex(of: 0x0A), newline >= start else {
+                    readSize *= 2  // not even one line: read more
+                    continue
+                }
+                cuts = [start, newline + 1]
+            }
+            var lines = [line]
+            bytes.withUnsafeBytes { raw in
+                for index in 1..<cuts!.count - 1 { lines.append(lines[index - 1] + Newlines.count(raw, cuts![index - 1]..<cuts![index])) }
+            }
+            let batch = CSVBatch(path: path, bytes: bytes, base: offset, cuts: cuts!, lines: lines, fileEnd: fileEnd, decoder: decoder,
+                                 end: CSVBatch.EndBox())
+            previous = batch
+            return batch
         }
-        if items.count < records { finished = true }
-        guard let last = items.last else { return nil }
-        switch last {
-        case .record(let record):
-            offset = record.endOffset
-            line = record.lastLine + 1
-        case .malformed(let bad):
-            offset = bad.endOffset
-            line = bad.firstLine + 1
-        }
-        return CSVBatch(path: path, items: items, decoder: decoder, parts: parts, checkpoint: InputCheckpoint(offset: offset, line: line))
+        return nil
     }
 }
 
-struct CSVBatch: RawBatch {
+/// A chunk of a CSV file cut into parts, each read by its own scanner on a worker (`CSVPart`).
+final class CSVBatch: RawBatch {
     let path: String
-    let items: [CSVItem]
+    let bytes: [UInt8]
+    /// The file offset of `bytes[0]`.
+    let base: Int64
+    /// Part `i` is `bytes[cuts[i]..<cuts[i + 1]]`, starting on line `lines[i]`.
+    let cuts: [Int]
+    let lines: [Int]
+    /// The chunk ends with the file.
+    let fileEnd: Bool
     let decoder: any CSVRecordDecoder
-    let parts: Int
-    let checkpoint: InputCheckpoint
+    /// Where each part's reading stopped, filled as the parts are decoded.
+    private let partEnds: Mutex<[CSVPart.End?]>
+    /// Where the chunk's reading stopped: set by its last part, or by the rest read in one go (`remainder`), which
+    /// shares it.
+    final class EndBox: Sendable {
+        let value = Mutex<CSVPart.End?>(nil)
+    }
+    private let endBox: EndBox
 
-    var partCount: Int { max(1, min(parts, items.count)) }
+    init(path: String, bytes: [UInt8], base: Int64, cuts: [Int], lines: [Int], fileEnd: Bool, decoder: any CSVRecordDecoder, end: EndBox) {
+        self.path = path
+        self.bytes = bytes
+        self.base = base
+        self.cuts = cuts
+        self.lines = lines
+        self.fileEnd = fileEnd
+        self.decoder = decoder
+        endBox = end
+        partEnds = Mutex([CSVPart.End?](repeating: nil, count: cuts.count - 1))
+    }
+
+    var partCount: Int { cuts.count - 1 }
+
+    /// Where reading stopped (once decoded): the next chunk starts there.
+    var end: CSVPart.End {
+        endBox.value.withLock { $0 } ?? CSVPart.End(offset: base + Int64(cuts[0]), line: lines[0], betweenRecords: true)
+    }
+
+    var checkpoint: InputCheckpoint {
+        let end = self.end
+        return InputCheckpoint(offset: end.offset, line: end.line)
+    }
+
+    func remainder() -> (after: Int, batch: any RawBatch)? {
+        let ends = partEnds.withLock { $0 }
+        guard let part = ends.dropLast().firstIndex(where: { $0?.betweenRecords == false }), let stop = ends[part] else { return nil }
+        let restart = Int(stop.offset - base)
+        return (part, CSVBatch(path: path, bytes: bytes, base: base, cuts: [restart, cuts.last!], lines: [stop.line], fileEnd: fileEnd,
+                               decoder: decoder, end: endBox))
+    }
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
-        for item in items[BatchParts.range(part, of: partCount, count: items.count)] {
-            switch item {
-            case .malformed(let bad):
-                let position = SourcePosition(file: path, line: bad.firstLine, byteOffset: 0)
-                // A record over several lines: say where the parser found the fault, which may be far below its start.
-                let noticed = bad.lastLine > bad.firstLine ? " (found on line \(bad.lastLine))" : ""
-                each(.malformed(QuarantineEntry(position: position, localId: nil, field: "record", reason: bad.reason + noticed)))
-            case .record(let record):
-                let position = SourcePosition(file: path, line: record.firstLine, byteOffset: record.endOffset)
-                switch decoder.decode(record) {
-                case .success(let account): each(.account(account, position))
-                case .failure(let issue):
-                    let uid = record.count > 0 ? record.field(0).flatMap { $0.isEmpty ? nil : $0 } : nil
-                    each(.malformed(QuarantineEntry(position: position, localId: uid, field: issue.field, reason: issue.reason)))
+        decode(part: part, fastPath: nil, each: each, plain: { _ in })
+    }
+
+    func decode(part: Int, fastPath: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void) {
+        decode(part: part, fastPath: Optional(fastPath), each: each, plain: plain)
+    }
+
+    private func decode(part: Int, fastPath: AccountProcessor?, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void) {
+        let last = part == partCount - 1
+        var scanned = AccountBytes()
+        let stop: CSVPart.End
+        do {
+            stop = try bytes.withUnsafeBufferPointer { buffer throws(CSVReadError) in
+                try CSVPart.read(buffer, base: base, start: cuts[part], end: cuts[part + 1], line: lines[part], fileEnd: fileEnd && last) { item in
+                    switch item {
+                    case .malformed(let bad):
+                        let position = SourcePosition(file: path, line: bad.firstLine, byteOffset: 0)
+                        // A record over several lines: say where the parser found the fault, which may be far below its start.
+                        let noticed = bad.lastLine > bad.firstLine ? " (found on line \(bad.lastLine))" : ""
+                        each(.malformed(QuarantineEntry(position: position, localId: nil, field: "record", reason: bad.reason + noticed)))
+                    case .record(let view):
+                        if let fastPath {
+                            scanned.reset()
+                            if decoder.scanPlain(view, into: &scanned), let account = fastPath.plain(scanned) {
+                                plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: view.firstLine, byteOffset: view.endOffset))
+                                return
+                            }
+                        }
+                        let record = view.record()
+                        let position = SourcePosition(file: path, line: record.firstLine, byteOffset: record.endOffset)
+                        switch decoder.decode(record) {
+                        case .success(let account): each(.account(account, position))
+                        case .failure(let issue):
+                            let uid = record.count > 0 ? record.field(0).flatMap { $0.isEmpty ? nil : $0 } : nil
+                            each(.malformed(QuarantineEntry(position: position, localId: uid, field: issue.field, reason: issue.reason)))
+                        }
+                    }
                 }
             }
+        } catch {
+            each(.fatal(InputError(path: path, message: error.message)))
+            return
         }
+        partEnds.withLock { $0[part] = stop }
+        if last { endBox.value.withLock { $0 = stop } }
     }
 }

@@ -1,0 +1,265 @@
+import CLibCSV
+
+/// libcsv in strict mode, fed one whole line at a time, with the rules for a bad row. The one parser of every CSV
+/// input: `CSVRecordReader` feeds it a file, `CSVPart` a part of a chunk held in memory.
+///
+/// Being fed whole lines, it knows the lines each record spans and the byte offset after it. A quoted field that
+/// never closes (an unbalanced quote) is reported as a malformed record covering its first line, and reading starts
+/// again on the next line: one bad row costs one row. So does a quote inside an unquoted field.
+public final class CSVScanner {
+    /// A record longer than this is taken to be an unbalanced quote swallowing the rows after it.
+    public let maxRecordBytes: Int
+    public let maxRecordLines: Int
+
+    private var parser = csv_parser()
+    /// libcsv's callbacks write here. A struct behind a pointer: a class's fields would be checked for exclusive
+    /// access on each of the ~53 callbacks per record, which cost more than the append.
+    private let sink: UnsafeMutablePointer<FieldSink>
+    /// The number of the last line fed.
+    public private(set) var line: Int
+    /// Where the record being read started: after the last line that ended between records.
+    public private(set) var recordStartLine: Int
+    public private(set) var recordStartOffset: Int64
+    /// Where the first line of that record ends: where reading starts again when the record is malformed.
+    private var recordFirstLineEnd: Int64 = 0
+    private var awaitingFirstLine = true
+    private var recordBytes = 0
+
+    /// Starts at `offset`, the start of line `line`, between records.
+    public init(offset: Int64, line: Int, maxRecordBytes: Int = 64 << 10, maxRecordLines: Int = 64) throws(CSVReadError) {
+        self.maxRecordBytes = maxRecordBytes
+        self.maxRecordLines = maxRecordLines
+        self.line = line - 1
+        recordStartLine = line
+        recordStartOffset = offset
+        sink = .allocate(capacity: 1)
+        sink.initialize(to: FieldSink())
+        guard startParser() else {
+            sink.pointee.free()
+            sink.deinitialize(count: 1)
+            sink.deallocate()
+            throw CSVReadError(path: "", message: "libcsv could not start")
+        }
+    }
+
+    deinit {
+        csv_free(&parser)
+        sink.pointee.free()
+        sink.deinitialize(count: 1)
+        sink.deallocate()
+    }
+
+    /// True when the lines fed so far hold whole records only.
+    public var betweenRecords: Bool { parser.pstate == 0 }  // ROW_NOT_BEGUN
+
+    /// Where to go on after a line.
+    public enum Next: Equatable {
+        case nextLine
+        /// A malformed record was handed over: read again from here (the line after its first), between records.
+        case restart(offset: Int64, line: Int)
+    }
+
+    /// Feeds one line that starts at `offset`: its bytes with its newline (the file's last line may have none). Hands
+    /// over each item the line completes, in order, then says where to go on.
+    public func feed(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int64, _ emit: (CSVItemView) -> Void) -> Next {
+        line += 1
+        if awaitingFirstLine {
+            recordFirstLineEnd = offset + Int64(bytes.count)
+            awaitingFirstLine = false
+        }
+        let consumed = csv_parse(&parser, bytes.baseAddress, bytes.count, fieldCallback, recordCallback, UnsafeMutableRawPointer(sink))
+        recordBytes += bytes.count
+        if consumed < bytes.count || csv_error(&parser) != 0 {
+            return malformed("malformed quoting (a quote inside an unquoted field, or text after a closing quote)", lastLine: line, emit)
+        }
+        let end = offset + Int64(bytes.count)
+        emitRecords(lastLine: line, endOffset: end, emit)
+        if parser.pstate == 0 {
+            recordStartLine = line + 1
+            recordStartOffset = end
+            recordBytes = 0
+            awaitingFirstLine = true
+        } else if recordBytes > maxRecordBytes || line - recordStartLine + 1 > maxRecordLines {
+            return malformed("a quoted field is not closed (unbalanced quote)", lastLine: recordStartLine, emit)
+        }
+        return .nextLine
+    }
+
+    /// At the end of the file (`end`, its size): hands over the last record, or the malformed one the file ends in
+    /// (then reading goes on where `.restart` says).
+    public func finish(at end: Int64, _ emit: (CSVItemView) -> Void) -> Next? {
+        if csv_fini(&parser, fieldCallback, recordCallback, UnsafeMutableRawPointer(sink)) != 0 {
+            return malformed("the file ends inside a quoted field (unbalanced quote)", lastLine: line, emit)
+        }
+        emitRecords(lastLine: line, endOffset: end, emit)
+        return nil
+    }
+
+    /// Hands over the malformed record that starts at `recordStartLine` and starts afresh on the line after it.
+    private func malformed(_ reason: String, lastLine: Int, _ emit: (CSVItemView) -> Void) -> Next {
+        let startLine = recordStartLine
+        let resume = recordFirstLineEnd
+        // Records the line completed before the fault go with it (libcsv's state past the fault is not to be trusted).
+        sink.pointee.reset()
+        emit(.malformed(CSVMalformedRecord(firstLine: startLine, lastLine: lastLine, reason: reason, endOffset: resume)))
+        csv_free(&parser)
+        _ = startParser()
+        restart(at: resume, line: startLine + 1)
+        return .restart(offset: resume, line: startLine + 1)
+    }
+
+    /// Goes on from `offset`, the start of line `line`, between records.
+    public func restart(at offset: Int64, line: Int) {
+        self.line = line - 1
+        recordStartLine = line
+        recordStartOffset = offset
+        recordBytes = 0
+        awaitingFirstLine = true
+    }
+
+    private func emitRecords(lastLine: Int, endOffset: Int64, _ emit: (CSVItemView) -> Void) {
+        let records = sink.pointee.recordEnds
+        guard records > 0 else { return }
+        let bytes = UnsafeBufferPointer(start: sink.pointee.bytes, count: sink.pointee.byteCount)
+        let ends = UnsafeBufferPointer(start: sink.pointee.fieldEnds, count: sink.pointee.fieldCount)
+        var firstField = 0
+        for index in 0..<records {
+            let lastField = sink.pointee.recordFieldEnds[index]
+            let fields = UnsafeBufferPointer(rebasing: ends[firstField..<lastField])
+            emit(.record(CSVRecordView(bytes: bytes, ends: fields, start: firstField == 0 ? 0 : ends[firstField - 1],
+                                       firstLine: recordStartLine, lastLine: lastLine, endOffset: endOffset)))
+            firstField = lastField
+        }
+        sink.pointee.dropRecords()
+    }
+
+    /// libcsv in strict mode, keeping spaces around unquoted fields (its default trims them).
+    private func startParser() -> Bool {
+        guard csv_init(&parser, UInt8(CSV_STRICT | CSV_STRICT_FINI)) == 0 else { return false }
+        csv_set_space_func(&parser, keepSpaces)
+        return true
+    }
+}
+
+/// A record as the scanner hands it over: views into the scanner's buffers, valid during the call only.
+public struct CSVRecordView {
+    /// Every record the line completed, one after the other; this one's fields end at `ends`.
+    let bytes: UnsafeBufferPointer<UInt8>
+    let ends: UnsafeBufferPointer<Int>
+    /// Where its first field starts in `bytes`.
+    let start: Int
+    public let firstLine: Int
+    public let lastLine: Int
+    /// The byte offset just past the record's last line: a safe place to resume from.
+    public let endOffset: Int64
+
+    public var count: Int { ends.count }
+
+    public func fieldBytes(_ index: Int) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: bytes[(index == 0 ? start : ends[index - 1])..<ends[index]])
+    }
+
+    /// All its fields' bytes, one after the other.
+    public var allBytes: UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(rebasing: bytes[start..<(ends.last ?? start)])
+    }
+
+    /// A copy that owns its bytes.
+    public func record() -> CSVRecord {
+        CSVRecord(bytes: Array(allBytes), fieldEnds: ends.map { $0 - start }, firstLine: firstLine, lastLine: lastLine, endOffset: endOffset)
+    }
+}
+
+public enum CSVItemView {
+    case record(CSVRecordView)
+    case malformed(CSVMalformedRecord)
+
+    /// A copy that owns its bytes.
+    public var item: CSVItem {
+        switch self {
+        case .record(let view): .record(view.record())
+        case .malformed(let bad): .malformed(bad)
+        }
+    }
+}
+
+/// Collects libcsv's callbacks: the fields' bytes one after the other, where each field ends, where each record's
+/// fields end. Raw buffers, grown by doubling: the field callback runs 53 times a row of the export.
+struct FieldSink {
+    var bytes: UnsafeMutablePointer<UInt8> = .allocate(capacity: 4096)
+    var byteCount = 0
+    var byteCapacity = 4096
+    var fieldEnds: UnsafeMutablePointer<Int> = .allocate(capacity: 256)
+    var fieldCount = 0
+    var fieldCapacity = 256
+    /// After each record of the line: how many fields so far.
+    var recordFieldEnds: [Int] = []
+    var recordEnds: Int { recordFieldEnds.count }
+
+    mutating func reset() {
+        byteCount = 0
+        fieldCount = 0
+        recordFieldEnds.removeAll(keepingCapacity: true)
+    }
+
+    /// Drops the records handed over, keeping the fields completed since the last of them (a line that ends a record
+    /// with a lone CR can go on to complete fields of the next record).
+    mutating func dropRecords() {
+        let keptField = recordFieldEnds.last ?? 0
+        let keptByte = keptField == 0 ? 0 : fieldEnds[keptField - 1]
+        if keptField < fieldCount {
+            bytes.update(from: bytes + keptByte, count: byteCount - keptByte)
+            for index in keptField..<fieldCount { fieldEnds[index - keptField] = fieldEnds[index] - keptByte }
+        }
+        byteCount -= keptByte
+        fieldCount -= keptField
+        recordFieldEnds.removeAll(keepingCapacity: true)
+    }
+
+    mutating func free() {
+        bytes.deallocate()
+        fieldEnds.deallocate()
+    }
+
+    @inline(__always)
+    mutating func append(_ data: UnsafeRawPointer, _ length: Int) {
+        if byteCount + length > byteCapacity {
+            var capacity = byteCapacity * 2
+            while byteCount + length > capacity { capacity *= 2 }
+            let grown = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+            grown.update(from: bytes, count: byteCount)
+            bytes.deallocate()
+            bytes = grown
+            byteCapacity = capacity
+        }
+        (bytes + byteCount).update(from: data.assumingMemoryBound(to: UInt8.self), count: length)
+        byteCount += length
+    }
+
+    @inline(__always)
+    mutating func endField() {
+        if fieldCount == fieldCapacity {
+            let grown = UnsafeMutablePointer<Int>.allocate(capacity: fieldCapacity * 2)
+            grown.update(from: fieldEnds, count: fieldCount)
+            fieldEnds.deallocate()
+            fieldEnds = grown
+            fieldCapacity *= 2
+        }
+        fieldEnds[fieldCount] = byteCount
+        fieldCount += 1
+    }
+}
+
+/// libcsv trims spaces and tabs around unquoted fields unless told that nothing is a space: keep every byte.
+private func keepSpaces(_ byte: UInt8) -> Int32 { 0 }
+
+private func fieldCallback(_ data: UnsafeMutableRawPointer?, _ length: Int, _ context: UnsafeMutableRawPointer?) {
+    let sink = context!.assumingMemoryBound(to: FieldSink.self)
+    if let data, length > 0 { sink.pointee.append(data, length) }
+    sink.pointee.endField()
+}
+
+private func recordCallback(_ terminator: Int32, _ context: UnsafeMutableRawPointer?) {
+    let sink = context!.assumingMemoryBound(to: FieldSink.self)
+    sink.pointee.recordFieldEnds.append(sink.pointee.fieldCount)
+}

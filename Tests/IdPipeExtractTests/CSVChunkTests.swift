@@ -1,0 +1,96 @@
+import Testing
+import IdPipeCore
+import IdPipeCSV
+@testable import IdPipeExtract
+import IdPipeTestSupport
+
+/// Hands every record over as a quarantine row naming its fields, lines and end, so that a plan's reading of a CSV can
+/// be compared with one reader's.
+struct RecordingDecoder: CSVRecordDecoder {
+    func decode(_ record: CSVRecord) -> Result<Account, RecordIssue> {
+        let fields = (0..<record.count).map { record.field($0) ?? "<invalid>" }.joined(separator: "|")
+        return .failure(RecordIssue(field: fields, reason: "\(record.firstLine)-\(record.lastLine)@\(record.endOffset)"))
+    }
+}
+
+@Suite struct CSVChunkTests {
+    /// A CSV full of what makes cutting it hard: quoted fields over several lines, doubled quotes, a quote inside an
+    /// unquoted field, text after a closing quote, a quote never closed (it swallows rows until the reader gives up on
+    /// it), CR LF and a lone CR, blank lines, spaces, and a last line without its newline.
+    static func text(rows: Int, seed: UInt64) -> String {
+        var random = SeededGenerator(seed: seed)
+        let pieces = ["u", "plain", " spaced ", "\"a, b\"", "\"two\nlines\"", "\"three\nshort\nlines\"", "\"say \"\"hi\"\"\"", "",
+                      "é名", "ab\"c", "\"a\"b", "\"never closed", "x\ry"]
+        var text = ""
+        for row in 0..<rows {
+            let fields = (0..<4).map { _ -> String in
+                let roll = random.next() % 100
+                if roll < 60 { return "f\(row)" }
+                if roll < 97 { return pieces[Int(random.next() % 9)] }
+                return pieces[9 + Int(random.next() % 4)]
+            }
+            text += fields.joined(separator: ",")
+            text += random.next() % 10 == 0 ? "\r\n" : "\n"
+            if random.next() % 40 == 0 { text += "\n" }
+        }
+        return text + "last,row,without,newline"
+    }
+
+    func items(_ items: [CSVItem]) -> [String] {
+        items.map { item in
+            switch item {
+            case .record(let record): "\((0..<record.count).map { record.field($0) ?? "<invalid>" }.joined(separator: "|")) \(record.firstLine)-\(record.lastLine)@\(record.endOffset)"
+            case .malformed(let bad): "malformed \(bad.firstLine): \(bad.reason)\(bad.lastLine > bad.firstLine ? " (found on line \(bad.lastLine))" : "")"
+            }
+        }
+    }
+
+    func read(_ path: String, batchBytes: Int, parts: Int) throws -> [String] {
+        let source = try CSVSource(path: path, checkpoint: InputCheckpoint(), decoder: RecordingDecoder(), batchBytes: batchBytes)
+        return try readAll(source, parts: parts) { batch, part in
+            var records: [String] = []
+            batch.decode(part: part) { record in
+                switch record {
+                case .malformed(let entry) where entry.field == "record": records.append("malformed \(entry.position.line): \(entry.reason)")
+                case .malformed(let entry): records.append("\(entry.field) \(entry.reason)")
+                case .account, .fatal: records.append("unexpected \(record)")
+                }
+            }
+            return records
+        }
+    }
+
+    @Test(arguments: [(64, 1), (100, 3), (333, 2), (4096, 4), (4096, 16), (1 << 20, 8)])
+    func chunksCutInPartsReadAsOneReaderDoes(batchBytes: Int, parts: Int) throws {
+        for seed in [1, 2, 3] as [UInt64] {
+            let path = TemporaryFile.write(Self.text(rows: 400, seed: seed), name: "quirks.csv")
+            let reader = try CSVRecordReader(path: path)
+            var reference: [CSVItem] = []
+            while let item = try reader.next() { reference.append(item) }
+            let expected = items(reference)
+            #expect(expected.contains { $0.hasPrefix("malformed") }, "the sample must hold broken rows")
+            let chunked = try read(path, batchBytes: batchBytes, parts: parts)
+            #expect(chunked.count == expected.count, "seed \(seed)")
+            for (index, (a, b)) in zip(expected, chunked).enumerated() where a != b {
+                Issue.record("seed \(seed), item \(index): \(a) != \(b)\nPREV \(expected[max(0, index - 2)..<min(expected.count, index + 3)])\nGOT \(chunked[max(0, index - 2)..<min(chunked.count, index + 3)])")
+                break
+            }
+        }
+    }
+
+    /// Cut where the quotes before are balanced, a chunk's parts start between records, for well-formed CSV. Two broken
+    /// quotes balance each other, and a cut after the second falls inside the quoted field it opened: the part before
+    /// does not end between records, and the rest of the chunk is read again in one go.
+    @Test func aPartCutInsideAQuotedFieldIsReadAgainFromItsLastRecord() throws {
+        let text = "a,b\n\"open1,c\nd,e\nf,g\n\"open2,h\n" + (0..<40).map { "r\($0),x\n" }.joined()
+        let path = TemporaryFile.write(text, name: "open.csv")
+        let source = try CSVSource(path: path, checkpoint: InputCheckpoint(), decoder: RecordingDecoder(), batchBytes: 1 << 20)
+        let batch = try #require(try source.nextBatch(records: 0, parts: 4))
+        for part in 0..<batch.partCount { batch.decode(part: part) { _ in } }
+        #expect(batch.remainder() != nil, "a part ends inside the field open2 opened")
+        let reader = try CSVRecordReader(path: path)
+        var reference: [CSVItem] = []
+        while let item = try reader.next() { reference.append(item) }
+        #expect(try read(path, batchBytes: 1 << 20, parts: 4) == items(reference))
+    }
+}
