@@ -185,3 +185,20 @@ import IdPipeTestSupport
         }
     }
 }
+
+@Suite struct FileFingerprintTests {
+    /// Hashing the bytes a batch holds gives what hashing the file gives; bytes that do not cover what is left to hash
+    /// (a gap before them, or too few) are read from the file instead.
+    @Test func heldBytesHashAsTheFile() throws {
+        let bytes = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ $0 >> 7) }
+        let path = TemporaryFile.write(bytes, name: "input.bin")
+        let reference = FileFingerprint(path: path)
+        let held = FileFingerprint(path: path)
+        for (offset, window) in [(10_000, 0..<10_000), (25_000, 5_000..<30_000), (40_000, 30_000..<35_000), (40_000, 41_000..<50_000),
+                                 (100_000, 40_000..<100_000)] {
+            let expected = try reference.advance(to: Int64(offset))
+            #expect(try held.advance(to: Int64(offset), holding: Array(bytes[window]), from: Int64(window.lowerBound)) == expected, "\(offset)")
+        }
+        #expect(try held.advance(to: 100_000) == (try FileFingerprint.digest(of: path)))
+    }
+}

@@ -41,10 +41,14 @@ public protocol RawBatch: Sendable {
     /// in one go would have (a cut that guessed a record boundary wrong), the parts after it are dropped and `batch`,
     /// the rest read in one go from where that part stopped, takes their place. Nil when every part did.
     func remainder() -> (after: Int, batch: any RawBatch)?
+    /// The input's bytes the batch holds, from the file offset `start` (through its checkpoint at least), when it holds
+    /// them: the input's fingerprint is taken from them.
+    var inputBytes: (bytes: [UInt8], start: Int64)? { get }
 }
 
 extension RawBatch {
     public func remainder() -> (after: Int, batch: any RawBatch)? { nil }
+    public var inputBytes: (bytes: [UInt8], start: Int64)? { nil }
 
     public func decode(part: Int, fastPath _: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain _: (borrowing PlainRecord) -> Void) {
         decode(part: part, each: each)

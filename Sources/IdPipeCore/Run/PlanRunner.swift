@@ -6,6 +6,15 @@ import Synchronization
 public protocol InputFingerprint: AnyObject {
     /// Hashes the input's bytes up to `offset` (from where it stopped) and returns the SHA-256 so far.
     func advance(to offset: Int64) throws -> String
+    /// The same, given the input's bytes from offset `start` as a batch holds them: those it needs are hashed where
+    /// they are, not read again.
+    func advance(to offset: Int64, holding bytes: [UInt8], from start: Int64) throws -> String
+}
+
+extension InputFingerprint {
+    public func advance(to offset: Int64, holding _: [UInt8], from _: Int64) throws -> String {
+        try advance(to: offset)
+    }
 }
 
 /// Receives the cleaned accounts, in input order (the `auth:import` file of a migration).
@@ -205,6 +214,10 @@ public final class PlanRunner {
             }
             if let sink, !cleaned.isEmpty { try sink.write(cleaned) }
             tally.merge(counter.tally())
+            if let (bytes, start) = batch.inputBytes {
+                next.inputBytes = bytes
+                next.inputStart = start
+            }
             var input = batch.checkpoint
             input.records = checkpoint.input.records + (sequence - checkpoint.nextSequence)
             // The committer hashes the input up to this batch's end before writing it (off this thread).
@@ -271,7 +284,8 @@ final class OrderedCommitter: Sendable {
             guard failure.withLock({ $0 == nil }) else { return }
             do {
                 var batch = batch
-                batch.checkpoint.inputPrefixSHA256 = try fingerprint.advance(to: batch.checkpoint.input.offset)
+                batch.checkpoint.inputPrefixSHA256 = try fingerprint.advance(to: batch.checkpoint.input.offset, holding: batch.inputBytes,
+                                                                             from: batch.inputStart)
                 try follower?.add(batch)
                 try store.commit(batch)
             } catch { failure.withLock { $0 = error } }

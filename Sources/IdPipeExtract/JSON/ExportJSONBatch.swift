@@ -18,6 +18,7 @@ struct ExportJSONBatch: RawBatch {
     let checkpoint: InputCheckpoint
 
     var partCount: Int { boundaries.count - 1 }
+    var inputBytes: (bytes: [UInt8], start: Int64)? { (bytes, baseOffset) }
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
         bytes.withUnsafeBufferPointer { buffer in

@@ -4,7 +4,8 @@ import IdPipeCrypto
 import Glibc
 #endif
 
-/// SHA-256 of a file, advanced as the plan reads it (the bytes come from the page cache a second time).
+/// SHA-256 of a file, advanced as the plan reads it: from the bytes a batch holds when it holds them, from the file
+/// otherwise (a resumed plan proving the part it read before is unchanged).
 public final class FileFingerprint: InputFingerprint {
     public let path: String
     private let hasher = SHA256Hasher()
@@ -28,6 +29,13 @@ public final class FileFingerprint: InputFingerprint {
             buffer.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             hashed += Int64(count)
         }
+        return hasher.hexDigestSoFar()
+    }
+
+    public func advance(to offset: Int64, holding bytes: [UInt8], from start: Int64) throws -> String {
+        guard start <= hashed, hashed < offset, offset <= start + Int64(bytes.count) else { return try advance(to: offset) }
+        bytes.withUnsafeBytes { hasher.update(UnsafeRawBufferPointer(rebasing: $0[Int(hashed - start)..<Int(offset - start)])) }
+        hashed = offset
         return hasher.hexDigestSoFar()
     }
 
