@@ -78,7 +78,7 @@ extension JSONReport {
         out.put("{\"uid\": ")
         JSONText.append(account.uid, to: &out)
         out.put(", \"source\": \"")
-        JSONText.appendEscaped(account.file.utf8, to: &out)
+        JSONText.appendEscaped(account.file, to: &out)
         out.append(UInt8(ascii: ":"))
         out.put(String(account.line))
         out.put("\", \"email\": ")
@@ -333,9 +333,14 @@ public enum JSONText {
             return
         }
         out.append(UInt8(ascii: "\""))
-        let utf8 = value.utf8
-        if utf8.withContiguousStorageIfAvailable({ appendEscaped($0, to: &out) }) == nil { appendEscaped(Array(utf8), to: &out) }
+        appendEscaped(value, to: &out)
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// A string's UTF-8 escaped (without the quotes), read on its own storage when it has one.
+    static func appendEscaped(_ text: String, to out: inout [UInt8]) {
+        let utf8 = text.utf8
+        if utf8.withContiguousStorageIfAvailable({ appendEscaped($0, to: &out) }) == nil { appendEscaped(Array(utf8), to: &out) }
     }
 
     /// Appends `key` (the text before the value, such as `, "name": `) and the value's literal.

@@ -41,9 +41,25 @@ public struct Masking: Sendable {
     /// much of a name (often a whole given name: `刘 芳`), so only the first word's shows: `刘••• •••`.
     public func name(_ value: String, into out: inout [UInt8]) {
         if reveal { return out.append(contentsOf: value.utf8) }
-        if Self.plainASCII(value, into: &out, { bytes, out in
-            Self.initials(bytes, isSpace: { $0 == UInt8(ascii: " ") }, into: &out) { $1.append($0) }
-        }) { return }
+        // Printable ASCII (no CR: then every byte is a Character), in one loop: the same as `initials` on its bytes.
+        let ascii = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+            guard !bytes.isEmpty, !bytes.contains(where: { $0 >= 0x80 || $0 == 0x0D }) else { return false }
+            var atWordStart = true
+            var firstWord = true
+            for byte in bytes {
+                if byte == UInt8(ascii: " ") {
+                    atWordStart = true
+                } else if atWordStart {
+                    atWordStart = false
+                    if !firstWord { out.append(UInt8(ascii: " ")) }
+                    firstWord = false
+                    out.append(byte)
+                    out.append(contentsOf: Self.dots)
+                }
+            }
+            return true
+        }
+        if ascii == true { return }
         var first = true
         Self.initials(value, isSpace: { $0 == " " }, into: &out) { character, out in
             defer { first = false }

@@ -67,6 +67,7 @@ struct JSONCursor {
         return bytes[position]
     }
 
+    @inline(__always)
     mutating func expect(_ byte: UInt8) throws(SyntaxError) {
         let found = try peek()
         guard found == byte else {
@@ -80,6 +81,7 @@ struct JSONCursor {
     }
 
     /// Reads an object key's bytes (no escapes expected in keys; they are decoded if present).
+    @inline(__always)
     mutating func key() throws(SyntaxError) -> UnsafeBufferPointer<UInt8> {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a key in double quotes, found \(describe(bytes[position]))") }
         position += 1
@@ -284,6 +286,7 @@ struct JSONCursor {
     }
 
     /// A string or null, checked as `string()` checks it up to its first escape, where it stops (`.escaped`).
+    @inline(__always)
     mutating func plainString() throws(SyntaxError) -> PlainString {
         let byte = try peek()
         if byte == UInt8(ascii: "n") {
@@ -324,6 +327,7 @@ struct JSONCursor {
         return value
     }
 
+    @inline(__always)
     mutating func literal(_ word: StaticString) throws(SyntaxError) {
         let count = word.utf8CodeUnitCount
         guard position + count <= end, memcmp(bytes.baseAddress! + position, word.utf8Start, count) == 0 else {
@@ -332,6 +336,7 @@ struct JSONCursor {
         position += count
     }
 
+    @inline(__always)
     mutating func bool() throws(SyntaxError) -> Bool {
         switch try peek() {
         case UInt8(ascii: "t"): try literal("true"); return true
@@ -343,6 +348,7 @@ struct JSONCursor {
 
     /// The value of a string of 1 to 18 ASCII digits (no sign, no escape) at the cursor, read without making a
     /// String; nil leaves the cursor where it was, for the general path. The export writes timestamps this way.
+    @inline(__always)
     mutating func quotedDigits() -> Int64? {
         var index = position + 1
         var value: Int64 = 0
