@@ -125,6 +125,8 @@ func expectSameReading(_ full: [ReadRecord], _ fast: [ReadRecord], minimumTaken:
         "passwordHash": ["\"aGFzaA==\"", "null", "3", "\"a\\/b\"", "\"a\\qb\"", "\"\\ud800\""],
         "phoneNumber": ["\"+14155550100\"", "\"+1 415 555 0100\"", "null", "\"+0123456789\""],
         "customAttributes": ["\"{\\\"admin\\\":true}\"", "null", "{\"admin\": true}"],
+        "photoUrl": ["\"https://p/1\"", "null", "\"https:\\/\\/p\\/2\"", "7"],
+        "salt": ["\"c2FsdA==\"", "null", "[]"],
         "extra": ["\"x\"", "[1, {\"a\": [null, false]}]", "1.5e3", "-0", "1.", "[1,]", "{\"a\" 1}", "\"\\u12\""],
     ]
 
@@ -147,7 +149,7 @@ func expectSameReading(_ full: [ReadRecord], _ fast: [ReadRecord], minimumTaken:
         }
         var fields = ["  \"localId\": \(n % 97 == 5 ? "null" : n % 89 == 3 ? "\"u\\u0031\(n)\"" : "\"u\(n % 500 == 7 ? 7 : n)\"")"]
         for key in ["email", "emailVerified", "displayName", "passwordHash", "createdAt", "lastSignedInAt", "phoneNumber", "disabled",
-                    "customAttributes"] where random.next() % 5 != 0 {
+                    "customAttributes", "photoUrl", "salt"] where random.next() % 5 != 0 {
             fields.append("  \"\(key)\": \(pick(quirks[key]!))")
         }
         if random.next() % 6 == 0 { fields.append("  \"unknownKey\": \(pick(quirks["extra"]!))") }

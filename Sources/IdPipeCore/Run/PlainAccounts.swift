@@ -22,6 +22,18 @@ public struct AccountBytes {
     /// The provider links, in order. Kept between records (emptied, not freed), so reading one allocates nothing.
     public var links: [LinkBytes] = []
 
+    /// The fields the fast path does not need, which a decoder may read too, so that an account the fast path leaves
+    /// to the full path is made from these bytes rather than read again (`complete` says whether they all are).
+    public var emailVerified = false
+    public var passwordHash: Bytes?
+    public var salt: Bytes?
+    public var photoUrl: Bytes?
+    public var customAttributes: Bytes?
+    /// The raw JSON text of `mfaInfo`.
+    public var mfaInfo: Bytes?
+    /// Whether every field of the record is here as its text (none had an escape).
+    public var complete = true
+
     public init() {}
 
     /// Empties it for the next record, keeping the room of `links`.
@@ -34,6 +46,13 @@ public struct AccountBytes {
         createdAt = nil
         lastSignedInAt = nil
         links.removeAll(keepingCapacity: true)
+        emailVerified = false
+        passwordHash = nil
+        salt = nil
+        photoUrl = nil
+        customAttributes = nil
+        mfaInfo = nil
+        complete = true
     }
 }
 
@@ -43,12 +62,15 @@ public struct LinkBytes {
     public var rawId: AccountBytes.Bytes
     public var email: AccountBytes.Bytes?
     public var displayName: AccountBytes.Bytes?
+    public var photoUrl: AccountBytes.Bytes?
 
-    public init(providerId: AccountBytes.Bytes, rawId: AccountBytes.Bytes, email: AccountBytes.Bytes?, displayName: AccountBytes.Bytes?) {
+    public init(providerId: AccountBytes.Bytes, rawId: AccountBytes.Bytes, email: AccountBytes.Bytes?, displayName: AccountBytes.Bytes?,
+                photoUrl: AccountBytes.Bytes? = nil) {
         self.providerId = providerId
         self.rawId = rawId
         self.email = email
         self.displayName = displayName
+        self.photoUrl = photoUrl
     }
 }
 

@@ -98,12 +98,28 @@ enum AccountJSONDecoder {
                 account.lastSignedInAt = value
             case 16 where matches(key, "providerUserInfo"):
                 guard first(128), try plainProviders(&cursor, into: &account) else { return false }
-            // Not needed, but checked as `decode` reads them (a repeat is the decoder's to keep last).
-            case 13 where matches(key, "emailVerified"): _ = try cursor.bool()
-            case 4 where matches(key, "salt"), 8 where matches(key, "photoUrl"), 12 where matches(key, "passwordHash"),
-                 16 where matches(key, "customAttributes"):
-                try skipStringOrNull(&cursor)
-            // mfaInfo and unknown keys.
+            // Not needed by the fast path, but read (and checked) as `decode` reads them, for `account(from:)`.
+            case 13 where matches(key, "emailVerified"):
+                guard first(256) else { return false }
+                account.emailVerified = try cursor.bool()
+            case 4 where matches(key, "salt"):
+                guard first(512) else { return false }
+                account.salt = try optionalText(&cursor, &account.complete)
+            case 8 where matches(key, "photoUrl"):
+                guard first(1024) else { return false }
+                account.photoUrl = try optionalText(&cursor, &account.complete)
+            case 12 where matches(key, "passwordHash"):
+                guard first(2048) else { return false }
+                account.passwordHash = try optionalText(&cursor, &account.complete)
+            case 16 where matches(key, "customAttributes"):
+                guard first(4096) else { return false }
+                account.customAttributes = try optionalText(&cursor, &account.complete)
+            case 7 where matches(key, "mfaInfo"):
+                guard first(8192) else { return false }
+                cursor.skipWhitespace()
+                let start = cursor.position
+                try cursor.skipValue()
+                account.mfaInfo = UnsafeBufferPointer(rebasing: cursor.bytes[start..<cursor.position])
             default: try cursor.skipValue()
             }
             if try cursor.peek() == UInt8(ascii: ",") {
@@ -125,7 +141,7 @@ enum AccountJSONDecoder {
         while true {
             try cursor.expect(UInt8(ascii: "{"))
             var providerId: UnsafeBufferPointer<UInt8>?, rawId: UnsafeBufferPointer<UInt8>?
-            var email: UnsafeBufferPointer<UInt8>??, displayName: UnsafeBufferPointer<UInt8>??
+            var email: UnsafeBufferPointer<UInt8>??, displayName: UnsafeBufferPointer<UInt8>??, photoUrl: UnsafeBufferPointer<UInt8>??
             if try cursor.peek() != UInt8(ascii: "}") {
                 while true {
                     let key = try cursor.key()
@@ -143,7 +159,9 @@ enum AccountJSONDecoder {
                     case 11 where matches(key, "displayName"):
                         guard displayName == nil, let value = try plain(&cursor) else { return false }
                         displayName = value
-                    case 8 where matches(key, "photoUrl"): try skipStringOrNull(&cursor)
+                    case 8 where matches(key, "photoUrl"):
+                        guard photoUrl == nil else { return false }
+                        photoUrl = .some(try optionalText(&cursor, &account.complete))
                     default: try cursor.skipValue()
                     }
                     if try cursor.peek() == UInt8(ascii: ",") {
@@ -155,7 +173,8 @@ enum AccountJSONDecoder {
             }
             try cursor.expect(UInt8(ascii: "}"))
             guard let providerId, let rawId else { return false }
-            account.links.append(LinkBytes(providerId: providerId, rawId: rawId, email: email ?? nil, displayName: displayName ?? nil))
+            account.links.append(LinkBytes(providerId: providerId, rawId: rawId, email: email ?? nil, displayName: displayName ?? nil,
+                                           photoUrl: photoUrl ?? nil))
             if try cursor.peek() == UInt8(ascii: ",") {
                 cursor.position += 1
                 continue
@@ -174,9 +193,47 @@ enum AccountJSONDecoder {
         }
     }
 
-    /// Passes a string or null with the checks of `stringOrNull`.
-    private static func skipStringOrNull(_ cursor: inout JSONCursor) throws(JSONCursor.SyntaxError) {
-        if try cursor.peek() == UInt8(ascii: "n") { try cursor.literal("null") } else { try cursor.skipString() }
+    /// A string or null the fast path does not need, with the checks of `stringOrNull`: its bytes, or nil for null and
+    /// for a string with an escape (which is checked, and makes the record `complete` no more).
+    private static func optionalText(_ cursor: inout JSONCursor, _ complete: inout Bool) throws(JSONCursor.SyntaxError) -> UnsafeBufferPointer<UInt8>? {
+        let start = cursor
+        switch try cursor.plainString() {
+        case .null: return nil
+        case .bytes(let bytes): return bytes
+        case .escaped:
+            cursor = start
+            try cursor.skipString()
+            complete = false
+            return nil
+        }
+    }
+
+    /// The account `decode` makes of a record `scanPlain` read whole (`complete`), made from the bytes it kept: the
+    /// full path's account, without reading the record again.
+    static func account(from scanned: borrowing AccountBytes) -> Account {
+        func text(_ bytes: UnsafeBufferPointer<UInt8>?) -> String? {
+            bytes.map { String(decoding: $0, as: UTF8.self) }
+        }
+        /// A provider's value that repeats the account's shares its string, as `decode` makes it share.
+        func text(_ bytes: UnsafeBufferPointer<UInt8>?, sameAs earlier: String?) -> String? {
+            guard let bytes else { return nil }
+            if let earlier, TextScan.sameBytes(bytes, earlier) { return earlier }
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        var account = Account(
+            localId: String(decoding: scanned.localId, as: UTF8.self), email: text(scanned.email), emailVerified: scanned.emailVerified,
+            passwordHash: text(scanned.passwordHash), salt: text(scanned.salt), displayName: text(scanned.displayName),
+            photoUrl: text(scanned.photoUrl), lastSignedInAt: scanned.lastSignedInAt, createdAt: scanned.createdAt,
+            phoneNumber: text(scanned.phoneNumber), disabled: scanned.disabled, customAttributes: text(scanned.customAttributes),
+            mfaInfoJSON: text(scanned.mfaInfo))
+        account.providers.reserveCapacity(scanned.links.count)
+        for link in scanned.links {
+            account.providers.append(ProviderLink(
+                providerId: String(decoding: link.providerId, as: UTF8.self), rawId: String(decoding: link.rawId, as: UTF8.self),
+                email: text(link.email, sameAs: account.email), displayName: text(link.displayName, sameAs: account.displayName),
+                photoUrl: text(link.photoUrl, sameAs: account.photoUrl)))
+        }
+        return account
     }
 
     /// A timestamp as the export writes it (quoted digits), for `scanPlain`; nil for any other form.

@@ -82,10 +82,18 @@ struct ExportJSONBatch: RawBatch {
             if let fastPath, byte == UInt8(ascii: "{"), !expectComma {
                 let start = cursor
                 scanned.reset()
-                if (try? AccountJSONDecoder.scanPlain(&cursor, into: &scanned)) == true, let account = fastPath.plain(scanned) {
-                    plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: startLine, byteOffset: baseOffset + Int64(startOffset)))
-                    expectComma = true
-                    continue
+                if (try? AccountJSONDecoder.scanPlain(&cursor, into: &scanned)) == true {
+                    if let account = fastPath.plain(scanned) {
+                        plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: startLine, byteOffset: baseOffset + Int64(startOffset)))
+                        expectComma = true
+                        continue
+                    }
+                    // Read whole: the full path's account is made from the bytes, not read again.
+                    if scanned.complete {
+                        each(.account(AccountJSONDecoder.account(from: scanned), position(startOffset, line: startLine)))
+                        expectComma = true
+                        continue
+                    }
                 }
                 // The full decoder reads it again from its start, and decides.
                 cursor = start
