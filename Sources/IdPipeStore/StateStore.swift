@@ -98,21 +98,21 @@ public final class StateStore: PlanStore, @unchecked Sendable {
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
                 """)
             // Read in place, through a pointer: iterating the array, or reading a field through its subscript, copies
-            // each outcome (a retain and a release of every string in it).
-            try batch.accounts.withUnsafeBufferPointer { outcomes in
-                guard let first = outcomes.baseAddress else { return }
-                for index in outcomes.indices {
-                    let outcome = first + index
-                    AccountRow.bind(ReportAccount(outcome.pointee), to: &accountInsert)
+            // each account (a retain and a release of every string in it).
+            try batch.accounts.withUnsafeBufferPointer { accounts in
+                guard let first = accounts.baseAddress else { return }
+                for index in accounts.indices {
+                    let account = first + index
+                    AccountRow.bind(account.pointee.row, to: &accountInsert)
                     try accountInsert.run()
                     // In step order: with the batches written in sequence order, the table's row ids then follow
                     // (seq, step), and the reports read the actions in that order without sorting them.
-                    for action in outcome.pointee.actionsInStepOrder {
-                        actionInsert.bind(outcome.pointee.sequence)
-                        actionInsert.bind(outcome.pointee.account.localId)
-                        actionInsert.bind(action.kind.rawValue)
-                        actionInsert.bind(action.kind.order)
-                        actionInsert.bind(action.state.rawValue)
+                    for (action, step) in zip(account.pointee.actions, account.pointee.steps) {
+                        actionInsert.bind(action.sequence)
+                        actionInsert.bind(action.uid)
+                        actionInsert.bind(action.kind)
+                        actionInsert.bind(step)
+                        actionInsert.bind(action.state)
                         actionInsert.bind(action.detail)
                         actionInsert.bind(action.reason)
                         actionInsert.bind(action.value)

@@ -177,7 +177,7 @@ final class CountingFingerprint: InputFingerprint {
         outcome.account.displayName = ""
         var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: 1, line: 2, records: 1, state: nil), inputPrefixSHA256: "x",
                                                          tally: Tally(), nextSequence: 6, seenIdHashes: [], importFileLength: 0))
-        batch.accounts = [outcome]
+        batch.accounts = [KeptAccount(outcome)]
         try store.commit(batch)
         var rows: [ReportAccount] = []
         var actions: [ReportAction] = []
@@ -208,7 +208,7 @@ final class CountingFingerprint: InputFingerprint {
             }
             outcome.sequence = Int64(index)
             outcome.account.displayName = name  // as stored, whatever processing made of it
-            batch.accounts.append(outcome)
+            batch.accounts.append(KeptAccount(outcome))
         }
         try store.commit(batch)
         var rows: [ReportAccount] = []
@@ -235,7 +235,7 @@ final class CountingFingerprint: InputFingerprint {
         func batch(_ outcomes: [AccountOutcome], next: Int64) -> PlanBatch {
             var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: next, line: 1, records: next, state: nil), inputPrefixSHA256: "x",
                                                              tally: Tally(), nextSequence: next, seenIdHashes: [], importFileLength: 0))
-            batch.accounts = outcomes
+            batch.accounts = outcomes.map(KeptAccount.init)
             return batch
         }
         try store.commit(batch([try outcome("a", 0, [.deleteAccount, .revokeSessions, .revokeApple]), try outcome("b", 2, [.revokeFacebook])], next: 3))
@@ -268,7 +268,7 @@ final class CountingFingerprint: InputFingerprint {
                 }
                 outcome.sequence = sequence
                 outcome.actions = [PlannedAction(kind: .deleteAccount, state: .planned, detail: "x")]
-                batch.accounts.append(outcome)
+                batch.accounts.append(KeptAccount(outcome))
             }
             try store.commit(batch)
         }

@@ -3,7 +3,7 @@
 /// took about as long as planning them, after the plan, on its own. Here each worker renders the accounts it keeps
 /// (`ReportFragments`), the merge puts a batch's together in input order (`append`), and the committer writes them
 /// out (`PlanReportFollower`). They are rendered with the reports' own functions from the very rows the store keeps
-/// (`ReportAccount(outcome)`), so the reports put together from them equal those rendered from the store.
+/// (`KeptAccount`), so the reports put together from them equal those rendered from the store.
 public struct ReportFragments: Sendable {
     public let masking: Masking
     /// Each rendered account's line of the `accounts` array ends at its `jsonEnds` entry.
@@ -21,12 +21,10 @@ public struct ReportFragments: Sendable {
     }
 
     /// Renders an account the store keeps, as the worker processes it.
-    public mutating func add(_ outcome: borrowing AccountOutcome) {
-        let account = ReportAccount(outcome)
-        let actions = outcome.actionsInStepOrder.map { ReportAction($0, sequence: outcome.sequence, uid: account.uid) }
-        JSONReport.appendAccount(account, actions, masking: masking, to: &json, scratch: &scratch)
+    public mutating func add(_ kept: KeptAccount) {
+        JSONReport.appendAccount(kept.row, kept.actions, masking: masking, to: &json, scratch: &scratch)
         jsonEnds.append(json.count)
-        for action in actions {
+        for action in kept.actions {
             CSVLedger.appendFields(afterSequenceOf: action, masking: masking, masked: &scratch, to: &ledger)
             ledgerEnds.append(ledger.count)
         }

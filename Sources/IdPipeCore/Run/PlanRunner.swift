@@ -162,7 +162,7 @@ public final class PlanRunner {
             var sequence = checkpoint.nextSequence
             for index in parts.indices {
                 seen.warm(parts[index].idHashes)
-                // The part's kept accounts were rendered for the reports in order: the k-th kept entry is fragment k.
+                // The part's kept accounts, made and rendered in order: the k-th kept entry is `kept[k]` and fragment k.
                 var fragment = 0
                 counter.merge(parts[index].counter)
                 for entry in parts[index].entries {
@@ -201,11 +201,7 @@ public final class PlanRunner {
                                     reports.append(fragment, entry: reportEntries, sequence: sequence, to: &next)
                                     reportEntries += 1
                                 }
-                                // Moved out, not copied: the part is dropped after the merge.
-                                var outcome = AccountOutcome.empty
-                                swap(&outcome, &parts[index].outcomes[entry])
-                                outcome.sequence = sequence
-                                next.accounts.append(consume outcome)
+                                next.accounts.append(parts[index].takeKept(fragment, sequence: sequence))
                             }
                         }
                     }
@@ -337,6 +333,8 @@ struct ProcessedPart: Sendable {
     var counter = TallyCounter()
     /// How many of the outcomes the store keeps (so the batch reserves room for them once).
     var noteworthy = 0
+    /// The outcomes the store keeps, as it keeps them, in order.
+    var kept: [KeptAccount] = []
     /// The kept outcomes rendered for the reports, in order, when a follower renders them as the plan goes.
     var reports: ReportFragments?
 
@@ -348,6 +346,14 @@ struct ProcessedPart: Sendable {
             default: nil
             }
         }
+    }
+
+    /// Kept account `index`, numbered `sequence`, moved out (the part is dropped after the merge).
+    mutating func takeKept(_ index: Int, sequence: Int64) -> KeptAccount {
+        var account = KeptAccount(AccountOutcome.empty)
+        swap(&account, &kept[index])
+        account.number(sequence)
+        return account
     }
 
     /// A plain account as a duplicate's quarantine row names it.
@@ -396,7 +402,8 @@ struct ProcessedPart: Sendable {
             entries.append(.account(outcomes.count, idHash: idHash, kept: kept))
             if kept {
                 noteworthy += 1
-                reports?.add(processed)
+                self.kept.append(KeptAccount(processed))
+                reports?.add(self.kept[self.kept.count - 1])
             }
             outcomes.append(processed)
         case .quarantined(let entry):

@@ -76,9 +76,33 @@ public struct PlanCheckpoint: Sendable {
     }
 }
 
+/// An account the store keeps, as it keeps it: its row, and its actions in the order they are carried out. Made by the
+/// worker that processed the account, once, for the store and the reports alike.
+public struct KeptAccount: Sendable {
+    public var row: ReportAccount
+    public var actions: [ReportAction]
+    /// Each action's step (`ActionKind.order`).
+    public var steps: [Int]
+
+    public init(_ outcome: borrowing AccountOutcome) {
+        row = ReportAccount(outcome)
+        let uid = row.uid
+        let planned = outcome.actionsInStepOrder
+        actions = planned.map { ReportAction($0, sequence: outcome.sequence, uid: uid) }
+        steps = planned.map(\.kind.order)
+    }
+
+    /// Gives it its place in the input (known once its batch is merged).
+    public mutating func number(_ sequence: Int64) {
+        row.sequence = sequence
+        for index in actions.indices { actions[index].sequence = sequence }
+    }
+}
+
 /// What one batch adds to the store, written in one transaction with the new checkpoint.
 public struct PlanBatch: Sendable {
-    public var accounts: [AccountOutcome] = []
+    /// The accounts the store keeps, in input order.
+    public var accounts: [KeptAccount] = []
     public var quarantine: [(sequence: Int64, entry: QuarantineEntry)] = []
     public var newIdHashes: [UInt64] = []
     public var checkpoint: PlanCheckpoint
