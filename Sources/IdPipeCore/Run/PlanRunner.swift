@@ -350,7 +350,7 @@ struct ProcessedPart: Sendable {
 
     /// Kept account `index`, numbered `sequence`, moved out (the part is dropped after the merge).
     mutating func takeKept(_ index: Int, sequence: Int64) -> KeptAccount {
-        var account = KeptAccount(AccountOutcome.empty)
+        var account = KeptAccount.placeholder
         swap(&account, &kept[index])
         account.number(sequence)
         return account

@@ -92,6 +92,9 @@ public struct KeptAccount: Sendable {
         steps = planned.map(\.kind.order)
     }
 
+    /// What a kept account moved out of its part leaves in its place (made once).
+    static let placeholder = KeptAccount(AccountOutcome.empty)
+
     /// Gives it its place in the input (known once its batch is merged).
     public mutating func number(_ sequence: Int64) {
         row.sequence = sequence
