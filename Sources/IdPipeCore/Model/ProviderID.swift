@@ -40,16 +40,26 @@ public enum ProviderID {
         reported.firstIndex(of: id) ?? (reported.count - 1)
     }
 
-    /// The built-in ids (`isBuiltIn`: every reported id but "other") as bytes, each at its `reported` index.
-    static let builtInBytes: [[UInt8]] = reported.dropLast().map { Array($0.utf8) }
+    /// The built-in ids (`isBuiltIn`: every reported id but "other") as bytes, one after the other; id `i` (at its
+    /// `reported` index) ends at `builtInEnds[i]`. Flat: an array of arrays retained and released each id it was read.
+    static let builtInBytes: [UInt8] = reported.dropLast().flatMap { Array($0.utf8) }
+    static let builtInEnds: [Int] = reported.dropLast().reduce(into: []) { ends, id in ends.append((ends.last ?? 0) + id.utf8.count) }
 
     /// The `reported` index of an id given as bytes when it is built in, spelled exactly; nil otherwise. The plan's
     /// fast path reads a link's id this way, where the decoder found it.
     static func builtInIndex(_ bytes: UnsafeBufferPointer<UInt8>) -> Int? {
-        for (index, id) in builtInBytes.enumerated() where id.count == bytes.count {
-            if id.withUnsafeBufferPointer({ TextScan.sameBytes($0, bytes) }) { return index }
+        builtInBytes.withUnsafeBufferPointer { ids in
+            builtInEnds.withUnsafeBufferPointer { ends in
+                var start = 0
+                for index in 0..<ends.count {
+                    if ends[index] - start == bytes.count && TextScan.sameBytes(UnsafeBufferPointer(rebasing: ids[start..<ends[index]]), bytes) {
+                        return index
+                    }
+                    start = ends[index]
+                }
+                return nil
+            }
         }
-        return nil
     }
 
     /// A set of reported ids as bits, bit `i` standing for `reported[i]`.
