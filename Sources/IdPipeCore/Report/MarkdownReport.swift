@@ -14,6 +14,7 @@ public struct MarkdownReport {
         let run = try source.run()
         let tally = try source.tally()
         let applied = try source.applySummary()
+        let totals = try source.counts()
         if applied != nil {
             out.write("# idpipe run: \(run.pipelineName)\n\n")
             out.write("Applied: the outcomes are what the services answered. ")
@@ -57,7 +58,7 @@ public struct MarkdownReport {
             section(&out, "Private relay")
             table(&out, ["class", "accounts"], RelayClass.allCases.map { ["\($0.label)", "\(tally["relay.\($0.name)"])"] }
                 + [["relay accounts needing consent review", "\(tally["relay.consent-review"])"]])
-            try accountList(&out, .consentReview, title: "Relay accounts linked to identifying data without recorded consent",
+            try accountList(&out, totals, .consentReview, title: "Relay accounts linked to identifying data without recorded consent",
                             columns: ["uid", "email", "linked data", "providers", "source"]) { account in
                 [account.uid, masking.email(account.email), account.consentReview ?? "", account.providers, "\(account.file):\(account.line)"]
             }
@@ -67,7 +68,7 @@ public struct MarkdownReport {
         if !names.isEmpty {
             section(&out, "Display names")
             table(&out, ["outcome", "accounts"], names.map { [$0.0.replacingFirst("fill.", "fill from ").replacingFirst("no-source.", "no source: "), "\($0.1)"] })
-            try accountList(&out, .nameFill, title: "Names to fill", columns: ["uid", "new name", "source", "email"]) { account in
+            try accountList(&out, totals, .nameFill, title: "Names to fill", columns: ["uid", "new name", "source", "email"]) { account in
                 [account.uid, masking.name(account.newName), account.nameOutcome ?? "", masking.email(account.email)]
             }
         }
@@ -78,7 +79,7 @@ public struct MarkdownReport {
         if !selection.isEmpty {
             section(&out, "Selection")
             table(&out, ["", "accounts"], selection.map { [$0.0.replacingFirst("reason.", "matched: "), "\($0.1)"] })
-            try accountList(&out, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account in
+            try accountList(&out, totals, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account in
                 [account.uid, masking.email(account.email), account.selectionDetail ?? ""]
             }
         }
@@ -101,7 +102,7 @@ public struct MarkdownReport {
                     return ["`\(parts[0])`", parts.count > 1 ? parts[1] : "", "\(value)"]
                 })
             }
-            try accountList(&out, .selected, title: "Accounts selected for cleanup", columns: ["uid", "email", "why", "request", "providers"]) { account in
+            try accountList(&out, totals, .selected, title: "Accounts selected for cleanup", columns: ["uid", "email", "why", "request", "providers"]) { account in
                 [account.uid, masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers]
             }
         }
@@ -229,9 +230,9 @@ public struct MarkdownReport {
         })
     }
 
-    private func accountList(_ out: inout some TextOutputStream, _ list: AccountList, title: String, columns: [String],
+    private func accountList(_ out: inout some TextOutputStream, _ totals: [AccountList: Int], _ list: AccountList, title: String, columns: [String],
                              _ row: (ReportAccount) -> [String]) throws {
-        let total = try source.count(list)
+        let total = totals[list] ?? 0
         guard total > 0 else { return }
         out.write("\n### \(title) (\(total))\n\n")
         var rows: [[String]] = []

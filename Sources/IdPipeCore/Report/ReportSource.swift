@@ -137,7 +137,7 @@ extension AccountOutcome {
 }
 
 /// Which accounts a report list shows.
-public enum AccountList: Sendable {
+public enum AccountList: Sendable, CaseIterable {
     case consentReview
     case nameFill
     case selected
@@ -148,7 +148,8 @@ public enum AccountList: Sendable {
 public protocol ReportSource {
     func run() throws -> RunRecord
     func tally() throws -> Tally
-    func count(_ list: AccountList) throws -> Int
+    /// How many accounts each list holds, counted in one pass over them.
+    func counts() throws -> [AccountList: Int]
     func accounts(_ list: AccountList?, limit: Int?, _ body: (ReportAccount) throws -> Void) throws
     func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws
     /// Every account with its actions, in input order (without holding all actions at once).
