@@ -19,10 +19,10 @@ public struct CSVRecord: Sendable {
     public var count: Int { fieldEnds.count }
 
     /// The record as the scanner hands records over (`CSVRecordView`).
-    public func withView<T>(_ body: (CSVRecordView) -> T) -> T {
-        bytes.withUnsafeBufferPointer { bytes in
-            fieldEnds.withUnsafeBufferPointer { ends in
-                body(CSVRecordView(bytes: bytes, ends: ends, start: 0, firstLine: firstLine, lastLine: lastLine, endOffset: endOffset))
+    public func withView<T>(_ body: (CSVRecordView) throws -> T) rethrows -> T {
+        try bytes.withUnsafeBufferPointer { bytes in
+            try fieldEnds.withUnsafeBufferPointer { ends in
+                try body(CSVRecordView(bytes: bytes, ends: ends, start: 0, firstLine: firstLine, lastLine: lastLine, endOffset: endOffset))
             }
         }
     }
@@ -44,18 +44,7 @@ public struct CSVRecord: Sendable {
     /// The index of the first of the first `count` fields that is not valid UTF-8; nil when they all are. A record
     /// all in ASCII (the common case) is settled in one pass over its bytes.
     public func firstInvalidField(_ count: Int) -> Int? {
-        bytes.withUnsafeBufferPointer { all in
-            if UTF8Text.isASCII(all) { return nil }
-            return fieldEnds.withUnsafeBufferPointer { ends in
-                var start = 0
-                for index in 0..<min(count, ends.count) {
-                    let field = UnsafeBufferPointer(rebasing: all[start..<ends[index]])
-                    if !UTF8Text.isASCII(field) && String(validating: field, as: UTF8.self) == nil { return index }
-                    start = ends[index]
-                }
-                return nil
-            }
-        }
+        withView { $0.firstInvalidField(count) }
     }
 
     /// Field `index` as text, nil when it is empty. For fields `firstInvalidField` found valid (other bytes would be

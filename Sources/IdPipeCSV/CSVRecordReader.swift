@@ -49,9 +49,35 @@ public final class CSVRecordReader {
         }
     }
 
+    /// Hands each item to `body` as the scanner gives it (a record as a view into its buffers, valid during the call:
+    /// no copy of it is made), to the end of the file or the first error `body` throws.
+    public func forEach(_ body: (CSVItemView) throws -> Void) throws {
+        // First what `next` has read and not handed over yet.
+        while pendingIndex < pending.count {
+            defer { pendingIndex += 1 }
+            switch pending[pendingIndex] {
+            case .record(let record): try record.withView { try body(.record($0)) }
+            case .malformed(let bad): try body(.malformed(bad))
+            }
+        }
+        pending.removeAll(keepingCapacity: true)
+        pendingIndex = 0
+        var failure: (any Error)?
+        while !finished && failure == nil {
+            try step { item in
+                guard failure == nil else { return }
+                do { try body(item) } catch { failure = error }
+            }
+        }
+        if let failure { throw failure }
+    }
+
     /// Feeds the scanner the next whole line (or finishes at the end of the file).
     private func step() throws {
-        let collect: (CSVItemView) -> Void = { self.pending.append($0.item) }
+        try step { self.pending.append($0.item) }
+    }
+
+    private func step(_ collect: (CSVItemView) -> Void) throws {
         if cursor >= chunkLength {
             if atEOF {
                 finished = true

@@ -164,6 +164,22 @@ public struct CSVRecordView {
         UnsafeBufferPointer(rebasing: bytes[start..<(ends.last ?? start)])
     }
 
+    /// The index of the first of the first `count` fields that is not valid UTF-8; nil when they all are. A record
+    /// all in ASCII (the common case) is settled in one pass over its bytes.
+    public func firstInvalidField(_ count: Int) -> Int? {
+        if UTF8Text.isASCII(allBytes) { return nil }
+        for index in 0..<min(count, self.count) where !UTF8Text.isASCII(fieldBytes(index)) && !UTF8Text.isValid(fieldBytes(index)) {
+            return index
+        }
+        return nil
+    }
+
+    /// Field `index` as text, nil when it is empty (for fields `firstInvalidField` found valid).
+    public func text(_ index: Int) -> String? {
+        let field = fieldBytes(index)
+        return field.isEmpty ? nil : String(decoding: field, as: UTF8.self)
+    }
+
     /// A copy that owns its bytes.
     public func record() -> CSVRecord {
         CSVRecord(bytes: Array(allBytes), fieldEnds: ends.map { $0 - start }, firstLine: firstLine, lastLine: lastLine, endOffset: endOffset)

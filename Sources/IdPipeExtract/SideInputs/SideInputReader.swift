@@ -186,12 +186,13 @@ public enum SideInputReader {
         let positions = found.map { $0[0] }
         var values: [String] = []
         values.reserveCapacity(columns.count)
-        while let item = try reader.next() {
+        // The rows as views into the reader's buffers: a copy of each cost more than reading it.
+        try reader.forEach { item in
             switch item {
             case .malformed(let bad):
                 throw InputError(path: path, position: SourcePosition(file: path, line: bad.firstLine), message: bad.reason)
             case .record(let record):
-                if record.count == 1 && record.fieldBytes(0).isEmpty { continue }
+                if record.count == 1 && record.fieldBytes(0).isEmpty { return }
                 guard record.count == names.count else {
                     throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "has \(record.count) fields; the header has \(names.count)")
                 }
