@@ -95,6 +95,13 @@ public protocol AccountSource: AnyObject {
     var totalBytes: Int64 { get }
     /// The next batch of about `records` records, or nil at the end.
     func nextBatch(records: Int, parts: Int) throws -> (any RawBatch)?
+    /// Whether the plan may read the next batch while it merges the last: a file's costs nothing that a plan stopped
+    /// there would regret; the live API's is a request.
+    var readsAhead: Bool { get }
+}
+
+extension AccountSource {
+    public var readsAhead: Bool { true }
 }
 
 /// An input that cannot be read on (not a bad row: those are quarantined and reading goes on).

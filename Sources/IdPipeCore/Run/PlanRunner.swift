@@ -144,17 +144,29 @@ public final class PlanRunner {
         let processor = self.processor
         // The import file needs every account whole: a migration takes the full path for all.
         let fastPath = self.fastPath && sink == nil
-        // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
-        while try committer.check(), let batch = try source.nextBatch(records: batchRecords, parts: pool.width * 4) {
-            // The workers decode, process, hash the ids and count; this thread only checks the ids for duplicates,
-            // numbers the records and gathers the rows to store.
-            var parts = pool.map(batch.partCount) { part in
-                ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking)
+        let (pool, batchRecords) = (self.pool, self.batchRecords)
+        let reading = UncheckedSource(source)
+        var interrupted = false
+        // Reads and decodes the batches, handing each to `merge`.
+        let read: @Sendable ((DecodedBatch) throws -> Void) throws -> Void = { emit in
+            // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
+            while let batch = try reading.source.nextBatch(records: batchRecords, parts: pool.width * 4) {
+                // The workers decode, process, hash the ids and count; the merge only checks the ids for duplicates,
+                // numbers the records and gathers the rows to store.
+                var parts = pool.map(batch.partCount) { part in
+                    ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking)
+                }
+                if let (part, rest) = batch.remainder() {
+                    parts.removeSubrange((part + 1)...)
+                    parts.append(ProcessedPart(rest, part: 0, processor: processor, fastPath: fastPath, reports: reportMasking))
+                }
+                try emit(DecodedBatch(batch: batch, parts: parts))
             }
-            if let (part, rest) = batch.remainder() {
-                parts.removeSubrange((part + 1)...)
-                parts.append(ProcessedPart(rest, part: 0, processor: processor, fastPath: fastPath, reports: reportMasking))
-            }
+        }
+        func merge(_ decoded: DecodedBatch) throws {
+            _ = try committer.check()
+            let batch = decoded.batch
+            var parts = decoded.parts
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
@@ -225,9 +237,22 @@ public final class PlanRunner {
             progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
                                    quarantined: tally.quarantineRows, elapsedSeconds: clock() - started))
             if shouldStop?(batches) == true {
-                try committer.drain()
-                return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
+                interrupted = true
+                throw StopReading()
             }
+        }
+        do {
+            if source.readsAhead {
+                // Batch N + 1 is read and decoded (on a thread of its own, with the workers) while batch N is merged here:
+                // with the merge in between, one core was often idle.
+                try ReadAhead<DecodedBatch>(chunkSize: 1, depth: 1).run(produce: read, consume: merge)
+            } else {
+                try read(merge)
+            }
+        } catch is StopReading {}
+        if interrupted {
+            try committer.drain()
+            return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
         }
         try committer.drain()
         try sink?.finish()
@@ -300,6 +325,21 @@ final class OrderedCommitter: Sendable {
         _ = try check()
     }
 }
+
+/// A batch read and decoded, waiting to be merged.
+struct DecodedBatch: Sendable {
+    let batch: any RawBatch
+    let parts: [ProcessedPart]
+}
+
+/// The source, read only by the thread that reads ahead while the plan runs.
+private final class UncheckedSource: @unchecked Sendable {
+    let source: any AccountSource
+    init(_ source: any AccountSource) { self.source = source }
+}
+
+/// Thrown by the merge to stop reading ahead (the plan was asked to stop).
+private struct StopReading: Error {}
 
 /// What a worker made of one part of a batch: its records in order, counted, with the ids hashed.
 struct ProcessedPart: Sendable {

@@ -25,6 +25,9 @@ public final class IdentityToolkitSource: AccountSource {
         if let state = checkpoint.state, state.hasPrefix("next:") { pageToken = String(state.dropFirst(5)) }
     }
 
+    /// A page read ahead is a request, wasted when the plan stops after the page before.
+    public var readsAhead: Bool { false }
+
     public func nextBatch(records _: Int, parts: Int) throws -> (any RawBatch)? {
         guard !finished else { return nil }
         let page: UserPage

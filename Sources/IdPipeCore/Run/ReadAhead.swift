@@ -2,12 +2,12 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// Runs a producer on a thread of its own, a few chunks ahead of the consumer on the calling thread, in order. The
-/// JSON report spends about as long reading rows out of the store as writing their text; with the reading ahead on
-/// a second core, the report no longer runs alone on one core for the last second of a 1M-account plan.
+/// Runs a producer on a thread of its own, a few chunks ahead of the consumer on the calling thread, in order: a
+/// plan reads and decodes its next batch while the one before is merged; a report reads rows out of the store while
+/// the ones before are rendered. The producer has stopped when `run` returns.
 /// An error on either side stops both: the producer's after the consumer has had everything produced before it,
 /// the consumer's after the producer has stopped.
-final class ReadAhead<Item: Sendable>: Sendable {
+public final class ReadAhead<Item: Sendable>: Sendable {
     private enum Chunk {
         case items([Item])
         case end((any Error)?)
@@ -22,12 +22,12 @@ final class ReadAhead<Item: Sendable>: Sendable {
     private let stop = Atomic<Bool>(false)
 
     /// At most `depth` chunks of `chunkSize` items wait for the consumer.
-    init(chunkSize: Int = 256, depth: Int = 4) {
+    public init(chunkSize: Int = 256, depth: Int = 4) {
         self.chunkSize = chunkSize
         free = DispatchSemaphore(value: depth)
     }
 
-    func run(produce: @escaping @Sendable (_ emit: (Item) throws -> Void) throws -> Void, consume: (Item) throws -> Void) throws {
+    public func run(produce: @escaping @Sendable (_ emit: (Item) throws -> Void) throws -> Void, consume: (Item) throws -> Void) throws {
         Thread.detachNewThread { [self] in
             var pending: [Item] = []
             pending.reserveCapacity(chunkSize)

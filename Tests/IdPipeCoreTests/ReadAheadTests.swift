@@ -1,6 +1,6 @@
 import Synchronization
 import Testing
-@testable import IdPipeStore
+@testable import IdPipeCore
 
 @Suite struct ReadAheadTests {
     struct Failure: Error, Equatable {
