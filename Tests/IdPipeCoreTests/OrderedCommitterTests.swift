@@ -22,10 +22,6 @@ import Testing
         }
     }
 
-    final class NoFingerprint: InputFingerprint {
-        func advance(to offset: Int64) throws -> String { "" }
-    }
-
     static func batch(_ number: Int64) -> PlanBatch {
         PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: number, line: 1, records: number, state: nil), inputPrefixSHA256: "",
                                              tally: Tally(), nextSequence: number, seenIdHashes: [], importFileLength: 0))
@@ -33,7 +29,7 @@ import Testing
 
     @Test func writesInOrder() throws {
         let store = SlowStore(failing: nil)
-        let committer = OrderedCommitter(store: store, fingerprint: NoFingerprint())
+        let committer = OrderedCommitter(store: store)
         for number in 1...12 { committer.submit(Self.batch(Int64(number))) }
         try committer.drain()
         #expect(store.written.withLock { $0 } == (1...12).map(Int64.init))
@@ -41,7 +37,7 @@ import Testing
 
     @Test func stopsAtAFailedWrite() {
         let store = SlowStore(failing: 3)
-        let committer = OrderedCommitter(store: store, fingerprint: NoFingerprint())
+        let committer = OrderedCommitter(store: store)
         for number in 1...8 { committer.submit(Self.batch(Int64(number))) }
         #expect(throws: (any Error).self) { try committer.drain() }
         #expect(store.written.withLock { $0 } == [1, 2])

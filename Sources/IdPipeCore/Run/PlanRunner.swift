@@ -74,8 +74,8 @@ public final class PlanRunner {
     public let processor: AccountProcessor
     public let store: any PlanStore
     public let pool: WorkerPool
-    /// Records per batch for sources that count records (CSV, live); the JSON export is cut every 2 MiB instead.
-    /// 1024 keeps a CSV plan of 1M accounts near 140 MB (2048: about 150 MB, 8192: 250 MB) at about the same speed.
+    /// Records per batch for sources that count records (the live API); export files are cut by size instead
+    /// (`ExportJSONSource.defaultBatchBytes`, `CSVSource.defaultBatchBytes`).
     public var batchRecords = 1024
     public var logger: Logger
     public var progress: ((PlanProgress) -> Void)?
@@ -135,7 +135,7 @@ public final class PlanRunner {
         let follower = resumed ? nil : reportFollower
         let reportMasking = follower?.masking
         var reportEntries = 0
-        let committer = OrderedCommitter(store: store, fingerprint: fingerprint, follower: follower)
+        let committer = OrderedCommitter(store: store, follower: follower)
         defer { _ = try? committer.drain() }
         var seen = IdHashSet(checkpoint.seenIdHashes)
         var tally = checkpoint.tally
@@ -222,14 +222,13 @@ public final class PlanRunner {
             }
             if let sink, !cleaned.isEmpty { try sink.write(cleaned) }
             tally.merge(counter.tally())
-            if let (bytes, start) = batch.inputBytes {
-                next.inputBytes = bytes
-                next.inputStart = start
-            }
             var input = batch.checkpoint
             input.records = checkpoint.input.records + (sequence - checkpoint.nextSequence)
-            // The committer hashes the input up to this batch's end before writing it (off this thread).
-            checkpoint = PlanCheckpoint(input: input, inputPrefixSHA256: "", tally: tally, nextSequence: sequence, seenIdHashes: [],
+            // The input's digest up to this batch's end, taken here, where the batches come in order: from the bytes
+            // the batch holds, which are freed then (held until written, they raised the plan's peak memory).
+            let digest = try batch.inputBytes.map { try fingerprint.advance(to: input.offset, holding: $0.bytes, from: $0.start) }
+                ?? fingerprint.advance(to: input.offset)
+            checkpoint = PlanCheckpoint(input: input, inputPrefixSHA256: digest, tally: tally, nextSequence: sequence, seenIdHashes: [],
                                         importFileLength: sink?.length ?? 0)
             next.checkpoint = checkpoint
             committer.submit(next)
@@ -281,20 +280,16 @@ public final class PlanRunner {
 /// `submit` waits while two batches are still to be written (one being written, one waiting), so at most three are
 /// held. When `submit` waited as soon as one was, the reading thread spent about 0.4 s of a 1M-account plan waiting
 /// while the other core had nothing to do (the writer gets little of the CPU while both cores decode); now it waits
-/// about 0.1 s. Before writing a batch it advances the input's fingerprint to the batch's end, for the checkpoint.
-/// A failed write stops the ones after it; `check` and `drain` rethrow it.
+/// about 0.1 s. A failed write stops the ones after it; `check` and `drain` rethrow it.
 final class OrderedCommitter: Sendable {
     private let store: any PlanStore
     private let follower: (any PlanReportFollower)?
-    /// Used only on `queue` while batches are submitted; the caller uses it again after `drain`.
-    private nonisolated(unsafe) let fingerprint: any InputFingerprint
     private let queue = DispatchQueue(label: "idpipe.plan.commit")
     private let writing = DispatchSemaphore(value: 2)
     private let failure = Mutex<(any Error)?>(nil)
 
-    init(store: any PlanStore, fingerprint: any InputFingerprint, follower: (any PlanReportFollower)? = nil) {
+    init(store: any PlanStore, follower: (any PlanReportFollower)? = nil) {
         self.store = store
-        self.fingerprint = fingerprint
         self.follower = follower
     }
 
@@ -304,9 +299,6 @@ final class OrderedCommitter: Sendable {
             defer { writing.signal() }
             guard failure.withLock({ $0 == nil }) else { return }
             do {
-                var batch = batch
-                batch.checkpoint.inputPrefixSHA256 = try fingerprint.advance(to: batch.checkpoint.input.offset, holding: batch.inputBytes,
-                                                                             from: batch.inputStart)
                 try follower?.add(batch)
                 try store.commit(batch)
             } catch { failure.withLock { $0 = error } }

@@ -114,9 +114,6 @@ public struct PlanBatch: Sendable {
     public var reportJSON: [UInt8] = []
     public var reportLedger: [UInt8] = []
     public var reportAccounts = 0
-    /// The input's bytes the batch was read from, from offset `inputStart` (its fingerprint hashes them in place).
-    public var inputBytes: [UInt8] = []
-    public var inputStart: Int64 = 0
 
     public init(checkpoint: PlanCheckpoint) {
         self.checkpoint = checkpoint
