@@ -130,8 +130,8 @@ public final class PlanRunner {
         try sink?.truncate(to: checkpoint.importFileLength)
 
         let source = try openSource(checkpoint.input)
-        // Batch N is written, and batch N + 1 waits for it, while batch N + 2 is read and decoded; the writes stay in
-        // order, each with its checkpoint.
+        // Batch N is written, and batch N + 1 waits for it, while batch N + 2 is merged and batch N + 3 read and decoded;
+        // the writes stay in order, each with its checkpoint.
         let follower = resumed ? nil : reportFollower
         let reportMasking = follower?.masking
         var reportEntries = 0
