@@ -202,7 +202,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         // Ctrl-C is caught while the input is read (the plan stops at its next checkpoint); afterwards, during the
         // data counts and the reports, it has its default effect again (what is counted stays counted).
         let interruption = Interruption {
-            Console.error("\nidpipe: stopping after the batch being read is recorded (again to quit at once)")
+            Console.error("\nidpipe: stopping once the batch in hand is recorded (again to quit at once)")
         }
         let outcome: PlanResult
         let reveal = reveal || context.definition.report.revealPersonalData

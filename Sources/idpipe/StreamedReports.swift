@@ -47,7 +47,7 @@ final class BodyFile {
             while done < buffer.count {
                 let count = write(descriptor, buffer.baseAddress! + done, buffer.count - done)
                 if count < 0 && errno == EINTR { continue }
-                guard count > 0 else { throw CommandError("cannot write a report: \(String(cString: strerror(errno)))") }
+                guard count > 0 else { throw CommandError("cannot write a report: \(count < 0 ? String(cString: strerror(errno)) : "nothing was written")") }
                 done += count
             }
         }

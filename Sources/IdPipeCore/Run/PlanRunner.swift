@@ -130,8 +130,9 @@ public final class PlanRunner {
         try sink?.truncate(to: checkpoint.importFileLength)
 
         let source = try openSource(checkpoint.input)
-        // Batch N is written, and batch N + 1 waits for it, while batch N + 2 is merged and batch N + 3 read and decoded;
-        // the writes stay in order, each with its checkpoint.
+        // Batch N is written, and batch N + 1 waits for it, while batch N + 2 is merged, N + 3 waits for the merge and N + 4
+        // is read and decoded; the writes stay in order, each with its checkpoint. A stop drops the batches read after
+        // the last one merged (a resume reads them again).
         let follower = resumed ? nil : reportFollower
         let reportMasking = follower?.masking
         var reportEntries = 0
@@ -242,8 +243,9 @@ public final class PlanRunner {
         }
         do {
             if source.readsAhead {
-                // Batch N + 1 is read and decoded (on a thread of its own, with the workers) while batch N is merged here:
-                // with the merge in between, one core was often idle.
+                // The next batches are read and decoded (on a thread of its own, with the workers) while this one is merged
+                // here: with the merge in between, one core was often idle. One decoded batch waits, and the one after
+                // it waits to be handed over, so up to two are ahead of the merge (the memory figures count them).
                 try ReadAhead<DecodedBatch>(chunkSize: 1, depth: 1).run(produce: read, consume: merge)
             } else {
                 try read(merge)

@@ -80,7 +80,8 @@ struct JSONCursor {
         byte >= 0x20 && byte < 0x7F ? "'\(Character(Unicode.Scalar(byte)))'" : "byte 0x" + String(byte, radix: 16, uppercase: true)
     }
 
-    /// Reads an object key's bytes (no escapes expected in keys; they are decoded if present).
+    /// Reads an object key's bytes. A key with an escape is refused (`unsupported character in a key`): no key the
+    /// decoders know has one.
     @inline(__always)
     mutating func key() throws(SyntaxError) -> UnsafeBufferPointer<UInt8> {
         guard try peek() == UInt8(ascii: "\"") else { throw fail("expected a key in double quotes, found \(describe(bytes[position]))") }
