@@ -186,3 +186,11 @@ public enum FileInfo {
         return nil
     }
 }
+
+extension InputError {
+    /// An export read by position that ends before the size it had when the run started.
+    static func shrank(_ path: String, line: Int, at offset: Int64, size: Int64) -> InputError {
+        InputError(path: path, position: SourcePosition(file: path, line: line, byteOffset: offset),
+                   message: "the file ends at byte \(offset), before its size when the run started (\(size)); it changed while being read")
+    }
+}

@@ -127,7 +127,7 @@ struct ReportWriter {
             try streamed.json.copy(into: file)
             try report.renderTail(accounts: streamed.accounts, into: &stream)
         case .csv:
-            stream.write(CSVLedger.header + "\n")
+            CSVLedger.writeHeader(into: &stream)
             try streamed.ledger.copy(into: file)
         case .md:
             preconditionFailure("plan.md is rendered from the store")

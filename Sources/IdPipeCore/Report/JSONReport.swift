@@ -239,8 +239,13 @@ public struct CSVLedger {
     /// `would_delete` is the dry run's count for a path deletion (`counted` has it per path), `deleted` what apply removed.
     public static let header = "sequence,uid,action,service,state,detail,reason,value,result,policy,attempts,resent,would_delete,counted,deleted"
 
+    /// The header line, as the ledger starts.
+    public static func writeHeader(into out: inout some TextOutputStream) {
+        out.write(header + "\n")
+    }
+
     public func render(into out: inout some TextOutputStream) throws {
-        out.write(Self.header + "\n")
+        Self.writeHeader(into: &out)
         var buffer = ReportBuffer()
         var masked: [UInt8] = []
         try source.actions(limit: nil) { action in

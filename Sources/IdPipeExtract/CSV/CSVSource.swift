@@ -94,10 +94,7 @@ public final class CSVSource: AccountSource {
                 initialized = count
             }
             guard failure == 0 else { throw InputError(path: path, message: "read failed: \(String(cString: strerror(failure)))") }
-            guard count == want else {
-                throw InputError(path: path, position: SourcePosition(file: path, line: line, byteOffset: offset + Int64(count)),
-                                 message: "the file ends at byte \(offset + Int64(count)), before its size when the run started (\(totalBytes)); it changed while being read")
-            }
+            guard count == want else { throw InputError.shrank(path, line: line, at: offset + Int64(count), size: totalBytes) }
             let fileEnd = offset + Int64(count) >= totalBytes
             let start = offset == 0 && bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
             var cuts = bytes.withUnsafeBufferPointer { CSVPart.cuts($0, from: start, to: count, parts: parts) }

@@ -84,6 +84,10 @@ struct ExportCSVDecoder: CSVRecordDecoder {
 }
 
 extension ExportCSVDecoder {
+    /// The first column of each provider of `providerColumns`: read for every row, where walking `providerColumns`
+    /// retained and released each id string.
+    static let providerFirstColumns = providerColumns.map(\.1)
+
     /// The provider ids of `providerColumns` as bytes that live as long as the process (the fast path's links point
     /// at them).
     /// Never written after it is made, so safe to read from any thread.
@@ -97,12 +101,8 @@ extension ExportCSVDecoder {
     /// empty one after the trailing comma, valid UTF-8, booleans and timestamps as the export writes them, every
     /// linked provider with its rawId. Anything else is left to `decode` (false).
     func scanPlain(_ record: CSVRecordView, into account: inout AccountBytes) -> Bool {
-        guard record.count == Self.columnCount + 1, record.fieldBytes(Self.columnCount).isEmpty else { return false }
-        if !UTF8Text.isASCII(record.allBytes) {
-            for index in 0..<Self.columnCount where !UTF8Text.isASCII(record.fieldBytes(index)) && !UTF8Text.isValid(record.fieldBytes(index)) {
-                return false
-            }
-        }
+        guard record.count == Self.columnCount + 1, record.fieldBytes(Self.columnCount).isEmpty,
+              record.firstInvalidField(Self.columnCount) == nil else { return false }
         func text(_ index: Int) -> UnsafeBufferPointer<UInt8>? {
             let field = record.fieldBytes(index)
             return field.isEmpty ? nil : field
@@ -116,7 +116,7 @@ extension ExportCSVDecoder {
         account.disabled = disabled
         account.createdAt = created
         account.lastSignedInAt = last
-        for (index, (_, first)) in Self.providerColumns.enumerated() {
+        for (index, first) in Self.providerFirstColumns.enumerated() {
             let rawId = text(first), email = text(first + 1), name = text(first + 2)
             if rawId == nil && email == nil && name == nil && text(first + 3) == nil { continue }
             guard let rawId else { return false }

@@ -96,10 +96,7 @@ public final class ExportJSONSource: AccountSource {
                     initialized = start + max(count, 0)
                 }
                 guard count >= 0 else { throw InputError(path: path, message: "read failed: \(String(cString: strerror(failure)))") }
-                if count == 0 {
-                    throw InputError(path: path, position: SourcePosition(file: path, line: line, byteOffset: readFrom),
-                                     message: "the file ends at byte \(readFrom), before its size when the run started (\(totalBytes)); it changed while being read")
-                }
+                if count == 0 { throw InputError.shrank(path, line: line, at: readFrom, size: totalBytes) }
             }
             if offset + Int64(buffer.count) >= totalBytes {
                 cut = buffer.count
