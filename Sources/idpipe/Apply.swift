@@ -209,7 +209,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         // The counts of a data survey change the actions after the plan: then the reports are all rendered afterwards.
         let hasDataPaths = context.definition.stages.delete?.pathKinds.isEmpty == false
         let streamed = hasDataPaths || ProcessEnvironment.value("IDPIPE_REPORTS_FROM_STORE") == "1"
-            ? nil : try StreamedReports(folder: out, masking: Masking(reveal: reveal))
+            ? nil : try StreamedReports(folder: out, masking: Masking(reveal: reveal),
+                                                  listLimit: context.definition.report.listLimit)
         do {
             defer { interruption.end() }
             var execution = PlanExecution(context: context, statePath: statePath, out: out, asOf: asOf,

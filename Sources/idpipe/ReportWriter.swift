@@ -122,7 +122,7 @@ struct ReportWriter {
         var stream = file
         switch format {
         case .json:
-            let report = JSONReport(source: store, masking: Masking(reveal: reveal))
+            let report = JSONReport(source: GatheredListsSource(base: store, lists: streamed.lists), masking: Masking(reveal: reveal))
             try report.renderHead(into: &stream)
             try streamed.json.copy(into: file)
             try report.renderTail(accounts: streamed.accounts, into: &stream)
@@ -137,7 +137,13 @@ struct ReportWriter {
     func render(_ format: Format, into stream: inout some TextOutputStream) throws {
         let masking = Masking(reveal: reveal)
         switch format {
-        case .md: try MarkdownReport(source: store, masking: masking, listLimit: listLimit).render(into: &stream)
+        case .md:
+            if let streamed {
+                try MarkdownReport(source: GatheredListsSource(base: store, lists: streamed.lists), masking: masking, listLimit: listLimit)
+                    .render(into: &stream)
+            } else {
+                try MarkdownReport(source: store, masking: masking, listLimit: listLimit).render(into: &stream)
+            }
         case .json: try JSONReport(source: store, masking: masking).render(into: &stream)
         case .csv: try CSVLedger(source: store, masking: masking).render(into: &stream)
         }

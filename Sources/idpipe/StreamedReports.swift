@@ -6,16 +6,18 @@ import Glibc
 /// The bodies of `plan.json` and `ledger.csv` as the plan renders them batch by batch (`ReportFragments`), kept in two
 /// files in the output folder that are unlinked as soon as they are made: a plan killed midway leaves nothing
 /// behind. When the plan ran whole, the reports are put together from them (`ReportWriter`) instead of being
-/// rendered again from the store.
+/// rendered again from the store; plan.md takes its account lists from `lists`, gathered on the way.
 final class StreamedReports: PlanReportFollower, @unchecked Sendable {
     let masking: Masking
     let json: BodyFile
     let ledger: BodyFile
     // Used on the committer's thread while the plan runs, then by the thread that writes the reports.
     private(set) var accounts = 0
+    private(set) var lists: GatheredLists
 
-    init(folder: String, masking: Masking) throws {
+    init(folder: String, masking: Masking, listLimit: Int) throws {
         self.masking = masking
+        lists = GatheredLists(limit: listLimit)
         json = try BodyFile(folder: folder)
         ledger = try BodyFile(folder: folder)
     }
@@ -24,6 +26,8 @@ final class StreamedReports: PlanReportFollower, @unchecked Sendable {
         try json.append(batch.reportJSON)
         try ledger.append(batch.reportLedger)
         accounts += batch.reportAccounts
+        // By index: iterating would copy each account (a retain and a release of every string in it).
+        for index in batch.accounts.indices { lists.add(batch.accounts[index].row, actions: batch.accounts[index].actions) }
     }
 }
 

@@ -206,14 +206,20 @@ struct Binary {
     @Test(arguments: [false, true])
     func theReportsRenderedAsThePlanGoesEqualThoseFromTheStore(reveal: Bool) throws {
         let flags = reveal ? ["--reveal-personal-data"] : []
-        let plans = [try generatedPlan("json"), try generatedPlan("json", extra: "guards: {max_deletions: 3}")]
+        // The third plan protects some of the accounts asked for deletion and lists at most 3 accounts a list: plan.md's
+        // lists, gathered as the plan goes, are cut where the store's are.
+        let plans = [try generatedPlan("json"), try generatedPlan("json", extra: "guards: {max_deletions: 3}"),
+                     try withProtectedAccounts(generatedPlan("json", extra: "report: {list_limit: 3}"))]
         for (index, pipeline) in plans.enumerated() {
             let out = Binary.temporaryDirectory()
             let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf] + flags)
-            #expect(code == (index == 0 ? 1 : 3), "\(output)")
-            for (format, file) in [("json", "plan.json"), ("csv", "ledger.csv")] {
+            #expect(code == (index == 1 ? 3 : 1), "\(output)")
+            if index == 2 { #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("### Protected"), "\(pipeline)") }
+            for (format, file) in [("md", "plan.md"), ("json", "plan.json"), ("csv", "ledger.csv")] {
                 let again = out + "/again." + format
-                let (reportCode, reportOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", format, "--output", again] + flags)
+                let limit = ["--list-limit", index == 2 ? "3" : "50"]
+                let (reportCode, reportOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", format, "--output", again]
+                                                                + limit + flags)
                 #expect(reportCode == 0, "\(reportOutput)")
                 let planned = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
                 #expect(planned == (try String(contentsOfFile: again, encoding: .utf8)), "\(pipeline): \(file)")
@@ -236,6 +242,18 @@ struct Binary {
         // The bodies are written to files with no name: nothing is left beside the reports.
         let left = try FileManager.default.contentsOfDirectory(atPath: resumed).filter { $0.hasPrefix(".") || $0.contains("partial") }
         #expect(left.isEmpty, "\(left)")
+    }
+
+    /// The generated pipeline, also protecting the first five accounts asked for deletion.
+    func withProtectedAccounts(_ pipeline: String) throws -> String {
+        let folder = (pipeline as NSString).deletingLastPathComponent
+        let requests = try String(contentsOfFile: folder + "/deletion-requests.csv", encoding: .utf8).split(separator: "\n").dropFirst().prefix(5)
+        try (requests.map { String($0.split(separator: ",")[0]) }.joined(separator: "\n") + "\n")
+            .write(toFile: folder + "/protected.txt", atomically: true, encoding: .utf8)
+        let text = try String(contentsOfFile: pipeline, encoding: .utf8)
+            .replacingOccurrences(of: "stored_tokens: stored-tokens.jsonl}", with: "stored_tokens: stored-tokens.jsonl, protected_accounts: protected.txt}")
+        try text.write(toFile: pipeline, atomically: true, encoding: .utf8)
+        return pipeline
     }
 
     @Test func versionIsPrinted() throws {

@@ -190,6 +190,53 @@ final class CountingFingerprint: InputFingerprint {
         #expect(actions.allSatisfy { $0.sequence == 5 && $0.uid == "ü-1" })
     }
 
+    /// plan.md's lists, gathered as a plan commits its batches, hold what the store's conditions select: the same
+    /// counts, and the same first accounts in input order. Values at the edges of each condition: an empty consent
+    /// text (not NULL), "fill from" in other cases and without its space, selections that only start alike.
+    @Test func gatheredListsMatchTheStoresConditions() throws {
+        let store = try StateStore()
+        let processor = AccountProcessor(pipeline: try pipeline, sideInputs: SideInputs(), asOf: asOf)
+        guard case .account(let outcome) = processor.process(Account(localId: "base", email: "a@example.com"),
+                                                             position: SourcePosition(file: "f.json", line: 1), sequence: 0) else {
+            Issue.record("not processed")
+            return
+        }
+        let consents: [String?] = [nil, "", "phone number"]
+        let names: [String?] = [nil, "present", "fill from legacy", "Fill From provider:facebook.com", "FILL FROM x", "fill fromlegacy", "fill"]
+        let selections = ["not-selected", "selected", "protected", "selected-not", "Selected"]
+        var kept: [KeptAccount] = []
+        for consent in consents {
+            for name in names {
+                for selection in selections {
+                    var account = KeptAccount(outcome)
+                    account.row.uid = "u\(kept.count)"
+                    account.row.consentReview = consent
+                    account.row.nameOutcome = name
+                    account.row.selection = selection
+                    account.number(Int64(kept.count))
+                    kept.append(account)
+                }
+            }
+        }
+        var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: 1, line: 2, records: Int64(kept.count), state: nil), inputPrefixSHA256: "x",
+                                                         tally: Tally(), nextSequence: Int64(kept.count), seenIdHashes: [], importFileLength: 0))
+        batch.accounts = kept
+        try store.commit(batch)
+        var lists = GatheredLists(limit: 4)
+        for account in kept { lists.add(account.row, actions: account.actions) }
+        let gathered = GatheredListsSource(base: store, lists: lists)
+        #expect(try gathered.counts() == store.counts())
+        #expect(try store.counts().values.allSatisfy { $0 > 0 })
+        for list in AccountList.allCases {
+            for limit in [0, 3, 4] {
+                var fromStore: [String] = [], fromPlan: [String] = []
+                try store.accounts(list, limit: limit) { fromStore.append($0.uid) }
+                try gathered.accounts(list, limit: limit) { fromPlan.append($0.uid) }
+                #expect(fromPlan == fromStore, "\(list), limit \(limit)")
+            }
+        }
+    }
+
     /// Text is copied into the insert's own row buffer for binding; a value longer than that buffer is bound as a copy
     /// of its own. Either way every row reads back as written, the rows before and after a long one included.
     @Test func longAndShortTextRowsReadBackWhole() throws {
