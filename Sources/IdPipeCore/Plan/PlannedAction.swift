@@ -13,6 +13,12 @@ public enum ActionKind: String, Sendable, Codable, CaseIterable {
     case deleteStorage = "delete-storage"
     case deleteAccount = "delete-account"
 
+    /// The kind a store row or report names, looked up in a table: `init(rawValue:)` compares the text with each case
+    /// in turn (about 600 instructions; the reports ask twice for each action).
+    public static func named(_ text: String) -> ActionKind? { byName[text] }
+
+    private static let byName = Dictionary(uniqueKeysWithValues: allCases.map { ($0.rawValue, $0) })
+
     /// The service the action goes to.
     public var service: String {
         switch self {

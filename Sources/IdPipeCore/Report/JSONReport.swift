@@ -65,7 +65,7 @@ public struct JSONReport {
 
 extension JSONReport {
     /// Entry `index` of the `accounts` array: what separates it from the one before, and the account's line.
-    static func appendEntry(_ account: ReportAccount, _ actions: [ReportAction], index: Int, masking: Masking, to out: inout [UInt8],
+    static func appendEntry(_ account: ReportAccount, _ actions: [ReportAction], index: Int, masking: Masking, to out: inout some ByteOutput,
                             scratch: inout [UInt8]) {
         out.put(index == 0 ? "\n    " : ",\n    ")
         appendAccount(account, actions, masking: masking, to: &out, scratch: &scratch)
@@ -73,14 +73,14 @@ extension JSONReport {
 
     /// One account with its actions, as one line of the `accounts` array. `scratch` holds each masked value on its
     /// way to the line (reused, so masking allocates nothing per account).
-    static func appendAccount(_ account: ReportAccount, _ actions: [ReportAction], masking: Masking, to out: inout [UInt8],
+    static func appendAccount(_ account: ReportAccount, _ actions: [ReportAction], masking: Masking, to out: inout some ByteOutput,
                               scratch: inout [UInt8]) {
         out.put("{\"uid\": ")
         JSONText.append(account.uid, to: &out)
         out.put(", \"source\": \"")
         JSONText.appendEscaped(account.file, to: &out)
         out.append(UInt8(ascii: ":"))
-        out.put(String(account.line))
+        out.putDecimal(account.line)
         out.put("\", \"email\": ")
         appendMasked(account.email, masking.email, to: &out, scratch: &scratch)
         out.put(", \"displayName\": ")
@@ -111,7 +111,8 @@ extension JSONReport {
         JSONText.member(", \"deletionRequest\": ", account.deletionRequest, to: &out)
         JSONText.member(", \"name\": ", account.nameOutcome, to: &out)
         out.put(", \"actions\": [")
-        for (index, action) in actions.enumerated() {
+        for index in actions.indices {
+            let action = actions[index]
             out.put(index == 0 ? "{\"kind\": " : ", {\"kind\": ")
             JSONText.append(action.kind, to: &out)
             JSONText.member(", \"state\": ", action.state, to: &out)
@@ -122,8 +123,8 @@ extension JSONReport {
             JSONText.member(", \"result\": ", action.result, to: &out)
             JSONText.member(", \"policy\": ", action.policy, to: &out)
             out.put(", \"attempts\": ")
-            out.put(String(action.attempts))
-            if ActionKind(rawValue: action.kind)?.isPathDeletion == true {
+            out.putDecimal(action.attempts)
+            if ActionKind.named(action.kind)?.isPathDeletion == true {
                 out.put(", \"wouldDelete\": ")
                 out.put(action.wouldDelete.map(String.init) ?? "null")
                 JSONText.member(", \"counted\": ", action.counted, to: &out)
@@ -136,7 +137,7 @@ extension JSONReport {
     }
 
     /// The masked value as a JSON string, or null.
-    private static func appendMasked(_ value: String?, _ mask: (String, inout [UInt8]) -> Void, to out: inout [UInt8], scratch: inout [UInt8]) {
+    private static func appendMasked(_ value: String?, _ mask: (String, inout [UInt8]) -> Void, to out: inout some ByteOutput, scratch: inout [UInt8]) {
         guard let value else { return out.put("null") }
         scratch.removeAll(keepingCapacity: true)
         mask(value, &scratch)
@@ -176,11 +177,89 @@ public protocol ByteSink: AnyObject {
     func write(bytes: UnsafeRawBufferPointer)
 }
 
-extension [UInt8] {
+/// Where rendered report text goes: an array, or a `ByteWriter`.
+public protocol ByteOutput {
+    mutating func append(_ byte: UInt8)
+    mutating func appendBytes(_ bytes: UnsafeBufferPointer<UInt8>)
+}
+
+extension [UInt8]: ByteOutput {
+    @inline(__always)
+    public mutating func appendBytes(_ bytes: UnsafeBufferPointer<UInt8>) {
+        append(contentsOf: bytes)
+    }
+}
+
+extension ByteOutput {
     @inline(__always)
     mutating func put(_ text: String) {
-        // On the string's own bytes (a literal's, most often): through the UTF-8 view it cost about 170 instructions.
-        if text.utf8.withContiguousStorageIfAvailable({ append(contentsOf: $0) }) == nil { append(contentsOf: text.utf8) }
+        // On the string's own bytes (a literal's, most often; a short one's copied to the stack): through the UTF-8
+        // view it cost about 170 instructions.
+        var text = text
+        text.withUTF8 { appendBytes($0) }
+    }
+
+    /// A non-negative integer's decimal digits (a negative one's through `String`).
+    @inline(__always)
+    mutating func putDecimal(_ value: Int) {
+        guard value >= 0 else { return put(String(value)) }
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var value = value
+            var start = buffer.count
+            repeat {
+                start -= 1
+                buffer[start] = UInt8(48 + value % 10)
+                value /= 10
+            } while value > 0
+            appendBytes(UnsafeBufferPointer(rebasing: buffer.bindMemory(to: UInt8.self)[start...]))
+        }
+    }
+}
+
+/// Text rendered through a pointer into room made ahead: an array's `append(contentsOf:)` costs about a hundred
+/// instructions a call, and an account of plan.json took some twenty of them. A class, so that the values holding one
+/// share it: one thread writes it, and hands it on to be read.
+public final class ByteWriter: ByteOutput, @unchecked Sendable {
+    // Unchecked: checked, each access to a property cost a call to the runtime (as many as the appends saved).
+    @exclusivity(unchecked) private var base: UnsafeMutablePointer<UInt8>
+    @exclusivity(unchecked) private var capacity: Int
+    @exclusivity(unchecked) public private(set) var count = 0
+
+    public init(capacity: Int = 1 << 16) {
+        self.capacity = max(capacity, 64)
+        base = .allocate(capacity: self.capacity)
+    }
+
+    deinit { base.deallocate() }
+
+    @inline(__always)
+    public func append(_ byte: UInt8) {
+        if count == capacity { grow(1) }
+        base[count] = byte
+        count += 1
+    }
+
+    @inline(__always)
+    public func appendBytes(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let start = bytes.baseAddress else { return }
+        if capacity - count < bytes.count { grow(bytes.count) }
+        (base + count).initialize(from: start, count: bytes.count)
+        count += bytes.count
+    }
+
+    /// The bytes in `range` (within `0..<count`), valid during the call.
+    public func withBytes<Result>(_ range: Range<Int>, _ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        precondition(range.lowerBound >= 0 && range.upperBound <= count)
+        return try body(UnsafeBufferPointer(start: base + range.lowerBound, count: range.count))
+    }
+
+    private func grow(_ needed: Int) {
+        capacity = max(capacity * 2, count + needed)
+        let larger = UnsafeMutablePointer<UInt8>.allocate(capacity: capacity)
+        larger.initialize(from: base, count: count)
+        base.deallocate()
+        base = larger
     }
 }
 
@@ -257,20 +336,20 @@ public struct CSVLedger {
 
     /// One line, the fields in the header's order, written in place: building each line's fields as an array of
     /// strings first cost about three times as much as the line.
-    static func appendLine(_ action: ReportAction, masking: Masking, masked: inout [UInt8], to out: inout [UInt8]) {
+    static func appendLine(_ action: ReportAction, masking: Masking, masked: inout [UInt8], to out: inout some ByteOutput) {
         append(String(action.sequence), to: &out)
         out.append(UInt8(ascii: ","))
         appendFields(afterSequenceOf: action, masking: masking, masked: &masked, to: &out)
     }
 
     /// A line's fields after the first (the sequence number), with its newline.
-    static func appendFields(afterSequenceOf action: ReportAction, masking: Masking, masked: inout [UInt8], to out: inout [UInt8]) {
+    static func appendFields(afterSequenceOf action: ReportAction, masking: Masking, masked: inout [UInt8], to out: inout some ByteOutput) {
         let comma = UInt8(ascii: ",")
         append(action.uid, to: &out)
         out.append(comma)
         append(action.kind, to: &out)
         out.append(comma)
-        append(ActionKind(rawValue: action.kind)?.service ?? "", to: &out)
+        append(ActionKind.named(action.kind)?.service ?? "", to: &out)
         out.append(comma)
         append(action.state, to: &out)
         out.append(comma)
@@ -300,19 +379,19 @@ public struct CSVLedger {
         out.append(0x0A)
     }
 
-    static func append(_ field: String, to out: inout [UInt8]) {
+    static func append(_ field: String, to out: inout some ByteOutput) {
         var field = field
         field.withUTF8 { append(bytes: $0, to: &out) }
     }
 
     /// RFC 4180 quoting; a leading `=`, `+`, `-` or `@` is prefixed with `'` so spreadsheets do not run it.
-    static func append(bytes utf8: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+    static func append(bytes utf8: UnsafeBufferPointer<UInt8>, to out: inout some ByteOutput) {
         let formula = utf8.first.map { $0 == UInt8(ascii: "=") || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "@") } ?? false
         let quoted = utf8.contains { $0 == UInt8(ascii: ",") || $0 == UInt8(ascii: "\"") || $0 == 0x0A || $0 == 0x0D }
         if quoted { out.append(UInt8(ascii: "\"")) }
         if formula { out.append(UInt8(ascii: "'")) }
         guard quoted else {
-            out.append(contentsOf: utf8)
+            out.appendBytes(utf8)
             return
         }
         for byte in utf8 {
@@ -332,7 +411,7 @@ public enum JSONText {
     }
 
     /// Appends the literal (or `null`); a value with nothing to escape is copied as it is.
-    public static func append(_ value: String?, to out: inout [UInt8]) {
+    public static func append(_ value: String?, to out: inout some ByteOutput) {
         guard let value else {
             out.put("null")
             return
@@ -343,22 +422,24 @@ public enum JSONText {
     }
 
     /// A string's UTF-8 escaped (without the quotes), read on its own storage when it has one.
-    static func appendEscaped(_ text: String, to out: inout [UInt8]) {
-        let utf8 = text.utf8
-        if utf8.withContiguousStorageIfAvailable({ appendEscaped($0, to: &out) }) == nil { appendEscaped(Array(utf8), to: &out) }
+    static func appendEscaped(_ text: String, to out: inout some ByteOutput) {
+        // `withUTF8`, not `withContiguousStorageIfAvailable`: a short string (up to 15 bytes: most values here) has no
+        // storage of its own, and was copied into a new array each time.
+        var text = text
+        text.withUTF8 { appendEscaped($0, to: &out) }
     }
 
     /// Appends `key` (the text before the value, such as `, "name": `) and the value's literal.
     @inline(__always)
-    static func member(_ key: String, _ value: String?, to out: inout [UInt8]) {
+    static func member(_ key: String, _ value: String?, to out: inout some ByteOutput) {
         out.put(key)
         append(value, to: &out)
     }
 
     /// Appends UTF-8 text escaped for the inside of a JSON string (without the quotes).
-    public static func appendEscaped(_ utf8: some Collection<UInt8>, to out: inout [UInt8]) {
+    public static func appendEscaped(_ utf8: some Collection<UInt8>, to out: inout some ByteOutput) {
         guard utf8.contains(where: { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }) else {
-            out.append(contentsOf: utf8)
+            if utf8.withContiguousStorageIfAvailable({ out.appendBytes($0) }) == nil { for byte in utf8 { out.append(byte) } }
             return
         }
         for byte in utf8 {

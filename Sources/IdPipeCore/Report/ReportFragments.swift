@@ -6,12 +6,13 @@
 /// (`KeptAccount`), so the reports put together from them equal those rendered from the store.
 public struct ReportFragments: Sendable {
     public let masking: Masking
-    /// Each rendered account's line of the `accounts` array ends at its `jsonEnds` entry.
-    private var json: [UInt8] = []
+    /// Each rendered account's line of the `accounts` array ends at its `jsonEnds` entry. The writers are the part's
+    /// own: the worker writes them, then the merge reads them.
+    private var json = ByteWriter(capacity: 4096)
     private var jsonEnds: [Int] = []
     /// Its ledger lines, without their first field (the sequence number, known only once the batch is merged), end
     /// at `ledgerEnds[lineStarts[account]..<lineStarts[account + 1]]`.
-    private var ledger: [UInt8] = []
+    private var ledger = ByteWriter(capacity: 1024)
     private var ledgerEnds: [Int] = []
     private var lineStarts: [Int] = [0]
     private var scratch: [UInt8] = []
@@ -22,6 +23,7 @@ public struct ReportFragments: Sendable {
 
     /// Renders an account the store keeps, as the worker processes it.
     public mutating func add(_ kept: KeptAccount) {
+        var json = json, ledger = ledger
         JSONReport.appendAccount(kept.row, kept.actions, masking: masking, to: &json, scratch: &scratch)
         jsonEnds.append(json.count)
         for action in kept.actions {
@@ -35,16 +37,12 @@ public struct ReportFragments: Sendable {
     /// from the one before comes with it), and its ledger lines, numbered `sequence`.
     public func append(_ index: Int, entry: Int, sequence: Int64, to batch: inout PlanBatch) {
         batch.reportJSON.put(entry == 0 ? "\n    " : ",\n    ")
-        json.withUnsafeBufferPointer { json in
-            batch.reportJSON.append(contentsOf: json[(index == 0 ? 0 : jsonEnds[index - 1])..<jsonEnds[index]])
-        }
+        json.withBytes((index == 0 ? 0 : jsonEnds[index - 1])..<jsonEnds[index]) { batch.reportJSON.append(contentsOf: $0) }
         let number = String(sequence)
-        ledger.withUnsafeBufferPointer { ledger in
-            for line in lineStarts[index]..<lineStarts[index + 1] {
-                batch.reportLedger.put(number)
-                batch.reportLedger.append(UInt8(ascii: ","))
-                batch.reportLedger.append(contentsOf: ledger[(line == 0 ? 0 : ledgerEnds[line - 1])..<ledgerEnds[line]])
-            }
+        for line in lineStarts[index]..<lineStarts[index + 1] {
+            batch.reportLedger.put(number)
+            batch.reportLedger.append(UInt8(ascii: ","))
+            ledger.withBytes((line == 0 ? 0 : ledgerEnds[line - 1])..<ledgerEnds[line]) { batch.reportLedger.append(contentsOf: $0) }
         }
         batch.reportAccounts += 1
     }
