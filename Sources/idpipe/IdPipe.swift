@@ -20,6 +20,7 @@ struct IdPipe: ParsableCommand {
     static func main() {
         // Before anything opens a descriptor of its own: `/dev/fd/N` is an input only when the caller opened N.
         FileInfo.noteInheritedDescriptors()
+        Allocator.returnFreedPagesSooner()
         do {
             var command = try parseAsRoot()
             try command.run()
