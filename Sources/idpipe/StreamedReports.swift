@@ -26,8 +26,11 @@ final class StreamedReports: PlanReportFollower, @unchecked Sendable {
         try json.append(batch.reportJSON)
         try ledger.append(batch.reportLedger)
         accounts += batch.reportAccounts
-        // By index: iterating would copy each account (a retain and a release of every string in it).
-        for index in batch.accounts.indices { lists.add(batch.accounts[index].row, actions: batch.accounts[index].actions) }
+        // Through a pointer: iterating, or reading through the subscript, copied each account (a retain and a release
+        // of every string in it).
+        batch.accounts.withUnsafeBufferPointer { accounts in
+            for index in accounts.indices { lists.add(accounts[index].row, actions: accounts[index].actions) }
+        }
     }
 }
 

@@ -164,7 +164,7 @@ public protocol ReportSource {
 extension AccountList {
     /// Whether the list holds the account: the state store's condition for it (`StateStore.condition`), in Swift, for
     /// the lists a plan gathers as it goes. Tests hold the two to the same plan.md.
-    public func holds(_ account: ReportAccount) -> Bool {
+    public func holds(_ account: borrowing ReportAccount) -> Bool {
         switch self {
         case .consentReview: account.consentReview != nil
         // SQL's `LIKE 'fill from %'`: the prefix, ASCII letters in either case.
@@ -195,11 +195,11 @@ public struct GatheredLists: Sendable {
     }
 
     /// Adds a kept account; accounts come in input order.
-    public mutating func add(_ account: ReportAccount, actions: [ReportAction]) {
-        for action in actions where ActionKind(rawValue: action.kind)?.isPathDeletion == true { pathDeletions += 1 }
+    public mutating func add(_ account: borrowing ReportAccount, actions: borrowing [ReportAction]) {
+        for index in actions.indices where ActionKind.named(actions[index].kind)?.isPathDeletion == true { pathDeletions += 1 }
         for list in AccountList.allCases where list.holds(account) {
             counts[list, default: 0] += 1
-            if first[list, default: []].count < limit { first[list, default: []].append(account) }
+            if first[list, default: []].count < limit { first[list, default: []].append(copy account) }
         }
     }
 }

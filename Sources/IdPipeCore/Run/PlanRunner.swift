@@ -436,8 +436,11 @@ struct ProcessedPart: Sendable {
             entries.append(.account(outcomes.count, idHash: idHash, kept: kept))
             if kept {
                 noteworthy += 1
-                self.kept.append(KeptAccount(processed))
-                reports?.add(self.kept[self.kept.count - 1])
+                // Rendered before it is stored: read back from the array while `reports` changed, it was copied (a
+                // retain and a release of each of its strings).
+                let account = KeptAccount(processed)
+                reports?.add(account)
+                self.kept.append(account)
             }
             outcomes.append(processed)
         case .quarantined(let entry):
