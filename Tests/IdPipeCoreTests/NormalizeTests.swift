@@ -282,3 +282,33 @@ extension EmailNormalizerTests {
         #expect(issue.field == "providerUserInfo[0].email")
     }
 }
+
+/// Short strings (up to 15 UTF-8 bytes live inside the value) now take the byte-level fast checks too: each fast path
+/// gives what its full path gives, for short and long values alike.
+@Suite struct ShortTextFastPathTests {
+    @Test func stringsAreReadAsTheirBytesWhateverTheirLength() {
+        for text in ["", "a", "Ann", "fifteen bytes!!", "sixteen bytes!!!", "山田太郎", String(repeating: "é", count: 40), String("  x  ".dropFirst())] {
+            #expect(text.withUTF8Bytes { Array($0) } == Array(text.utf8), "\(text)")
+        }
+    }
+
+    @Test(arguments: ["a@b.co", "x@y.example", "Ab@b.co", "a@B.co", " a@b.co", "a@b.co ", "a..b@c.de", ".a@b.cd", "a@b", "a@1.23", "a@-b.co",
+                      "a@b-.co", "a(b@c.de", "a@bü.de", "jane.doe@example.com", "JANE.DOE@EXAMPLE.COM", "a@b.c-d.co"])
+    func emailsGetWhatTheFullPathGives(_ email: String) {
+        var fast = RepairSet(), full = RepairSet()
+        let quick = EmailNormalizer.normalize(email, repairs: &fast)
+        let reference = EmailNormalizer.normalizeFully(email, repairs: &full)
+        #expect("\(quick)" == "\(reference)" && fast == full, "\(email)")
+    }
+
+    @Test(arguments: ["Ann", "Ann Lee", " Ann", "Ann ", "Ann  Lee", "A\u{202E}nn", "Zoë", "山田 太郎", "a\tb", "", "Jean-Luc Picard",
+                      "A very long name of more than fifteen bytes", "  padded long name of many bytes  "])
+    func namesGetWhatTheFullPathGives(_ name: String) {
+        var fast = RepairSet(), full = RepairSet()
+        let quick = DisplayNameCleaner.clean(name, repairs: &fast)
+        let cleaned = DisplayNameCleaner.cleanedScalars(name, repairs: &full)
+        var unused = RepairSet()
+        let reference = DisplayNameCleaner.clean(cleaned, repairs: &unused)
+        #expect("\(quick)" == "\(reference)" && fast == full, "\(name)")
+    }
+}

@@ -42,7 +42,7 @@ public struct Masking: Sendable {
     public func name(_ value: String, into out: inout [UInt8]) {
         if reveal { return out.append(contentsOf: value.utf8) }
         // Printable ASCII (no CR: then every byte is a Character), in one loop: the same as `initials` on its bytes.
-        let ascii = value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+        let ascii = value.withUTF8Bytes { bytes -> Bool in
             guard !bytes.isEmpty, !bytes.contains(where: { $0 >= 0x80 || $0 == 0x0D }) else { return false }
             var atWordStart = true
             var firstWord = true
@@ -59,7 +59,7 @@ public struct Masking: Sendable {
             }
             return true
         }
-        if ascii == true { return }
+        if ascii { return }
         var first = true
         Self.initials(value, isSpace: { $0 == " " }, into: &out) { character, out in
             defer { first = false }
@@ -113,11 +113,11 @@ public struct Masking: Sendable {
     /// mask is built on bytes, with the same result as the Character-based rules, which handle the rest. False when
     /// the value is not such text (nothing is appended then).
     static func plainASCII(_ value: String, into out: inout [UInt8], _ mask: (UnsafeBufferPointer<UInt8>, inout [UInt8]) -> Void) -> Bool {
-        value.utf8.withContiguousStorageIfAvailable { bytes -> Bool in
+        value.withUTF8Bytes { bytes -> Bool in
             guard !bytes.isEmpty, !bytes.contains(where: { $0 >= 0x80 || $0 == 0x0D }) else { return false }
             mask(bytes, &out)
             return true
-        } ?? false
+        }
     }
 }
 

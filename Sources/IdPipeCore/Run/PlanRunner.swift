@@ -456,7 +456,7 @@ struct ProcessedPart: Sendable {
 public enum IdHash {
     @inlinable public static func of(_ id: String) -> UInt64 {
         // On the string's own storage when it has one: iterating the UTF-8 view costs more than the hash.
-        id.utf8.withContiguousStorageIfAvailable(of) ?? of(Array(id.utf8))
+        id.withUTF8Bytes(of)
     }
 
     @inlinable public static func of(_ bytes: some Collection<UInt8>) -> UInt64 {

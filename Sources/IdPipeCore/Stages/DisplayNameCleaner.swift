@@ -5,7 +5,7 @@ public enum DisplayNameCleaner {
 
     /// Returns the cleaned name (nil when nothing is left), or a reason it cannot be used.
     public static func clean(_ raw: String, repairs: inout RepairSet) -> Result<String?, RecordIssueReason> {
-        if raw.utf8.withContiguousStorageIfAvailable(isAlreadyClean) ?? false { return checked(raw) }
+        if raw.withUTF8Bytes(isAlreadyClean) { return checked(raw) }
         return checked(cleanedScalars(raw, repairs: &repairs))
     }
 

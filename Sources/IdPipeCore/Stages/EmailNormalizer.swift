@@ -5,7 +5,7 @@ public enum EmailNormalizer {
 
     /// Returns the normalized address, or a reason it cannot be repaired.
     public static func normalize(_ raw: String, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
-        if raw.utf8.withContiguousStorageIfAvailable(isAlreadyNormal) == true { return .success(raw) }
+        if raw.withUTF8Bytes(isAlreadyNormal) { return .success(raw) }
         return normalizeFully(raw, repairs: &repairs)
     }
 

@@ -48,7 +48,7 @@ extension String {
     /// Without leading and trailing whitespace (Unicode White_Space); the same string when there is none.
     public var trimmingSpaces: String {
         // Most values have nothing to trim: seen on the bytes, without making a Substring (500 instructions a call).
-        if utf8.withContiguousStorageIfAvailable(TextScan.hasPlainEnds) == true { return self }
+        if withUTF8Bytes(TextScan.hasPlainEnds) { return self }
         let trimmed = TextScan.trimmingWhitespace(Substring(self))
         return trimmed.utf8.count == utf8.count ? self : String(trimmed)
     }

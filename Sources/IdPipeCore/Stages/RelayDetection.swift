@@ -67,7 +67,7 @@ public enum RelayDetection {
     /// Whether an address is at Apple's relay domain (ASCII case-insensitive, on bytes: it runs per account).
     public static func isRelayAddress(_ email: String?) -> Bool {
         guard let email else { return false }
-        return email.utf8.withContiguousStorageIfAvailable(isRelayAddress) ?? email.lowercased().hasSuffix(relaySuffix.description)
+        return email.withUTF8Bytes(isRelayAddress)
     }
 
     /// The same on an address's UTF-8 bytes (the plan's fast path reads them where the decoder found them).

@@ -1,3 +1,16 @@
+extension String {
+    /// Calls `body` with the string's UTF-8 bytes: its own storage, or for a short string (up to 15 bytes, kept inside
+    /// the value) a copy on the stack. `utf8.withContiguousStorageIfAvailable` alone gives nil for a short string, so
+    /// code that checked bytes through it took its slow path for most names and many other values; `withUTF8` alone
+    /// works on a copy of the string, a retain and a release for a long one.
+    @inlinable
+    public func withUTF8Bytes<Result>(_ body: (UnsafeBufferPointer<UInt8>) throws -> Result) rethrows -> Result {
+        if let result = try utf8.withContiguousStorageIfAvailable(body) { return result }
+        var text = self
+        return try text.withUTF8(body)
+    }
+}
+
 /// Byte-level text helpers for the hot path: Foundation's trimming costs microseconds a call.
 public enum TextScan {
     /// Whether two runs of bytes are the same, eight bytes at a time (a generic `elementsEqual` went byte by byte
@@ -22,9 +35,7 @@ public enum TextScan {
 
     /// Whether `text` is made of exactly these bytes, compared on the string's own storage when it has one.
     public static func sameBytes(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
-        if let same = text.utf8.withContiguousStorageIfAvailable({ sameBytes(bytes, $0) }) { return same }
-        var text = text
-        return text.withUTF8 { sameBytes(bytes, $0) }
+        text.withUTF8Bytes { sameBytes(bytes, $0) }
     }
 
     /// An ASCII upper-case letter made lower case; any other byte as it is.
@@ -73,7 +84,7 @@ public enum TextScan {
     /// on the bytes without making a Substring (about 500 instructions a call); the normalizer asks for every id and
     /// every optional field of every account.
     static func trimmedUTF8Count(_ text: String) -> Int {
-        if text.utf8.withContiguousStorageIfAvailable(hasPlainEnds) == true { return text.utf8.count }
+        if text.withUTF8Bytes(hasPlainEnds) { return text.utf8.count }
         return trimmingWhitespace(Substring(text)).utf8.count
     }
 
