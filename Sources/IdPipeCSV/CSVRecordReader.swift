@@ -248,7 +248,7 @@ public enum CSVPart {
     }
 }
 
-/// Counting one byte value in a run of bytes, eight bytes at a time: over every byte of an export on the reading
+/// Counting one byte value in a run of bytes, sixteen bytes at a time: over every byte of an export on the reading
 /// thread (its newlines for line numbers, a CSV chunk's quotes to cut it), and over each side input to size its table.
 public enum ByteCount {
     /// Sixteen bytes a step: each byte of `lanes` counts the matches at its position, for up to 255 steps; then the

@@ -13,8 +13,9 @@ struct ReportWriter {
     let listLimit: Int
     /// `plan` for the dry run's files, `report` once apply has run (plan.md stays as it was reviewed).
     var stem = "plan"
-    /// The bodies of plan.json and the ledger, rendered as the plan committed its batches: when given, those two are
-    /// put together from them and the store's run, totals and quarantine, instead of reading every row back.
+    /// The bodies of plan.json and the ledger, rendered as the plan committed its batches, and plan.md's account lists,
+    /// gathered then: when given, plan.json and the ledger are put together from them and the store's run, totals and
+    /// quarantine, and plan.md takes its lists from them, instead of reading every row back.
     var streamed: StreamedReports?
 
     enum Format: String, CaseIterable {
@@ -130,7 +131,7 @@ struct ReportWriter {
             CSVLedger.writeHeader(into: &stream)
             try streamed.ledger.copy(into: file)
         case .md:
-            preconditionFailure("plan.md is rendered from the store")
+            preconditionFailure("plan.md is rendered, not put together (its lists from the streamed reports, the rest from the store)")
         }
     }
 

@@ -89,8 +89,7 @@ extension JSONReport {
         appendMasked(account.phone, masking.phone, to: &out, scratch: &scratch)
         out.put(", \"providers\": [")
         // Provider ids are stored separated by single spaces (a space byte never falls inside a multi-byte character).
-        var providers = account.providers
-        providers.withUTF8 { ids in
+        account.providers.withUTF8Bytes { ids in
             var start = 0
             var first = true
             while start < ids.count {
@@ -195,16 +194,14 @@ extension ByteOutput {
     mutating func put(_ text: String) {
         // On the string's own bytes (a literal's, most often; a short one's copied to the stack): through the UTF-8
         // view it cost about 170 instructions.
-        var text = text
-        text.withUTF8 { appendBytes($0) }
+        text.withUTF8Bytes { appendBytes($0) }
     }
 
     /// A non-negative integer's decimal digits (a negative one's through `String`).
     @inline(__always)
     mutating func putDecimal(_ value: Int) {
         guard value >= 0 else { return put(String(value)) }
-        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-        withUnsafeMutableBytes(of: &digits) { buffer in
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { buffer in
             var value = value
             var start = buffer.count
             repeat {
@@ -212,7 +209,7 @@ extension ByteOutput {
                 buffer[start] = UInt8(48 + value % 10)
                 value /= 10
             } while value > 0
-            appendBytes(UnsafeBufferPointer(rebasing: buffer.bindMemory(to: UInt8.self)[start...]))
+            appendBytes(UnsafeBufferPointer(rebasing: buffer[start...]))
         }
     }
 }
@@ -380,8 +377,7 @@ public struct CSVLedger {
     }
 
     static func append(_ field: String, to out: inout some ByteOutput) {
-        var field = field
-        field.withUTF8 { append(bytes: $0, to: &out) }
+        field.withUTF8Bytes { append(bytes: $0, to: &out) }
     }
 
     /// RFC 4180 quoting; a leading `=`, `+`, `-` or `@` is prefixed with `'` so spreadsheets do not run it.
@@ -423,10 +419,9 @@ public enum JSONText {
 
     /// A string's UTF-8 escaped (without the quotes), read on its own storage when it has one.
     static func appendEscaped(_ text: String, to out: inout some ByteOutput) {
-        // `withUTF8`, not `withContiguousStorageIfAvailable`: a short string (up to 15 bytes: most values here) has no
+        // Not `withContiguousStorageIfAvailable` alone: a short string (up to 15 bytes: most values here) has no
         // storage of its own, and was copied into a new array each time.
-        var text = text
-        text.withUTF8 { appendEscaped($0, to: &out) }
+        text.withUTF8Bytes { appendEscaped($0, to: &out) }
     }
 
     /// Appends `key` (the text before the value, such as `, "name": `) and the value's literal.

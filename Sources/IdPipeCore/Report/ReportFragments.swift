@@ -7,7 +7,8 @@
 public struct ReportFragments: Sendable {
     public let masking: Masking
     /// Each rendered account's line of the `accounts` array ends at its `jsonEnds` entry. The writers are the part's
-    /// own: the worker writes them, then the merge reads them.
+    /// own: the worker writes them, then the merge reads them. A copy of the fragments shares them: only the first
+    /// is added to (`add` on a copy would write past the other's ends).
     private var json = ByteWriter(capacity: 4096)
     private var jsonEnds: [Int] = []
     /// Its ledger lines, without their first field (the sequence number, known only once the batch is merged), end
