@@ -143,9 +143,15 @@ final class RecordingEffects: RemoteEffects {
         let once = FirstOf()
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<ApplyOutcome?, Never>) in
             Task { let outcome = try? await run.value; if once.claim() { continuation.resume(returning: outcome) } }
-            Task { try? await Task.sleep(for: .seconds(8)); if once.claim() { continuation.resume(returning: nil) } }
+            // 8 s counted in 160 steps of 50 ms, each of which needs a thread of the shared pool, as the run does: under
+            // `make test`, other tests' synchronous waits hold the pool's threads for seconds (the delete above came after
+            // 16 s, where alone it takes milliseconds), and 8 s of the clock ran out before the run was given a thread.
+            Task {
+                for _ in 0..<160 { try? await Task.sleep(for: .milliseconds(50)) }
+                if once.claim() { continuation.resume(returning: nil) }
+            }
         }
-        #expect(outcome == .interrupted, "the run did not end within 8 s of the cancel")
+        #expect(outcome == .interrupted, "the run did not end within 8 s of the cancel (counted while the pool ran)")
     }
 
     @Test(arguments: [(NotRevocablePolicy.keep, "blocked"), (.delete, "done")])
