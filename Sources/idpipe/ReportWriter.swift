@@ -123,7 +123,7 @@ struct ReportWriter {
         var stream = file
         switch format {
         case .json:
-            let report = JSONReport(source: GatheredListsSource(base: store, lists: streamed.lists), masking: Masking(reveal: reveal))
+            let report = JSONReport(source: source, masking: Masking(reveal: reveal))
             try report.renderHead(into: &stream)
             try streamed.json.copy(into: file)
             try report.renderTail(accounts: streamed.accounts, into: &stream)
@@ -135,18 +135,18 @@ struct ReportWriter {
         }
     }
 
+    /// The store, with the account lists gathered as the plan went when there are some.
+    private var source: any ReportSource {
+        guard let streamed else { return store }
+        return GatheredListsSource(base: store, lists: streamed.lists)
+    }
+
     func render(_ format: Format, into stream: inout some TextOutputStream) throws {
         let masking = Masking(reveal: reveal)
         switch format {
-        case .md:
-            if let streamed {
-                try MarkdownReport(source: GatheredListsSource(base: store, lists: streamed.lists), masking: masking, listLimit: listLimit)
-                    .render(into: &stream)
-            } else {
-                try MarkdownReport(source: store, masking: masking, listLimit: listLimit).render(into: &stream)
-            }
-        case .json: try JSONReport(source: store, masking: masking).render(into: &stream)
-        case .csv: try CSVLedger(source: store, masking: masking).render(into: &stream)
+        case .md: try MarkdownReport(source: source, masking: masking, listLimit: listLimit).render(into: &stream)
+        case .json: try JSONReport(source: source, masking: masking).render(into: &stream)
+        case .csv: try CSVLedger(source: source, masking: masking).render(into: &stream)
         }
     }
 }

@@ -9,11 +9,11 @@ public struct ReportFragments: Sendable {
     /// Each rendered account's line of the `accounts` array ends at its `jsonEnds` entry. The writers are the part's
     /// own: the worker writes them, then the merge reads them. A copy of the fragments shares them: only the first
     /// is added to (`add` on a copy would write past the other's ends).
-    private var json = ByteWriter(capacity: 4096)
+    private let json = ByteWriter(capacity: 4096)
     private var jsonEnds: [Int] = []
     /// Its ledger lines, without their first field (the sequence number, known only once the batch is merged), end
     /// at `ledgerEnds[lineStarts[account]..<lineStarts[account + 1]]`.
-    private var ledger = ByteWriter(capacity: 1024)
+    private let ledger = ByteWriter(capacity: 1024)
     private var ledgerEnds: [Int] = []
     private var lineStarts: [Int] = [0]
     private var scratch: [UInt8] = []

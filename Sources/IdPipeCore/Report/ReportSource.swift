@@ -168,15 +168,10 @@ extension AccountList {
         switch self {
         case .consentReview: account.consentReview != nil
         // SQL's `LIKE 'fill from %'`: the prefix, ASCII letters in either case.
-        case .nameFill: account.nameOutcome.map { Self.hasPrefixIgnoringASCIICase($0, "fill from ") } ?? false
+        case .nameFill: account.nameOutcome.map { TextScan.hasPrefixIgnoringASCIICase($0, "fill from ") } ?? false
         case .selected: account.selection == "selected"
         case .protected: account.selection == "protected"
         }
-    }
-
-    private static func hasPrefixIgnoringASCIICase(_ text: String, _ prefix: String) -> Bool {
-        text.utf8.count >= prefix.utf8.count
-            && zip(text.utf8, prefix.utf8).allSatisfy { byte, expected in (byte >= 65 && byte <= 90 ? byte + 32 : byte) == expected }
     }
 }
 

@@ -61,6 +61,11 @@ public enum TextScan {
         }
     }
 
+    /// Whether `text` starts with `prefix`, ASCII letters compared without case (as SQL's `LIKE 'prefix%'`).
+    public static func hasPrefixIgnoringASCIICase(_ text: String, _ prefix: String) -> Bool {
+        text.utf8.count >= prefix.utf8.count && zip(text.utf8, prefix.utf8).allSatisfy { lowerASCII($0) == lowerASCII($1) }
+    }
+
     /// Whether a scalar is whitespace for the purposes of names and emails.
     @inline(__always)
     public static func isSpace(_ scalar: Unicode.Scalar) -> Bool {
