@@ -4,10 +4,18 @@ import COpenSSL
 public final class SHA256Hasher {
     private let context: OpaquePointer
 
+    /// SHA-256, looked up in OpenSSL's providers once. With `EVP_sha256()` each digest looked it up again, under a lock
+    /// (OpenSSL 3's implicit fetch): for the one-shot fingerprint of each stored token, that cost four times the hash
+    /// (perf, 106k tokens: about 40 ms against 8 ms). Immutable once fetched, and shared by every thread.
+    nonisolated(unsafe) static let algorithm: OpaquePointer = {
+        guard let algorithm = EVP_MD_fetch(nil, "SHA256", nil) else { fatalError("OpenSSL has no SHA-256") }
+        return algorithm
+    }()
+
     public init() {
         guard let context = EVP_MD_CTX_new() else { fatalError("OpenSSL could not allocate a digest context") }
         self.context = context
-        EVP_DigestInit_ex(context, EVP_sha256(), nil)
+        EVP_DigestInit_ex(context, Self.algorithm, nil)
     }
 
     deinit {
@@ -50,7 +58,7 @@ public final class SHA256Hasher {
 
     private static func digest(_ input: UnsafeRawBufferPointer, into output: inout [UInt8]) {
         var length: UInt32 = 0
-        _ = EVP_Digest(input.baseAddress, input.count, &output, &length, EVP_sha256(), nil)
+        _ = EVP_Digest(input.baseAddress, input.count, &output, &length, algorithm, nil)
     }
 
     public static func hexDigest(_ text: String) -> String {

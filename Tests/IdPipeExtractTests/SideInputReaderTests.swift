@@ -130,10 +130,12 @@ import IdPipeTestSupport
         #expect(error?.description == path + ":3: given_name: is not valid UTF-8")
     }
 
-    /// With several bad files, the error is the first one's in the pipeline's order, whichever thread finishes first.
+    /// With several bad files, the error is the first one's in the pipeline's order, whichever thread finishes first,
+    /// and though the larger file (here the deletions) is read first.
     @Test func theFirstBadFileInOrderIsReported() throws {
         let names = TemporaryFile.write("uid,given_name,family_name,consent\nu1,A,B,maybe\n", name: "names.csv")
-        let deletions = TemporaryFile.write("uid,requested_at,source\nu1,never,app\n", name: "deletions.csv")
+        let manyRows = (0..<2_000).map { "d\($0),2025-01-01T00:00:00Z,app\n" }.joined()
+        let deletions = TemporaryFile.write("uid,requested_at,source\n" + manyRows + "u1,never,app\n", name: "deletions.csv")
         for _ in 0..<20 {
             let error = #expect(throws: InputError.self) {
                 try SideInputReader.load(InputsConfig(legacyNames: names, deletionRequests: deletions), relativeTo: "")
@@ -147,6 +149,42 @@ import IdPipeTestSupport
         let line = "{\"uid\":\" u1 \",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"r-1\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n"
         let credentials = try SideInputReader.storedTokens(TemporaryFile.write(line, name: "spaced.jsonl"))
         #expect(credentials["u1"]?.apple?.token.value == "r-1")
+    }
+
+    /// Values are read where they lie in the line, or decoded when they have escapes; a number is its text, a null no
+    /// value at all, and members come in any order.
+    @Test func storedTokenValuesAreDecodedAsJSON() throws {
+        let text = """
+            {"captured_at":"2025-01-01T00:00:00Z","token":"r\\/1\\u00e9","type":"access_token","provider":"apple\\u002ecom","uid":"u\\u0031"}
+            {"uid":"u2","provider":"facebook.com","facebook_id":12345,"login":"limited","token":null,"note":true}
+            {"uid":"u3","provider":"facebook.com","facebook_id":"7","login":"classic","token":""}
+            """
+        let credentials = try SideInputReader.storedTokens(TemporaryFile.write(text, name: "escaped.jsonl"))
+        #expect(credentials.count == 3)
+        #expect(credentials["u1"]?.apple?.kind == .accessToken)
+        #expect(credentials["u1"]?.apple?.token.value == "r/1\u{E9}")
+        #expect(credentials["u1"]?.apple?.capturedAt == 1_735_689_600_000)
+        #expect(credentials["u2"]?.facebook == StoredFacebookLogin(facebookId: "12345", login: .limited, accessToken: nil))
+        #expect(credentials["u3"]?.facebook?.accessToken == nil)
+    }
+
+    /// A second Apple token for an account is named as such even when its own fields are wrong too, and a null key
+    /// is no key: the checks run in the order they always did.
+    @Test(arguments: [
+        ("{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"id_token\"}", ":3: uid 'u1' has a second apple.com token"),
+        ("{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"\"}", ":3: uid 'u1' has a second facebook.com entry"),
+        ("{\"uid\":\"u5\",\"provider\":\"facebook.com\",\"facebook_id\":\"\"}", ":3: facebook_id: is missing"),
+        ("{\"uid\":null,\"provider\":\"apple.com\"}", ":3: uid: is missing"),
+        ("{\"uid\":\"u5\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\",\"captured_at\":\"soon\"}",
+         ":3: captured_at: expected an RFC 3339 time"),
+        ("{\"uid\":\"u5\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"} x",
+         ":3: not a JSON object: "),
+    ])
+    func storedTokenChecksKeepTheirOrder(line: String, expected: String) throws {
+        let path = TemporaryFile.write(tokens.split(separator: "\n").prefix(2).joined(separator: "\n") + "\n" + line + "\n", name: "second.jsonl")
+        let error = #expect(throws: InputError.self) { try SideInputReader.storedTokens(path) }
+        #expect(error?.description.hasPrefix(path + expected) == true, "\(error?.description ?? "")")
+        #expect(error?.description.contains("t-secret") == false)
     }
 
     /// A byte-order mark before the first line of the stored tokens is skipped, as in the other inputs.

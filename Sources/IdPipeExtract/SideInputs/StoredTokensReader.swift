@@ -16,89 +16,145 @@ extension SideInputReader {
     /// `{"uid","provider":"apple.com","type":"refresh_token|access_token|authorization_code","token","captured_at"}` or
     /// `{"uid","provider":"facebook.com","facebook_id","login":"classic|limited","type"?:"access_token","token"?}`.
     /// Token values are kept in memory only, as `Secret`s; errors never quote them.
+    /// Only the ids and tokens kept become strings; the rest is compared and parsed where it lies in the line. With a
+    /// string for every key and value, and each id looked up twice (to read, then to store), this file was the last
+    /// side input to finish and held up the plan's start (0.25 s for the 106k lines of the 1M benchmark).
     public static func storedTokens(_ path: String) throws -> KeyedRows<StoredCredentials> {
         var result = KeyedRows<StoredCredentials>()
         result.reserveCapacity(lineCount(path))
+        var fields = FlatObject()
         try forEachLineBytes(path) { line, number in
             if line.allSatisfy({ $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }) { return }
             func fail(_ message: String) -> InputError {
                 InputError(path: path, position: SourcePosition(file: path, line: number), message: message)
             }
-            let fields = try parseFlatObject(line, fail: fail)
+            try parseFlatObject(line, into: &fields, fail: fail)
             // Which of two values counts is no guess to make: a second uid filed the token under another account.
             if let twice = fields.repeatedKey {
                 let known = ["uid", "provider", "type", "token", "captured_at", "facebook_id", "login"]
                 throw fail(known.contains(twice) ? "\(twice): appears twice on the line" : "a key appears twice on the line")
             }
             // Trimmed, as the tables' ids are: an id with spaces matched no account, and its token passed for none.
-            guard let uid = fields["uid"]?.trimmingSpaces, !uid.isEmpty else { throw fail("uid: is missing") }
-            var stored = result[uid] ?? StoredCredentials()
-            switch fields["provider"] {
-            case ProviderID.apple?:
-                guard stored.apple == nil else { throw fail("uid '\(uid)' has a second apple.com token") }
-                guard let typeText = fields["type"], let kind = AppleTokenKind(rawValue: typeText) else {
-                    throw fail("type: expected refresh_token, access_token or authorization_code")
+            guard let uid = fields.text("uid")?.trimmingSpaces, !uid.isEmpty else { throw fail("uid: is missing") }
+            let provider = fields.value("provider")
+            if provider?.equals(ProviderID.apple) == true {
+                try result.modify(uid) { entry in
+                    guard entry?.apple == nil else { throw fail("uid '\(uid)' has a second apple.com token") }
+                    entry = StoredCredentials(apple: try appleToken(fields, fail: fail), facebook: entry?.facebook)
                 }
-                guard let token = fields["token"], !token.isEmpty else { throw fail("token: is missing") }
-                guard let capturedText = fields["captured_at"], let captured = Timestamp.parseRFC3339(capturedText) else {
-                    throw fail("captured_at: expected an RFC 3339 time")
+            } else if provider?.equals(ProviderID.facebook) == true {
+                try result.modify(uid) { entry in
+                    guard entry?.facebook == nil else { throw fail("uid '\(uid)' has a second facebook.com entry") }
+                    entry = StoredCredentials(apple: entry?.apple, facebook: try facebookLogin(fields, fail: fail))
                 }
-                stored.apple = StoredAppleToken(kind: kind, token: Secret(value: token, fingerprint: SecretFingerprint.of(token)), capturedAt: captured)
-            case ProviderID.facebook?:
-                guard stored.facebook == nil else { throw fail("uid '\(uid)' has a second facebook.com entry") }
-                guard let facebookId = fields["facebook_id"], !facebookId.isEmpty else { throw fail("facebook_id: is missing") }
-                guard let loginText = fields["login"], let login = FacebookLoginKind(rawValue: loginText) else {
-                    throw fail("login: expected classic or limited")
-                }
-                let token = fields["token"].flatMap { $0.isEmpty ? nil : Secret(value: $0, fingerprint: SecretFingerprint.of($0)) }
-                stored.facebook = StoredFacebookLogin(facebookId: facebookId, login: login, accessToken: token)
-            case let other:
+            } else {
                 // Quoted only when it looks like a provider id: a token pasted in the wrong field is not printed.
-                let shown = other.map { value in Self.looksLikeProviderId(value) ? "'\(value)'" : "another value (not shown)" }
+                let shown = provider.map { value in
+                    let text = value.text
+                    return Self.looksLikeProviderId(text) ? "'\(text)'" : "another value (not shown)"
+                }
                 throw fail("provider: expected apple.com or facebook.com, found \(shown ?? "nothing")")
             }
-            result[uid] = stored
         }
         return result
     }
 
-    /// The members of a one-level JSON object, in order; a handful, so they are looked up by a scan.
-    struct FlatObject {
-        var members: [(key: String, value: String)] = []
+    private static func appleToken(_ fields: FlatObject, fail: (String) -> InputError) throws -> StoredAppleToken {
+        guard let kind = fields.value("type").flatMap({ type in AppleTokenKind.allCases.first { type.equals($0.rawValue) } }) else {
+            throw fail("type: expected refresh_token, access_token or authorization_code")
+        }
+        guard let token = fields.text("token"), !token.isEmpty else { throw fail("token: is missing") }
+        guard let captured = fields.value("captured_at")?.timestamp else { throw fail("captured_at: expected an RFC 3339 time") }
+        return StoredAppleToken(kind: kind, token: Secret(value: token, fingerprint: SecretFingerprint.of(token)), capturedAt: captured)
+    }
 
-        subscript(_ key: String) -> String? {
-            members.first(where: { $0.key == key })?.value
+    private static func facebookLogin(_ fields: FlatObject, fail: (String) -> InputError) throws -> StoredFacebookLogin {
+        guard let facebookId = fields.text("facebook_id"), !facebookId.isEmpty else { throw fail("facebook_id: is missing") }
+        guard let login = fields.text("login").flatMap(FacebookLoginKind.init(rawValue:)) else {
+            throw fail("login: expected classic or limited")
+        }
+        let token = fields.text("token").flatMap { $0.isEmpty ? nil : Secret(value: $0, fingerprint: SecretFingerprint.of($0)) }
+        return StoredFacebookLogin(facebookId: facebookId, login: login, accessToken: token)
+    }
+
+    /// The members of a one-level JSON object, in order, as they lie in the line: valid only while the line is. A
+    /// handful, so they are looked up by a scan. One is kept for all the lines of a file, emptied for each.
+    struct FlatObject {
+        /// A member's value: the bytes of a string without escapes (or of a number, or a literal's text), else the
+        /// decoded text of a string with escapes.
+        enum Value {
+            case bytes(UnsafeBufferPointer<UInt8>)
+            case decoded(String)
+
+            var text: String {
+                switch self {
+                case .bytes(let bytes): String(decoding: bytes, as: UTF8.self)
+                case .decoded(let text): text
+                }
+            }
+
+            func equals(_ text: String) -> Bool {
+                switch self {
+                case .bytes(let bytes): TextScan.sameBytes(bytes, text)
+                case .decoded(let decoded): decoded == text
+                }
+            }
+
+            var timestamp: Int64? {
+                switch self {
+                case .bytes(let bytes): Timestamp.parseRFC3339(bytes)
+                case .decoded(let text): Timestamp.parseRFC3339(text)
+                }
+            }
+        }
+
+        var members: [(key: UnsafeBufferPointer<UInt8>, value: Value)] = []
+
+        func value(_ key: String) -> Value? {
+            members.first(where: { TextScan.sameBytes($0.key, key) })?.value
+        }
+
+        func text(_ key: String) -> String? {
+            value(key)?.text
         }
 
         /// A key given more than once, if any.
         var repeatedKey: String? {
-            for index in members.indices.dropFirst() where members[..<index].contains(where: { $0.key == members[index].key }) {
-                return members[index].key
+            for index in members.indices.dropFirst() where members[..<index].contains(where: { TextScan.sameBytes($0.key, members[index].key) }) {
+                return String(decoding: members[index].key, as: UTF8.self)
             }
             return nil
         }
-
-        mutating func set(_ key: String, _ value: String) { members.append((key, value)) }
     }
 
-    /// A one-level JSON object of strings (numbers and booleans become their text), on a line's bytes, read in place.
-    static func parseFlatObject(_ buffer: UnsafeBufferPointer<UInt8>, fail: (String) -> InputError) throws -> FlatObject {
+    /// A one-level JSON object of strings (numbers and booleans are kept as their text; a null as no member), on a
+    /// line's bytes, read in place into `fields`.
+    static func parseFlatObject(_ buffer: UnsafeBufferPointer<UInt8>, into fields: inout FlatObject, fail: (String) -> InputError) throws {
         var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
-        var fields = FlatObject()
-        fields.members.reserveCapacity(8)
+        fields.members.removeAll(keepingCapacity: true)
         do throws(JSONCursor.SyntaxError) {
             try cursor.expect(UInt8(ascii: "{"))
-            if try cursor.peek() == UInt8(ascii: "}") { return fields }
+            if try cursor.peek() == UInt8(ascii: "}") { return }
             while true {
-                let rawKey = try cursor.key()
-                cursor.currentKey = rawKey
-                let key = String(decoding: rawKey, as: UTF8.self)
+                let key = try cursor.key()
+                cursor.currentKey = key
                 try cursor.expect(UInt8(ascii: ":"))
                 switch try cursor.peek() {
-                case UInt8(ascii: "\""): fields.set(key, try cursor.string())
-                case UInt8(ascii: "t"), UInt8(ascii: "f"): fields.set(key, try cursor.bool() ? "true" : "false")
+                case UInt8(ascii: "\""):
+                    let start = cursor.position
+                    switch try cursor.plainString() {
+                    case .bytes(let bytes): fields.members.append((key, .bytes(bytes)))
+                    case .null: break
+                    case .escaped:
+                        cursor.position = start
+                        fields.members.append((key, .decoded(try cursor.string())))
+                    }
+                case UInt8(ascii: "t"), UInt8(ascii: "f"): fields.members.append((key, .decoded(try cursor.bool() ? "true" : "false")))
                 case UInt8(ascii: "n"): try cursor.literal("null")
-                default: fields.set(key, try cursor.numberText())
+                default:
+                    let start = cursor.position
+                    try cursor.skipNumber()
+                    fields.members.append((key, .bytes(UnsafeBufferPointer(rebasing: buffer[start..<cursor.position]))))
                 }
                 if try cursor.peek() == UInt8(ascii: ",") { cursor.position += 1; continue }
                 try cursor.expect(UInt8(ascii: "}"))
@@ -110,6 +166,5 @@ extension SideInputReader {
             // The message names the field and the problem, never the line's text (it may hold a token).
             throw fail("not a JSON object: \(error.field): \(error.message)")
         }
-        return fields
     }
 }
