@@ -167,7 +167,7 @@ public final class PlanRunner {
         func merge(_ decoded: DecodedBatch) throws {
             _ = try committer.check()
             let batch = decoded.batch
-            var parts = decoded.parts
+            var parts = decoded.takeParts()
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
@@ -320,10 +320,25 @@ final class OrderedCommitter: Sendable {
     }
 }
 
-/// A batch read and decoded, waiting to be merged.
-struct DecodedBatch: Sendable {
+/// A batch read and decoded, waiting to be merged. A class, so that the merge can take the parts out (`takeParts`)
+/// and own the only reference to them: handed on in a struct, the array stayed shared with the copy the read-ahead
+/// held, and the merge's first change to each part (taking its kept accounts out) copied the part's whole array of
+/// kept accounts, retaining every string in it, on the thread every batch waits for.
+final class DecodedBatch: @unchecked Sendable {
     let batch: any RawBatch
-    let parts: [ProcessedPart]
+    private var parts: [ProcessedPart]
+
+    init(batch: any RawBatch, parts: [ProcessedPart]) {
+        self.batch = batch
+        self.parts = parts
+    }
+
+    /// The parts, once: the batch keeps none of them.
+    func takeParts() -> [ProcessedPart] {
+        var taken: [ProcessedPart] = []
+        swap(&taken, &parts)
+        return taken
+    }
 }
 
 /// The source, read only by the thread that reads ahead while the plan runs.
