@@ -323,7 +323,8 @@ final class OrderedCommitter: Sendable {
 /// A batch read and decoded, waiting to be merged. A class, so that the merge can take the parts out (`takeParts`)
 /// and own the only reference to them: handed on in a struct, the array stayed shared with the copy the read-ahead
 /// held, and the merge's first change to each part (taking its kept accounts out) copied the part's whole array of
-/// kept accounts, retaining every string in it, on the thread every batch waits for.
+/// kept accounts, retaining every string in it, on the thread every batch waits for. Unchecked: the reading thread
+/// makes it and lets go of it when the read-ahead hands it over; only the merge, after that, takes the parts.
 final class DecodedBatch: @unchecked Sendable {
     let batch: any RawBatch
     private var parts: [ProcessedPart]
