@@ -168,8 +168,8 @@ import IdPipeTestSupport
         #expect(credentials["u3"]?.facebook?.accessToken == nil)
     }
 
-    /// A second Apple token for an account is named as such even when its own fields are wrong too, and a null key
-    /// is no key: the checks run in the order they always did.
+    /// A second Apple token for an account is named as such even when its own fields are wrong too, and a member
+    /// whose value is null counts as absent: the checks run in the order they always did.
     @Test(arguments: [
         ("{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"id_token\"}", ":3: uid 'u1' has a second apple.com token"),
         ("{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"\"}", ":3: uid 'u1' has a second facebook.com entry"),
