@@ -73,7 +73,7 @@ public enum HMACSHA256 {
         var length: UInt32 = 0
         key.withUnsafeBufferPointer { keyBuffer in
             message.withUnsafeBufferPointer { messageBuffer in
-                _ = HMAC(EVP_sha256(), keyBuffer.baseAddress, Int32(keyBuffer.count), messageBuffer.baseAddress, messageBuffer.count, &output, &length)
+                _ = HMAC(SHA256Hasher.algorithm, keyBuffer.baseAddress, Int32(keyBuffer.count), messageBuffer.baseAddress, messageBuffer.count, &output, &length)
             }
         }
         return output

@@ -46,7 +46,7 @@ public enum AppleTokenKind: String, Sendable, Codable, CaseIterable {
 }
 
 /// Facebook Login comes in two forms; only classic logins can be revoked from a server.
-public enum FacebookLoginKind: String, Sendable, Codable {
+public enum FacebookLoginKind: String, Sendable, Codable, CaseIterable {
     case classic
     case limited
 }

@@ -2,8 +2,7 @@
 public enum Timestamp {
     /// `2026-10-03T12:00:00Z`, `2026-10-03T12:00:00.250+02:00`, or a date alone (`2026-10-03`, midnight UTC).
     public static func parseRFC3339(_ text: String) -> Int64? {
-        var text = text
-        return text.withUTF8(parseRFC3339)
+        text.withUTF8Bytes(parseRFC3339)
     }
 
     /// The same, on the text's UTF-8 bytes (read in place: a copy of each timestamp cost an allocation).

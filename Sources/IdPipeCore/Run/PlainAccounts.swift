@@ -117,7 +117,7 @@ struct PlainRules: Sendable {
         nameSources = pipeline.stages.backfillNames?.map { source in
             switch source {
             case .legacy: .legacy
-            case .provider(let id): .provider(Array(id.utf8).withUnsafeBufferPointer(ProviderID.builtInIndex))
+            case .provider(let id): .provider(id.withUTF8Bytes(ProviderID.builtInIndex))
             case .emailLocalPart: .emailLocalPart
             }
         }

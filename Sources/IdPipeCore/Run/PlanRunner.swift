@@ -147,7 +147,6 @@ public final class PlanRunner {
         let fastPath = self.fastPath && sink == nil
         let (pool, batchRecords) = (self.pool, self.batchRecords)
         let reading = UncheckedSource(source)
-        var interrupted = false
         // Reads and decodes the batches, handing each to `merge`.
         let read: @Sendable ((DecodedBatch) throws -> Void) throws -> Void = { emit in
             // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
@@ -165,7 +164,7 @@ public final class PlanRunner {
             }
         }
         func merge(_ decoded: DecodedBatch) throws {
-            _ = try committer.check()
+            try committer.check()
             let batch = decoded.batch
             var parts = decoded.takeParts()
             var next = PlanBatch(checkpoint: checkpoint)
@@ -237,7 +236,6 @@ public final class PlanRunner {
             progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
                                    quarantined: tally.quarantineRows, elapsedSeconds: clock() - started))
             if shouldStop?(batches) == true {
-                interrupted = true
                 throw StopReading()
             }
         }
@@ -250,8 +248,7 @@ public final class PlanRunner {
             } else {
                 try read(merge)
             }
-        } catch is StopReading {}
-        if interrupted {
+        } catch is StopReading {
             try committer.drain()
             return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
         }
@@ -307,16 +304,15 @@ final class OrderedCommitter: Sendable {
         }
     }
 
-    /// Rethrows a failed write; true otherwise (so it can lead a `while` condition).
-    func check() throws -> Bool {
+    /// Rethrows a failed write.
+    func check() throws {
         if let error = failure.withLock({ $0 }) { throw error }
-        return true
     }
 
     /// Waits until every submitted batch is written.
     func drain() throws {
         queue.sync {}
-        _ = try check()
+        try check()
     }
 }
 

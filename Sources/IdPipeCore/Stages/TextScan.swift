@@ -48,9 +48,8 @@ public enum TextScan {
     /// `String.contains` goes through Foundation, and cost a 100k-account plan 2 % more instructions where names are
     /// checked for relay addresses.
     public static func containsIgnoringASCIICase(_ text: String, _ part: String) -> Bool {
-        var text = text, part = part
-        return text.withUTF8 { text in
-            part.withUTF8 { part in
+        text.withUTF8Bytes { text in
+            part.withUTF8Bytes { part in
                 guard !part.isEmpty, part.count <= text.count else { return part.isEmpty }
                 start: for start in 0...(text.count - part.count) {
                     for offset in 0..<part.count where lowerASCII(text[start + offset]) != lowerASCII(part[offset]) { continue start }
@@ -63,7 +62,11 @@ public enum TextScan {
 
     /// Whether `text` starts with `prefix`, ASCII letters compared without case (as SQL's `LIKE 'prefix%'`).
     public static func hasPrefixIgnoringASCIICase(_ text: String, _ prefix: String) -> Bool {
-        text.utf8.count >= prefix.utf8.count && zip(text.utf8, prefix.utf8).allSatisfy { lowerASCII($0) == lowerASCII($1) }
+        text.withUTF8Bytes { text in
+            prefix.withUTF8Bytes { prefix in
+                prefix.count <= text.count && prefix.indices.allSatisfy { lowerASCII(text[$0]) == lowerASCII(prefix[$0]) }
+            }
+        }
     }
 
     /// Whether a scalar is whitespace for the purposes of names and emails.

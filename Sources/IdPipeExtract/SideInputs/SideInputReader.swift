@@ -27,8 +27,7 @@ public enum SideInputReader {
             let reader = all[largestFirst[turn]]
             return Result { try reader.read(reader.path) }
         }
-        var results = done
-        for (turn, index) in largestFirst.enumerated() { results[index] = done[turn] }
+        let results = zip(largestFirst, done).sorted { $0.0 < $1.0 }.map(\.1)
         var inputs = SideInputs()
         for result in results {
             switch try result.get() {

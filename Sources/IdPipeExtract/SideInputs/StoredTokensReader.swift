@@ -60,7 +60,7 @@ extension SideInputReader {
     }
 
     private static func appleToken(_ fields: FlatObject, fail: (String) -> InputError) throws -> StoredAppleToken {
-        guard let kind = fields.value("type").flatMap({ type in AppleTokenKind.allCases.first { type.equals($0.rawValue) } }) else {
+        guard let kind = fields.value("type")?.named(AppleTokenKind.self) else {
             throw fail("type: expected refresh_token, access_token or authorization_code")
         }
         guard let token = fields.text("token"), !token.isEmpty else { throw fail("token: is missing") }
@@ -70,7 +70,7 @@ extension SideInputReader {
 
     private static func facebookLogin(_ fields: FlatObject, fail: (String) -> InputError) throws -> StoredFacebookLogin {
         guard let facebookId = fields.text("facebook_id"), !facebookId.isEmpty else { throw fail("facebook_id: is missing") }
-        guard let login = fields.text("login").flatMap(FacebookLoginKind.init(rawValue:)) else {
+        guard let login = fields.value("login")?.named(FacebookLoginKind.self) else {
             throw fail("login: expected classic or limited")
         }
         let token = fields.text("token").flatMap { $0.isEmpty ? nil : Secret(value: $0, fingerprint: SecretFingerprint.of($0)) }
@@ -98,6 +98,11 @@ extension SideInputReader {
                 case .bytes(let bytes): TextScan.sameBytes(bytes, text)
                 case .decoded(let decoded): decoded == text
                 }
+            }
+
+            /// The case of `Kind` whose raw value this is, compared in place.
+            func named<Kind: CaseIterable & RawRepresentable<String>>(_: Kind.Type) -> Kind? {
+                Kind.allCases.first { equals($0.rawValue) }
             }
 
             var timestamp: Int64? {
@@ -144,7 +149,7 @@ extension SideInputReader {
                     let start = cursor.position
                     switch try cursor.plainString() {
                     case .bytes(let bytes): fields.members.append((key, .bytes(bytes)))
-                    case .null: break
+                    case .null: break  // not reached: the value starts with a quote
                     case .escaped:
                         cursor.position = start
                         fields.members.append((key, .decoded(try cursor.string())))
