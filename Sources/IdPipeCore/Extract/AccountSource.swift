@@ -41,6 +41,8 @@ public protocol RawBatch: Sendable {
     /// in one go would have (a cut that guessed a record boundary wrong), the parts after it are dropped and `batch`,
     /// the rest read in one go from where that part stopped, takes their place. Nil when every part did.
     func remainder() -> (after: Int, batch: any RawBatch)?
+    /// True when the source starts its next batch where this one's decoding stopped: it is read once this one is decoded.
+    var nextStartsAtItsEnd: Bool { get }
     /// The input's bytes the batch holds, from the file offset `start` (through its checkpoint at least), when it holds
     /// them: the input's fingerprint is taken from them.
     var inputBytes: (bytes: [UInt8], start: Int64)? { get }
@@ -48,6 +50,7 @@ public protocol RawBatch: Sendable {
 
 extension RawBatch {
     public func remainder() -> (after: Int, batch: any RawBatch)? { nil }
+    public var nextStartsAtItsEnd: Bool { false }
     public var inputBytes: (bytes: [UInt8], start: Int64)? { nil }
 
     public func decode(part: Int, fastPath _: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain _: (borrowing PlainRecord) -> Void) {

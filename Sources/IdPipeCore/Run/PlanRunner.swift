@@ -147,26 +147,28 @@ public final class PlanRunner {
         let fastPath = self.fastPath && sink == nil
         let (pool, batchRecords) = (self.pool, self.batchRecords)
         let reading = UncheckedSource(source)
-        // Reads and decodes the batches, handing each to `merge`.
-        let read: @Sendable ((DecodedBatch) throws -> Void) throws -> Void = { emit in
+        let workers = PartQueue(width: pool.width)
+        // Runs after the read-ahead has stopped: parts still queued then belong to batches that will not be merged.
+        defer { workers.finish(cancel: true) }
+        // Reads the batches and queues their parts for the workers, handing each batch to `merge`.
+        let read: @Sendable ((PendingBatch) throws -> Void) throws -> Void = { emit in
             // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
             while let batch = try reading.source.nextBatch(records: batchRecords, parts: pool.width * 4) {
                 // The workers decode, process, hash the ids and count; the merge only checks the ids for duplicates,
                 // numbers the records and gathers the rows to store.
-                var parts = pool.map(batch.partCount) { part in
+                let pending = PendingBatch(batch) { batch, part in
                     ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking)
                 }
-                if let (part, rest) = batch.remainder() {
-                    parts.removeSubrange((part + 1)...)
-                    parts.append(ProcessedPart(rest, part: 0, processor: processor, fastPath: fastPath, reports: reportMasking))
-                }
-                try emit(DecodedBatch(batch: batch, parts: parts))
+                workers.start(pending)
+                // A source that starts its next batch where this one's decoding stopped reads it once that is known.
+                if batch.nextStartsAtItsEnd { pending.wait() }
+                try emit(pending)
             }
         }
-        func merge(_ decoded: DecodedBatch) throws {
+        func merge(_ pending: PendingBatch) throws {
             try committer.check()
-            let batch = decoded.batch
-            var parts = decoded.takeParts()
+            let batch = pending.batch
+            var parts = pending.takeParts()
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
@@ -241,10 +243,10 @@ public final class PlanRunner {
         }
         do {
             if source.readsAhead {
-                // The next batches are read and decoded (on a thread of its own, with the workers) while this one is merged
-                // here: with the merge in between, one core was often idle. One decoded batch waits, and the one after
-                // it waits to be handed over, so up to two are ahead of the merge (the memory figures count them).
-                try ReadAhead<DecodedBatch>(chunkSize: 1, depth: 1).run(produce: read, consume: merge)
+                // The next batches are read (on a thread of its own) and decoded (by the workers) while this one is merged
+                // here: with the merge in between, one core was often idle. One batch waits, and the one after it waits
+                // to be handed over, so up to two are ahead of the merge, their parts queued (the memory figures count them).
+                try ReadAhead<PendingBatch>(chunkSize: 1, depth: 1).run(produce: read, consume: merge)
             } else {
                 try read(merge)
             }
@@ -313,28 +315,6 @@ final class OrderedCommitter: Sendable {
     func drain() throws {
         queue.sync {}
         try check()
-    }
-}
-
-/// A batch read and decoded, waiting to be merged. A class, so that the merge can take the parts out (`takeParts`)
-/// and own the only reference to them: handed on in a struct, the array stayed shared with the copy the read-ahead
-/// held, and the merge's first change to each part (taking its kept accounts out) copied the part's whole array of
-/// kept accounts, retaining every string in it, on the thread every batch waits for. Unchecked: the reading thread
-/// makes it and lets go of it when the read-ahead hands it over; only the merge, after that, takes the parts.
-final class DecodedBatch: @unchecked Sendable {
-    let batch: any RawBatch
-    private var parts: [ProcessedPart]
-
-    init(batch: any RawBatch, parts: [ProcessedPart]) {
-        self.batch = batch
-        self.parts = parts
-    }
-
-    /// The parts, once: the batch keeps none of them.
-    func takeParts() -> [ProcessedPart] {
-        var taken: [ProcessedPart] = []
-        swap(&taken, &parts)
-        return taken
     }
 }
 

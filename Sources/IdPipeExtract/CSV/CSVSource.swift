@@ -158,6 +158,7 @@ final class CSVBatch: RawBatch {
     }
 
     var partCount: Int { cuts.count - 1 }
+    var nextStartsAtItsEnd: Bool { true }
     var inputBytes: (bytes: [UInt8], start: Int64)? { (bytes, base) }
 
     /// Where reading stopped (once decoded): the next chunk starts there.
