@@ -58,17 +58,37 @@ func readBothWays(_ open: () throws -> any AccountSource, processor: AccountProc
 }
 
 /// Everything a source gives, its batches' parts decoded by `decode` as the plan decodes them: the parts after one
-/// that did not end where the next began are replaced by the rest of the batch read in one go.
+/// that did not end where the next began are replaced by the rest of the batch read in one go, and a batch read from a
+/// wrong guess of where the one before ended (`AccountSource.follows`) is dropped.
 func readAll<T>(_ source: any AccountSource, parts: Int, _ decode: (any RawBatch, Int) -> [T]) throws -> [T] {
-    var all: [T] = []
-    while let batch = try source.nextBatch(records: 64, parts: parts) {
+    var wrongGuesses = 0
+    return try readAll(source, parts: parts, wrongGuesses: &wrongGuesses, decode)
+}
+
+/// The same, counting the batches dropped in `wrongGuesses`.
+func readAll<T>(_ source: any AccountSource, parts: Int, wrongGuesses: inout Int, _ decode: (any RawBatch, Int) -> [T]) throws -> [T] {
+    func whole(_ batch: any RawBatch) -> [T] {
         var decoded = (0..<batch.partCount).map { decode(batch, $0) }
         if let (part, rest) = batch.remainder() {
             decoded.removeSubrange((part + 1)...)
             decoded.append(decode(rest, 0))
         }
-        all += decoded.joined()
+        return Array(decoded.joined())
     }
+    var all: [T] = []
+    var held: (any RawBatch)?
+    while let batch = try source.nextBatch(records: 64, parts: parts) {
+        if let previous = held {
+            held = nil
+            all += whole(previous)
+            guard source.follows(batch, after: previous) else {
+                wrongGuesses += 1
+                continue
+            }
+        }
+        held = batch
+    }
+    if let held { all += whole(held) }
     return all
 }
 

@@ -41,8 +41,6 @@ public protocol RawBatch: Sendable {
     /// in one go would have (a cut that guessed a record boundary wrong), the parts after it are dropped and `batch`,
     /// the rest read in one go from where that part stopped, takes their place. Nil when every part did.
     func remainder() -> (after: Int, batch: any RawBatch)?
-    /// True when the source starts its next batch where this one's decoding stopped: it is read once this one is decoded.
-    var nextStartsAtItsEnd: Bool { get }
     /// The input's bytes the batch holds, from the file offset `start` (through its checkpoint at least), when it holds
     /// them: the input's fingerprint is taken from them.
     var inputBytes: (bytes: [UInt8], start: Int64)? { get }
@@ -50,7 +48,6 @@ public protocol RawBatch: Sendable {
 
 extension RawBatch {
     public func remainder() -> (after: Int, batch: any RawBatch)? { nil }
-    public var nextStartsAtItsEnd: Bool { false }
     public var inputBytes: (bytes: [UInt8], start: Int64)? { nil }
 
     public func decode(part: Int, fastPath _: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain _: (borrowing PlainRecord) -> Void) {
@@ -101,10 +98,18 @@ public protocol AccountSource: AnyObject {
     /// Whether the plan may read the next batch while it merges the last: a file's costs nothing that a plan stopped
     /// there would regret; the live API's is a request.
     var readsAhead: Bool { get }
+    /// Whether the source guesses where each batch ends from its bytes, and reads the next from there before the batch is
+    /// decoded: then the plan asks `follows` before it takes the next batch.
+    var guessesBatchStarts: Bool { get }
+    /// Asked once `batch` is decoded, with the batch read after it: true when `next` starts where the decoding of `batch`
+    /// stopped. When it does not, the source has been set to read on from there, and `next` is to be dropped.
+    func follows(_ next: any RawBatch, after batch: any RawBatch) -> Bool
 }
 
 extension AccountSource {
     public var readsAhead: Bool { true }
+    public var guessesBatchStarts: Bool { false }
+    public func follows(_: any RawBatch, after _: any RawBatch) -> Bool { true }
 }
 
 /// An input that cannot be read on (not a bad row: those are quarantined and reading goes on).

@@ -147,23 +147,44 @@ public final class PlanRunner {
         let fastPath = self.fastPath && sink == nil
         let (pool, batchRecords) = (self.pool, self.batchRecords)
         let reading = UncheckedSource(source)
+        let logger = self.logger
         let workers = PartQueue(width: pool.width)
         // Runs after the read-ahead has stopped: parts still queued then belong to batches that will not be merged.
         defer { workers.finish(cancel: true) }
         // Reads the batches and queues their parts for the workers, handing each batch to `merge`.
         let read: @Sendable ((PendingBatch) throws -> Void) throws -> Void = { emit in
+            let source = reading.source
+            // The batch read last, held until the next is read and queued when the source guesses where batches start: it
+            // is handed over once decoded, with the guess checked.
+            var held: PendingBatch?
             // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
-            while let batch = try reading.source.nextBatch(records: batchRecords, parts: pool.width * 4) {
+            while let batch = try source.nextBatch(records: batchRecords, parts: pool.width * 4) {
                 // The workers decode, process, hash the ids and count; the merge only checks the ids for duplicates,
                 // numbers the records and gathers the rows to store.
                 let pending = PendingBatch(batch) { batch, part in
                     ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking)
                 }
                 workers.start(pending)
-                // A source that starts its next batch where this one's decoding stopped reads it once that is known.
-                if batch.nextStartsAtItsEnd { pending.wait() }
-                try emit(pending)
+                guard source.guessesBatchStarts else {
+                    try emit(pending)
+                    continue
+                }
+                if let previous = held {
+                    held = nil
+                    previous.wait()
+                    let follows = source.follows(batch, after: previous.batch)
+                    try emit(previous)
+                    // Dropped: the source reads again from where the one before stopped.
+                    guard follows else {
+                        pending.drop()
+                        let end = previous.batch.checkpoint
+                        logger.info("reading again from line \(end.line): a batch ended elsewhere than its bytes suggested (a broken quote?)")
+                        continue
+                    }
+                }
+                held = pending
             }
+            if let held { try emit(held) }
         }
         func merge(_ pending: PendingBatch) throws {
             try committer.check()

@@ -30,8 +30,6 @@ public final class CSVSource: AccountSource {
     private var offset: Int64
     private var line: Int
     private var readSize: Int
-    /// The batch in hand: where its reading ended is where the next one starts.
-    private var previous: CSVBatch?
 
     /// As for the JSON export (`ExportJSONSource.defaultBatchBytes`): 1.5 MiB kept a 1M-row plan at 143-147 MB.
     public static let defaultBatchBytes = 3 << 19
@@ -68,15 +66,12 @@ public final class CSVSource: AccountSource {
         return try CSVSource(path: path, checkpoint: start, decoder: decoder, batchBytes: batchBytes)
     }
 
+    /// Each chunk's end is guessed from its bytes (`CSVPart.cuts`: the last newline with the quotes balanced), and the
+    /// next chunk is read from there while this one is decoded; `follows` checks the guess once it is. When the next
+    /// chunk waited for the decoding to say where it ended, one core was idle at the end of each chunk.
+    public var guessesBatchStarts: Bool { true }
+
     public func nextBatch(records _: Int, parts: Int) throws -> (any RawBatch)? {
-        if let previous {
-            let end = previous.end
-            // A chunk that ended where it started (a record longer than it) is read again, twice as long.
-            readSize = end.offset == offset ? readSize * 2 : batchBytes
-            offset = end.offset
-            line = end.line
-            self.previous = nil
-        }
         while offset < totalBytes {
             let want = Int(min(Int64(readSize), totalBytes - offset))
             var count = 0
@@ -111,16 +106,32 @@ public final class CSVSource: AccountSource {
                 }
                 cuts = [start, newline + 1]
             }
+            // Each part's first line, and the line after the last part (where the next chunk starts).
             var lines = [line]
             bytes.withUnsafeBytes { raw in
-                for index in 1..<cuts!.count - 1 { lines.append(lines[index - 1] + Newlines.count(raw, cuts![index - 1]..<cuts![index])) }
+                for index in 1..<cuts!.count { lines.append(lines[index - 1] + Newlines.count(raw, cuts![index - 1]..<cuts![index])) }
             }
+            let next = lines.removeLast()
             let batch = CSVBatch(path: path, bytes: bytes, base: offset, cuts: cuts!, lines: lines, fileEnd: fileEnd, decoder: decoder,
-                                 end: CSVBatch.EndBox())
-            previous = batch
+                                 end: CSVBatch.EndBox(), guessedEnd: CSVPart.End(offset: offset + Int64(cuts!.last!), line: next, betweenRecords: true))
+            offset += Int64(cuts!.last!)
+            line = next
+            readSize = batchBytes
             return batch
         }
         return nil
+    }
+
+    public func follows(_ next: any RawBatch, after batch: any RawBatch) -> Bool {
+        guard let batch = batch as? CSVBatch else { return true }
+        let end = batch.end
+        if end == batch.guessedEnd { return true }
+        // A broken quote made the guess wrong: read on from where the decoding stopped (as one pass would have). A chunk
+        // that ended where it started (a record longer than it) is read again, twice as long.
+        readSize = end.offset == batch.base + Int64(batch.cuts[0]) ? batch.bytes.count * 2 : batchBytes
+        offset = end.offset
+        line = end.line
+        return false
     }
 }
 
@@ -145,7 +156,11 @@ final class CSVBatch: RawBatch {
     }
     private let endBox: EndBox
 
-    init(path: String, bytes: [UInt8], base: Int64, cuts: [Int], lines: [Int], fileEnd: Bool, decoder: any CSVRecordDecoder, end: EndBox) {
+    /// Where the source guessed the chunk's reading would stop (and read the next chunk from).
+    let guessedEnd: CSVPart.End
+
+    init(path: String, bytes: [UInt8], base: Int64, cuts: [Int], lines: [Int], fileEnd: Bool, decoder: any CSVRecordDecoder, end: EndBox,
+         guessedEnd: CSVPart.End) {
         self.path = path
         self.bytes = bytes
         self.base = base
@@ -154,11 +169,11 @@ final class CSVBatch: RawBatch {
         self.fileEnd = fileEnd
         self.decoder = decoder
         endBox = end
+        self.guessedEnd = guessedEnd
         partEnds = Mutex([CSVPart.End?](repeating: nil, count: cuts.count - 1))
     }
 
     var partCount: Int { cuts.count - 1 }
-    var nextStartsAtItsEnd: Bool { true }
     var inputBytes: (bytes: [UInt8], start: Int64)? { (bytes, base) }
 
     /// Where reading stopped (once decoded): the next chunk starts there.
@@ -176,7 +191,7 @@ final class CSVBatch: RawBatch {
         guard let part = ends.dropLast().firstIndex(where: { $0?.betweenRecords == false }), let stop = ends[part] else { return nil }
         let restart = Int(stop.offset - base)
         return (part, CSVBatch(path: path, bytes: bytes, base: base, cuts: [restart, cuts.last!], lines: [stop.line], fileEnd: fileEnd,
-                               decoder: decoder, end: endBox))
+                               decoder: decoder, end: endBox, guessedEnd: guessedEnd))
     }
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
