@@ -1,5 +1,6 @@
 import GRDB
 import GRDBSQLite
+import IdPipeCore
 
 /// A cached INSERT bound and stepped through SQLite's C API. GRDB's `execute(arguments:)` boxes every value in a
 /// `DatabaseValue` array first, which costs more than the insert on a plan's hundreds of thousands of rows.
@@ -34,11 +35,12 @@ struct RawInsert: ~Copyable {
 
     mutating func bind(_ value: String?) {
         position += 1
-        guard var value else {
+        guard let value else {
             sqlite3_bind_null(statement.sqliteStatement, position)
             return
         }
-        value.withUTF8 { bytes in
+        // In place (a copy into a `var`, for `withUTF8`, cost a retain and a release).
+        value.withUTF8Bytes { bytes in
             let count = bytes.count
             if used + count <= capacity {
                 // An empty buffer may have no address; this one always has one (a null pointer binds NULL, not '').

@@ -87,7 +87,9 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     }
 
     /// Writes one batch and its checkpoint in one transaction: after a crash the store holds all of it or none.
-    public func commit(_ batch: PlanBatch) throws {
+    public func commit(_ batch: consuming PlanBatch) throws {
+        var accounts: [KeptAccount] = []
+        swap(&accounts, &batch.accounts)
         try queue.write { db in
             var accountInsert = try RawInsert(db, sql: """
                 INSERT INTO account (seq, uid, file, line, relay, consent_review, selection, selection_detail, name_outcome, email, display_name, phone, providers, deletion_request)
@@ -97,27 +99,24 @@ public final class StateStore: PlanStore, @unchecked Sendable {
                 INSERT INTO action (seq, uid, kind, step, state, detail, reason, value, attempts, updated_at)
                 VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, 0)
                 """)
-            // Read in place, through a pointer: iterating the array, or reading a field through its subscript, copies
-            // each account (a retain and a release of every string in it).
-            try batch.accounts.withUnsafeBufferPointer { accounts in
-                guard let first = accounts.baseAddress else { return }
-                for index in accounts.indices {
-                    let account = first + index
-                    AccountRow.bind(account.pointee.row, to: &accountInsert)
-                    try accountInsert.run()
-                    // In step order: with the batches written in sequence order, the table's row ids then follow
-                    // (seq, step), and the reports read the actions in that order without sorting them.
-                    for (action, step) in zip(account.pointee.actions, account.pointee.steps) {
-                        actionInsert.bind(action.sequence)
-                        actionInsert.bind(action.uid)
-                        actionInsert.bind(action.kind)
-                        actionInsert.bind(step)
-                        actionInsert.bind(action.state)
-                        actionInsert.bind(action.detail)
-                        actionInsert.bind(action.reason)
-                        actionInsert.bind(action.value)
-                        try actionInsert.run()
-                    }
+            // Each account moved out and read as a value of its own: read where it lay in the array (through its
+            // subscript, or a pointer), each was copied (a retain and a release of every string in it).
+            for index in accounts.indices {
+                let account = accounts[index].take()
+                AccountRow.bind(account.row, to: &accountInsert)
+                try accountInsert.run()
+                // In step order: with the batches written in sequence order, the table's row ids then follow
+                // (seq, step), and the reports read the actions in that order without sorting them.
+                for action in account.actions.indices {
+                    actionInsert.bind(account.actions[action].sequence)
+                    actionInsert.bind(account.actions[action].uid)
+                    actionInsert.bind(account.actions[action].kind)
+                    actionInsert.bind(account.steps[action])
+                    actionInsert.bind(account.actions[action].state)
+                    actionInsert.bind(account.actions[action].detail)
+                    actionInsert.bind(account.actions[action].reason)
+                    actionInsert.bind(account.actions[action].value)
+                    try actionInsert.run()
                 }
             }
             let quarantineInsert = try db.cachedStatement(sql: "INSERT INTO quarantine (seq, file, line, uid, field, reason) VALUES (?, ?, ?, ?, ?, ?)")

@@ -13,6 +13,7 @@ final class StreamedReports: PlanReportFollower, @unchecked Sendable {
     let ledger: BodyFile
     // Used on the committer's thread while the plan runs, then by the thread that writes the reports.
     private(set) var accounts = 0
+    // Used on the plan's thread (`gather`), which then writes the reports.
     private(set) var lists: GatheredLists
 
     init(folder: String, masking: Masking, listLimit: Int) throws {
@@ -26,11 +27,10 @@ final class StreamedReports: PlanReportFollower, @unchecked Sendable {
         try json.append(batch.reportJSON)
         try ledger.append(batch.reportLedger)
         accounts += batch.reportAccounts
-        // Through a pointer: iterating, or reading through the subscript, copied each account (a retain and a release
-        // of every string in it).
-        batch.accounts.withUnsafeBufferPointer { accounts in
-            for index in accounts.indices { lists.add(accounts[index].row, actions: accounts[index].actions) }
-        }
+    }
+
+    func gather(_ account: borrowing KeptAccount) {
+        lists.add(account.row, actions: account.actions)
     }
 }
 

@@ -14,7 +14,7 @@ import Testing
         func loadRun() throws -> RunRecord? { nil }
         func saveRun(_ run: RunRecord) throws {}
         func loadCheckpoint() throws -> PlanCheckpoint? { nil }
-        func commit(_ batch: PlanBatch) throws {
+        func commit(_ batch: consuming PlanBatch) throws {
             Thread.sleep(forTimeInterval: 0.005)
             struct Refused: Error {}
             if batch.checkpoint.nextSequence == failing { throw Refused() }

@@ -56,4 +56,8 @@ public protocol PlanReportFollower: AnyObject, Sendable {
     /// How the reports mask personal data.
     var masking: Masking { get }
     func add(_ batch: PlanBatch) throws
+    /// Gets each kept account, in input order, on the thread that merges the batches (the plan's own), where the account
+    /// is a value of its own: read from the batch on the committer's thread, each was copied (a retain and a release of
+    /// every string in it).
+    func gather(_ account: borrowing KeptAccount)
 }

@@ -236,7 +236,9 @@ public final class PlanRunner {
                                     reports.append(fragment, entry: reportEntries, sequence: sequence, to: &next)
                                     reportEntries += 1
                                 }
-                                next.accounts.append(parts[index].takeKept(fragment, sequence: sequence))
+                                let account = parts[index].takeKept(fragment, sequence: sequence)
+                                follower?.gather(account)
+                                next.accounts.append(account)
                             }
                         }
                     }
@@ -315,16 +317,26 @@ final class OrderedCommitter: Sendable {
         self.follower = follower
     }
 
-    func submit(_ batch: PlanBatch) {
+    func submit(_ batch: consuming PlanBatch) {
         writing.wait()
+        let handed = Handover(batch)
         queue.async { [self] in
             defer { writing.signal() }
+            // The only reference to the batch from here on, so that the store can move its accounts out.
+            let batch = handed.take()
             guard failure.withLock({ $0 == nil }) else { return }
             do {
                 try follower?.add(batch)
                 try store.commit(batch)
             } catch { failure.withLock { $0 = error } }
         }
+    }
+
+    /// Hands a batch to the writing thread without keeping a reference to it.
+    private final class Handover: @unchecked Sendable {
+        private var batch: PlanBatch?
+        init(_ batch: consuming PlanBatch) { self.batch = batch }
+        func take() -> PlanBatch { batch.take()! }
     }
 
     /// Rethrows a failed write.

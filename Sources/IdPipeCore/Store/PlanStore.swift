@@ -95,6 +95,13 @@ public struct KeptAccount: Sendable {
     /// What a kept account moved out of its part leaves in its place (made once).
     static let placeholder = KeptAccount(AccountOutcome.empty)
 
+    /// Moves the account out, leaving the placeholder: the caller owns it, and reads it with no copy.
+    public mutating func take() -> KeptAccount {
+        var account = Self.placeholder
+        swap(&account, &self)
+        return account
+    }
+
     /// Gives it its place in the input (known once its batch is merged).
     public mutating func number(_ sequence: Int64) {
         row.sequence = sequence
@@ -126,5 +133,6 @@ public protocol PlanStore: AnyObject, Sendable {
     func loadRun() throws -> RunRecord?
     func saveRun(_ run: RunRecord) throws
     func loadCheckpoint() throws -> PlanCheckpoint?
-    func commit(_ batch: PlanBatch) throws
+    /// Takes the batch over: the store may move its accounts out as it writes them.
+    func commit(_ batch: consuming PlanBatch) throws
 }
