@@ -90,8 +90,8 @@ struct RecordingDecoder: CSVRecordDecoder {
 
     /// The next chunk is read from where the source guessed this one's records end (the last newline with the quotes
     /// before it balanced). A quote inside an unquoted field, which the parser reads as text, tips that count: here the
-    /// guess falls inside the quoted field of r3. Once the chunk is decoded, the guess is found wrong, the chunk read
-    /// from it is to be dropped, and the source reads again from where the decoding stopped, as one pass reads.
+    /// guess falls inside the quoted field of r3. Once the chunks are decoded, the next is found not to follow; it is
+    /// dropped, and the source reads again from where the decoding stopped, as one pass reads.
     @Test func aChunkWhoseEndWasGuessedWrongIsFollowedByTheRightOne() throws {
         let head = "r1,ab\"c\nr2,x\nr3,\"q\nr4,y\n"
         let text = head + "r5,z\"\n" + (0..<20).map { "s\($0),x\n" }.joined()
@@ -102,7 +102,9 @@ struct RecordingDecoder: CSVRecordDecoder {
         for part in 0..<first.partCount { first.decode(part: part) { _ in } }
         #expect(!source.follows(second, after: first))
         #expect(first.checkpoint == InputCheckpoint(offset: Int64("r1,ab\"c\nr2,x\n".utf8.count), line: 3))
+        source.readAgain(after: first)
         let third = try #require(try source.nextBatch(records: 0, parts: 1))
+        #expect(source.follows(third, after: first))
         for part in 0..<third.partCount { third.decode(part: part) { _ in } }
         #expect(third.checkpoint.offset > first.checkpoint.offset)
 

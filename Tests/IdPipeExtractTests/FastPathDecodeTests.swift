@@ -58,8 +58,8 @@ func readBothWays(_ open: () throws -> any AccountSource, processor: AccountProc
 }
 
 /// Everything a source gives, its batches' parts decoded by `decode` as the plan decodes them: the parts after one
-/// that did not end where the next began are replaced by the rest of the batch read in one go, and a batch read from a
-/// wrong guess of where the one before ended (`AccountSource.follows`) is dropped.
+/// that did not end where the next began are replaced by the rest of the batch read in one go, and a batch that does not
+/// start where the one before ended (`AccountSource.follows`: read from a wrong guess) is dropped and read again.
 func readAll<T>(_ source: any AccountSource, parts: Int, _ decode: (any RawBatch, Int) -> [T]) throws -> [T] {
     var wrongGuesses = 0
     return try readAll(source, parts: parts, wrongGuesses: &wrongGuesses, decode)
@@ -83,6 +83,7 @@ func readAll<T>(_ source: any AccountSource, parts: Int, wrongGuesses: inout Int
             all += whole(previous)
             guard source.follows(batch, after: previous) else {
                 wrongGuesses += 1
+                source.readAgain(after: previous)
                 continue
             }
         }

@@ -98,18 +98,19 @@ public protocol AccountSource: AnyObject {
     /// Whether the plan may read the next batch while it merges the last: a file's costs nothing that a plan stopped
     /// there would regret; the live API's is a request.
     var readsAhead: Bool { get }
-    /// Whether the source guesses where each batch ends from its bytes, and reads the next from there before the batch is
-    /// decoded: then the plan asks `follows` before it takes the next batch.
-    var guessesBatchStarts: Bool { get }
-    /// Asked once `batch` is decoded, with the batch read after it: true when `next` starts where the decoding of `batch`
-    /// stopped. When it does not, the source has been set to read on from there, and `next` is to be dropped.
+    /// Asked once both batches are decoded, `next` having been read right after `batch`: true when `next` starts where
+    /// the decoding of `batch` stopped. A source that reads its next batch before the last is decoded, from where it
+    /// guessed that one ends, can be wrong; the plan then drops the batches read after `batch` and calls `readAgain`.
+    /// Reads only the batches (it is asked while the source reads on, on another thread).
     func follows(_ next: any RawBatch, after batch: any RawBatch) -> Bool
+    /// Sets the source to read on from where the decoding of `batch` stopped (called while nothing else reads it).
+    func readAgain(after batch: any RawBatch)
 }
 
 extension AccountSource {
     public var readsAhead: Bool { true }
-    public var guessesBatchStarts: Bool { false }
     public func follows(_: any RawBatch, after _: any RawBatch) -> Bool { true }
+    public func readAgain(after _: any RawBatch) {}
 }
 
 /// An input that cannot be read on (not a bad row: those are quarantined and reading goes on).

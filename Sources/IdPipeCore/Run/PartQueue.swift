@@ -60,7 +60,6 @@ final class PendingBatch: Sendable {
     private let parts: Mutex<[ProcessedPart?]>
     private let remaining: Atomic<Int>
     private let done = DispatchGroup()
-    private let dropped = Atomic<Bool>(false)
 
     /// `make` decodes and processes one part of a batch (this one, or the rest of it that `RawBatch.remainder` gives).
     init(_ batch: any RawBatch, make: @escaping @Sendable (any RawBatch, Int) -> ProcessedPart) {
@@ -73,8 +72,7 @@ final class PendingBatch: Sendable {
     }
 
     /// Decodes part `part` (on a worker). The worker that finishes the batch's last part also reads its remainder, if any.
-    fileprivate func decode(_ part: Int, skip cancelled: Bool) {
-        let skip = cancelled || dropped.load(ordering: .relaxed)
+    fileprivate func decode(_ part: Int, skip: Bool) {
         if !skip {
             let processed = make(batch, part)
             parts.withLock { $0[part] = processed }
@@ -88,11 +86,6 @@ final class PendingBatch: Sendable {
             }
         }
         done.leave()
-    }
-
-    /// Skips the parts not yet decoded: the batch will not be merged (it was read from a wrong guess, `AccountSource.follows`).
-    func drop() {
-        dropped.store(true, ordering: .relaxed)
     }
 
     /// Waits until every part is decoded (and so the batch knows where it ends).

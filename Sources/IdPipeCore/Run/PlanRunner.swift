@@ -147,49 +147,30 @@ public final class PlanRunner {
         let fastPath = self.fastPath && sink == nil
         let (pool, batchRecords) = (self.pool, self.batchRecords)
         let reading = UncheckedSource(source)
-        let logger = self.logger
         let workers = PartQueue(width: pool.width)
         // Runs after the read-ahead has stopped: parts still queued then belong to batches that will not be merged.
         defer { workers.finish(cancel: true) }
         // Reads the batches and queues their parts for the workers, handing each batch to `merge`.
         let read: @Sendable ((PendingBatch) throws -> Void) throws -> Void = { emit in
-            let source = reading.source
-            // The batch read last, held until the next is read and queued when the source guesses where batches start: it
-            // is handed over once decoded, with the guess checked.
-            var held: PendingBatch?
             // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
-            while let batch = try source.nextBatch(records: batchRecords, parts: pool.width * 4) {
+            while let batch = try reading.source.nextBatch(records: batchRecords, parts: pool.width * 4) {
                 // The workers decode, process, hash the ids and count; the merge only checks the ids for duplicates,
                 // numbers the records and gathers the rows to store.
                 let pending = PendingBatch(batch) { batch, part in
                     ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking)
                 }
                 workers.start(pending)
-                guard source.guessesBatchStarts else {
-                    try emit(pending)
-                    continue
-                }
-                if let previous = held {
-                    held = nil
-                    previous.wait()
-                    let follows = source.follows(batch, after: previous.batch)
-                    try emit(previous)
-                    // Dropped: the source reads again from where the one before stopped.
-                    guard follows else {
-                        pending.drop()
-                        let end = previous.batch.checkpoint
-                        logger.info("reading again from line \(end.line): a batch ended elsewhere than its bytes suggested (a broken quote?)")
-                        continue
-                    }
-                }
-                held = pending
+                try emit(pending)
             }
-            if let held { try emit(held) }
         }
+        // The batch merged last: the next must start where its decoding stopped (`AccountSource.follows`).
+        var merged: (any RawBatch)?
         func merge(_ pending: PendingBatch) throws {
             try committer.check()
             let batch = pending.batch
             var parts = pending.takeParts()
+            if let merged, !source.follows(batch, after: merged) { throw ReadAgain() }
+            merged = batch
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
@@ -265,13 +246,25 @@ public final class PlanRunner {
             }
         }
         do {
-            if source.readsAhead {
-                // The next batches are read (on a thread of its own) and decoded (by the workers) while this one is merged
-                // here: with the merge in between, one core was often idle. One batch waits, and the one after it waits
-                // to be handed over, so up to two are ahead of the merge, their parts queued (the memory figures count them).
-                try ReadAhead<PendingBatch>(chunkSize: 1, depth: 1).run(produce: read, consume: merge)
-            } else {
-                try read(merge)
+            while true {
+                do {
+                    if source.readsAhead {
+                        // The next batches are read (on a thread of its own) and decoded (by the workers) while this one is
+                        // merged here: with the merge in between, one core was often idle. One batch waits, and the one after
+                        // it waits to be handed over, so up to two are ahead of the merge, their parts queued (the memory
+                        // figures count them).
+                        try ReadAhead<PendingBatch>(chunkSize: 1, depth: 1).run(produce: read, consume: merge)
+                    } else {
+                        try read(merge)
+                    }
+                    break
+                } catch is ReadAgain {
+                    // Reading has stopped, so the source can be set back: the batches read after the last one merged are
+                    // dropped, and read again from where its decoding stopped.
+                    let end = merged!.checkpoint
+                    source.readAgain(after: merged!)
+                    logger.info("reading again from line \(end.line): a batch ended elsewhere than its bytes suggested (a broken quote?)")
+                }
             }
         } catch is StopReading {
             try committer.drain()
@@ -359,6 +352,9 @@ private final class UncheckedSource: @unchecked Sendable {
 
 /// Thrown by the merge to stop reading ahead (the plan was asked to stop).
 private struct StopReading: Error {}
+
+/// Thrown by the merge when a batch does not start where the one before it ended: the source guessed wrong.
+private struct ReadAgain: Error {}
 
 /// What a worker made of one part of a batch: its records in order, counted, with the ids hashed.
 struct ProcessedPart: Sendable {

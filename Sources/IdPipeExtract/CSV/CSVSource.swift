@@ -31,8 +31,10 @@ public final class CSVSource: AccountSource {
     private var line: Int
     private var readSize: Int
 
-    /// As for the JSON export (`ExportJSONSource.defaultBatchBytes`): 1.5 MiB kept a 1M-row plan at 143-147 MB.
-    public static let defaultBatchBytes = 3 << 19
+    /// 1 MiB: about as many records as the JSON export's 1.5 MiB batches (`ExportJSONSource.defaultBatchBytes`), a CSV
+    /// record being about half as long. With the batches decoded from a queue, three or four are in memory at a time,
+    /// and at 1.5 MiB a 1M-row plan peaked at 141-158 MB; at 1 MiB, 134-142 MB, in the same time.
+    public static let defaultBatchBytes = 1 << 20
 
     init(path: String, checkpoint: InputCheckpoint, decoder: any CSVRecordDecoder, batchBytes: Int) throws {
         self.path = path
@@ -65,11 +67,6 @@ public final class CSVSource: AccountSource {
         let start = checkpoint.offset > 0 ? checkpoint : InputCheckpoint(offset: header.endOffset, line: header.lastLine + 1)
         return try CSVSource(path: path, checkpoint: start, decoder: decoder, batchBytes: batchBytes)
     }
-
-    /// Each chunk's end is guessed from its bytes (`CSVPart.cuts`: the last newline with the quotes balanced), and the
-    /// next chunk is read from there while this one is decoded; `follows` checks the guess once it is. When the next
-    /// chunk waited for the decoding to say where it ended, one core was idle at the end of each chunk.
-    public var guessesBatchStarts: Bool { true }
 
     public func nextBatch(records _: Int, parts: Int) throws -> (any RawBatch)? {
         while offset < totalBytes {
@@ -113,7 +110,7 @@ public final class CSVSource: AccountSource {
             }
             let next = lines.removeLast()
             let batch = CSVBatch(path: path, bytes: bytes, base: offset, cuts: cuts!, lines: lines, fileEnd: fileEnd, decoder: decoder,
-                                 end: CSVBatch.EndBox(), guessedEnd: CSVPart.End(offset: offset + Int64(cuts!.last!), line: next, betweenRecords: true))
+                                 end: CSVBatch.EndBox())
             offset += Int64(cuts!.last!)
             line = next
             readSize = batchBytes
@@ -122,16 +119,23 @@ public final class CSVSource: AccountSource {
         return nil
     }
 
+    /// Each chunk's end is guessed from its bytes (`CSVPart.cuts`: the last newline with the quotes balanced), and the
+    /// next chunk is read from there while this one is decoded; the plan checks the guess once it is. When the next
+    /// chunk waited for the decoding to say where it ended, one core was idle at the end of each chunk.
     public func follows(_ next: any RawBatch, after batch: any RawBatch) -> Bool {
-        guard let batch = batch as? CSVBatch else { return true }
+        guard let batch = batch as? CSVBatch, let next = next as? CSVBatch else { return true }
         let end = batch.end
-        if end == batch.guessedEnd { return true }
-        // A broken quote made the guess wrong: read on from where the decoding stopped (as one pass would have). A chunk
-        // that ended where it started (a record longer than it) is read again, twice as long.
+        return end.offset == next.base && end.line == next.lines[0]
+    }
+
+    /// A broken quote made the guess wrong: reads on from where the decoding stopped (as one pass would have). A chunk
+    /// that ended where it started (a record longer than it) is read again, twice as long.
+    public func readAgain(after batch: any RawBatch) {
+        guard let batch = batch as? CSVBatch else { return }
+        let end = batch.end
         readSize = end.offset == batch.base + Int64(batch.cuts[0]) ? batch.bytes.count * 2 : batchBytes
         offset = end.offset
         line = end.line
-        return false
     }
 }
 
@@ -156,11 +160,7 @@ final class CSVBatch: RawBatch {
     }
     private let endBox: EndBox
 
-    /// Where the source guessed the chunk's reading would stop (and read the next chunk from).
-    let guessedEnd: CSVPart.End
-
-    init(path: String, bytes: [UInt8], base: Int64, cuts: [Int], lines: [Int], fileEnd: Bool, decoder: any CSVRecordDecoder, end: EndBox,
-         guessedEnd: CSVPart.End) {
+    init(path: String, bytes: [UInt8], base: Int64, cuts: [Int], lines: [Int], fileEnd: Bool, decoder: any CSVRecordDecoder, end: EndBox) {
         self.path = path
         self.bytes = bytes
         self.base = base
@@ -169,7 +169,6 @@ final class CSVBatch: RawBatch {
         self.fileEnd = fileEnd
         self.decoder = decoder
         endBox = end
-        self.guessedEnd = guessedEnd
         partEnds = Mutex([CSVPart.End?](repeating: nil, count: cuts.count - 1))
     }
 
@@ -191,7 +190,7 @@ final class CSVBatch: RawBatch {
         guard let part = ends.dropLast().firstIndex(where: { $0?.betweenRecords == false }), let stop = ends[part] else { return nil }
         let restart = Int(stop.offset - base)
         return (part, CSVBatch(path: path, bytes: bytes, base: base, cuts: [restart, cuts.last!], lines: [stop.line], fileEnd: fileEnd,
-                               decoder: decoder, end: endBox, guessedEnd: guessedEnd))
+                               decoder: decoder, end: endBox))
     }
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
