@@ -117,6 +117,31 @@ import IdPipeTestSupport
         #expect(full == taken)
     }
 
+    /// An account the fast path leaves to the full path with its values found already normal (`FastPathVerdict.normalized`)
+    /// skips the normalize stage: the stage must leave it as it is, and the outcome must be the one the whole full
+    /// path gives.
+    @Test(arguments: 0..<pipelines.count)
+    func theAccountsFoundNormalizedNeedNoNormalizing(pipeline: Int) throws {
+        let processor = try Self.processor(Self.pipelines[pipeline])
+        var normalized = 0
+        for n in 0..<20_000 {
+            let account = Self.account(n)
+            guard case .normalized = Self.withBytes(account, { processor.fastPath($0) }) else { continue }
+            normalized += 1
+            #expect(AccountProcessor.normalizes(to: account), "#\(n): \(account)")
+            let position = SourcePosition(file: "f", line: 1)
+            var skippedHash: UInt64 = 0, fullHash: UInt64 = 0
+            let skipped = processor.process(account, position: position, sequence: 0, idHash: &skippedHash, normalized: true)
+            let full = processor.process(account, position: position, sequence: 0, idHash: &fullHash)
+            #expect("\(skipped)" == "\(full)" && skippedHash == fullHash, "#\(n): \(account)")
+        }
+        if pipeline == 3 {
+            #expect(normalized == 0, "a pipeline that does not normalize never finds an account normalized")
+        } else {
+            #expect(normalized > 1_000, "found normalized: \(normalized) of 20000")
+        }
+    }
+
     @Test func plainAccountsAreTaken() throws {
         let processor = try Self.processor(Self.pipelines[0])
         let cases: [Account] = [

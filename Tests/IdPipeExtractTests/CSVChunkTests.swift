@@ -58,7 +58,7 @@ struct RecordingDecoder: CSVRecordDecoder {
                 switch record {
                 case .malformed(let entry) where entry.field == "record": records.append("malformed \(entry.position.line): \(entry.reason)")
                 case .malformed(let entry): records.append("\(entry.field) \(entry.reason)")
-                case .account, .fatal: records.append("unexpected \(record)")
+                case .account, .normalized, .fatal: records.append("unexpected \(record)")
                 }
             }
             return records

@@ -26,7 +26,7 @@ func readRecords(_ bytes: [UInt8], batchBytes: Int = 4 << 20, parts: Int = 2) th
 func summary(_ records: [DecodedRecord]) -> [String] {
     records.map { record in
         switch record {
-        case .account(let account, let position): "\(position.line):\(account.localId)"
+        case .account(let account, let position), .normalized(let account, let position): "\(position.line):\(account.localId)"
         case .malformed(let entry): "\(entry.position.line):quarantine:\(entry.field)"
         case .fatal(let error): "fatal:\(error)"
         }

@@ -1,5 +1,5 @@
 import Testing
-import IdPipeCore
+@testable import IdPipeCore
 @testable import IdPipeExtract
 import IdPipeTestSupport
 
@@ -21,25 +21,46 @@ struct RecordOutcomeSummary: Equatable {
 /// Reads `path` through `open` both ways (every record the full way; with the fast path) and returns what each made
 /// of every record, in order.
 func readBothWays(_ open: () throws -> any AccountSource, processor: AccountProcessor, parts: Int = 3) throws -> (full: [ReadRecord], fast: [ReadRecord]) {
+    var normalized = 0
+    return try readBothWays(open, processor: processor, parts: parts, normalized: &normalized)
+}
+
+/// The same, counting in `normalized` the records the fast path handed over as normalized already
+/// (`DecodedRecord.normalized`): each is checked to be one the normalize stage leaves as it is, and processed as the plan
+/// processes it, without that stage.
+func readBothWays(_ open: () throws -> any AccountSource, processor: AccountProcessor, parts: Int = 3,
+                  normalized: inout Int) throws -> (full: [ReadRecord], fast: [ReadRecord]) {
+    var skipped = 0
     func summary(_ record: consuming DecodedRecord) -> ReadRecord {
+        let account: Account, position: SourcePosition
+        var checked = false
         switch consume record {
         case .fatal(let error): return .fatal(error.description)
         case .malformed(let entry):
             var counter = TallyCounter()
             counter.count(entry)
             return .outcome(line: entry.position.line, offset: entry.position.byteOffset, RecordOutcomeSummary(outcome: "\(entry)", tally: counter.tally()))
-        case .account(let account, let position):
-            var counter = TallyCounter()
-            switch processor.process(account, position: position, sequence: 0) {
-            case .account(let outcome):
-                counter.count(outcome)
-                // Kept outcomes whole; the others as the fast path would count them.
-                let text = outcome.isNoteworthy ? "\(outcome)" : "plain \(outcome.account.localId)"
-                return .outcome(line: position.line, offset: position.byteOffset, RecordOutcomeSummary(outcome: text, tally: counter.tally()))
-            case .quarantined(let entry):
-                counter.count(entry)
-                return .outcome(line: position.line, offset: position.byteOffset, RecordOutcomeSummary(outcome: "\(entry)", tally: counter.tally()))
-            }
+        case .account(let read, let at):
+            account = read
+            position = at
+        case .normalized(let read, let at):
+            account = read
+            position = at
+            checked = true
+            skipped += 1
+            #expect(AccountProcessor.normalizes(to: account), "\(position): handed over as normalized, but the normalizer changes it")
+        }
+        var counter = TallyCounter()
+        var idHash: UInt64 = 0
+        switch processor.process(account, position: position, sequence: 0, idHash: &idHash, normalized: checked) {
+        case .account(let outcome):
+            counter.count(outcome)
+            // Kept outcomes whole; the others as the fast path would count them.
+            let text = outcome.isNoteworthy ? "\(outcome)" : "plain \(outcome.account.localId)"
+            return .outcome(line: position.line, offset: position.byteOffset, RecordOutcomeSummary(outcome: text, tally: counter.tally()))
+        case .quarantined(let entry):
+            counter.count(entry)
+            return .outcome(line: position.line, offset: position.byteOffset, RecordOutcomeSummary(outcome: "\(entry)", tally: counter.tally()))
         }
     }
     let full = try readAll(try open(), parts: parts) { batch, part in
@@ -54,6 +75,7 @@ func readBothWays(_ open: () throws -> any AccountSource, processor: AccountProc
         })
         return records
     }
+    normalized = skipped
     return (full, fast)
 }
 
@@ -189,8 +211,11 @@ func expectSameReading(_ full: [ReadRecord], _ fast: [ReadRecord], minimumTaken:
     func theFastPathReadsAnExportAsTheFullPathDoes(parts: Int) throws {
         let text = "{\"users\": [\n" + (0..<3000).map(Self.user).joined(separator: ",\n") + "]}"
         let path = TemporaryFile.write(text, name: "quirks.json")
-        let (full, fast) = try readBothWays({ try ExportJSONSource(path: path, batchBytes: 64 << 10) }, processor: try Self.processor(), parts: parts)
+        var normalized = 0
+        let (full, fast) = try readBothWays({ try ExportJSONSource(path: path, batchBytes: 64 << 10) }, processor: try Self.processor(), parts: parts,
+                                            normalized: &normalized)
         expectSameReading(full, fast, minimumTaken: 300)
+        #expect(normalized > 100, "the full path must get accounts the fast path found normalized: \(normalized)")
     }
 
     /// Values for the columns of an export CSV row: ordinary ones first, then what the decoder must judge.
@@ -228,8 +253,11 @@ func expectSameReading(_ full: [ReadRecord], _ fast: [ReadRecord], minimumTaken:
     func theFastPathReadsAnExportCSVAsTheFullPathDoes(parts: Int, batchBytes: Int) throws {
         let text = (0..<3000).map(Self.csvRow).joined(separator: "\n") + "\n"
         let path = TemporaryFile.write(Array(text.utf8).map { $0 == 0x07 ? 0xFF : $0 }, name: "quirks.csv")
-        let (full, fast) = try readBothWays({ try CSVSource.authExport(path: path, batchBytes: batchBytes) }, processor: try Self.processor(), parts: parts)
+        var normalized = 0
+        let (full, fast) = try readBothWays({ try CSVSource.authExport(path: path, batchBytes: batchBytes) }, processor: try Self.processor(), parts: parts,
+                                            normalized: &normalized)
         expectSameReading(full, fast, minimumTaken: 300)
+        #expect(normalized > 100, "the full path must get accounts the fast path found normalized: \(normalized)")
     }
 
     /// A file cut inside an account, and one that breaks the export's layout: the records around them read the same.

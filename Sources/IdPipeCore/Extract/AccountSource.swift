@@ -18,6 +18,9 @@ public struct InputCheckpoint: Sendable, Equatable, Codable {
 /// One decoded input record: an account with its position, or a row that goes to the quarantine.
 public enum DecodedRecord: Sendable {
     case account(Account, SourcePosition)
+    /// An account whose values the fast path found already as the normalize stage leaves them
+    /// (`FastPathVerdict.normalized`): the full path skips that stage.
+    case normalized(Account, SourcePosition)
     case malformed(QuarantineEntry)
     /// The input cannot be read past this point.
     case fatal(InputError)

@@ -23,12 +23,15 @@ public struct AccountProcessor: Sendable {
     }
 
     /// The same, and sets `idHash` to the normalized id's `IdHash`: computed once for the side-input lookups, the plan
-    /// checks duplicates with it too.
-    func process(_ raw: consuming Account, position: SourcePosition, sequence: Int64, idHash: inout UInt64) -> RecordOutcome {
+    /// checks duplicates with it too. `normalized`: the fast path found every value already as the normalize stage
+    /// leaves it (`FastPathVerdict.normalized`), so the stage is skipped (debug builds check that it would change nothing).
+    func process(_ raw: consuming Account, position: SourcePosition, sequence: Int64, idHash: inout UInt64, normalized: Bool = false) -> RecordOutcome {
         let rawId = raw.localId
         var account = raw
         var repairs = RepairSet()
-        if pipeline.stages.normalize {
+        if pipeline.stages.normalize && normalized {
+            assert(Self.normalizes(to: account), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
+        } else if pipeline.stages.normalize {
             if let issue = AccountNormalizer.normalize(&account, repairs: &repairs) {
                 return .quarantined(QuarantineEntry(position: position, localId: rawId.isEmpty ? nil : rawId, field: issue.field, reason: issue.reason))
             }
@@ -58,5 +61,12 @@ public struct AccountProcessor: Sendable {
         return .account(AccountOutcome(
             sequence: sequence, position: position, account: consume account, repairs: repairs, relay: relay, name: name,
             selection: selection, deletionRequest: deletionRequest, actions: actions))
+    }
+
+    /// Whether the normalize stage leaves `account` as it is, with no repair and no issue.
+    static func normalizes(to account: Account) -> Bool {
+        var copy = account
+        var repairs = RepairSet()
+        return AccountNormalizer.normalize(&copy, repairs: &repairs) == nil && repairs.isEmpty && copy == account
     }
 }

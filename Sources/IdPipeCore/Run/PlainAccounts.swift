@@ -128,33 +128,51 @@ struct PlainRules: Sendable {
     static let nonAnonymous = ProviderID.reportedBits(ProviderID.nonAnonymous)
 }
 
+/// What the fast path makes of an account's bytes (`AccountProcessor.fastPath`).
+public enum FastPathVerdict {
+    /// It needs nothing: only counted.
+    case plain(PlainAccount)
+    /// The full path decides, but its values are already as the normalize stage leaves them (every check of that
+    /// stage passed): it skips that stage (`DecodedRecord.normalized`).
+    case normalized
+    /// The full path decides, from the start.
+    case unknown
+}
+
 extension AccountProcessor {
     /// The account's counts when the full path (`process`) would find it needs nothing, from its bytes alone; nil when
-    /// the full path must decide. Every check below is one the full path makes, answered only where the answer is
-    /// certain: the value passes it unchanged. The test `PlainAccountTests` holds the two paths to the same result.
+    /// the full path must decide.
     public func plain(_ account: borrowing AccountBytes) -> PlainAccount? {
-        guard rules.enabled else { return nil }
+        if case .plain(let counts) = fastPath(account) { counts } else { nil }
+    }
+
+    /// Whether the full path (`process`) would find the account needs nothing, from its bytes alone, and if not, whether
+    /// it would leave its values as they are when it normalizes them. Every check below is one the full path makes,
+    /// answered only where the answer is certain: the value passes it unchanged. The test `PlainAccountTests` holds
+    /// the two paths to the same result.
+    public func fastPath(_ account: borrowing AccountBytes) -> FastPathVerdict {
+        guard rules.enabled else { return .unknown }
         // Normalize: every value already as the normalizer would leave it, with no repair.
         let id = account.localId
-        guard id.count > 0, id.count <= 128, TextScan.hasPlainEnds(id) else { return nil }
-        if let email = account.email, !EmailNormalizer.isAlreadyNormal(email) { return nil }
-        if let phone = account.phoneNumber, !PhoneNormalizer.isAlreadyE164(phone) { return nil }
-        if let name = account.displayName, !Self.isPlainName(name) { return nil }
-        if let created = account.createdAt, created < AccountNormalizer.secondsThreshold { return nil }
-        if let last = account.lastSignedInAt, last < AccountNormalizer.secondsThreshold { return nil }
+        guard id.count > 0, id.count <= 128, TextScan.hasPlainEnds(id) else { return .unknown }
+        if let email = account.email, !EmailNormalizer.isAlreadyNormal(email) { return .unknown }
+        if let phone = account.phoneNumber, !PhoneNormalizer.isAlreadyE164(phone) { return .unknown }
+        if let name = account.displayName, !Self.isPlainName(name) { return .unknown }
+        if let created = account.createdAt, created < AccountNormalizer.secondsThreshold { return .unknown }
+        if let last = account.lastSignedInAt, last < AccountNormalizer.secondsThreshold { return .unknown }
         var providers: UInt16 = 0
         var namedProviders: UInt16 = 0
         var linkedEmailIsReal = false
         var appleEmailIsRelay = false
         var appleHasEmail = false
         for link in account.links {
-            guard let index = ProviderID.builtInIndex(link.providerId) else { return nil }
+            guard let index = ProviderID.builtInIndex(link.providerId) else { return .unknown }
             let bit = UInt16(1) << UInt16(index)
-            guard providers & bit == 0, link.rawId.count > 0, TextScan.hasPlainEnds(link.rawId) else { return nil }
+            guard providers & bit == 0, link.rawId.count > 0, TextScan.hasPlainEnds(link.rawId) else { return .unknown }
             providers |= bit
             if let email = link.email {
                 // The account's own address (most often) is normalized already; another must need nothing.
-                if !(account.email.map { TextScan.sameBytes($0, email) } ?? false) && !EmailNormalizer.isAlreadyNormal(email) { return nil }
+                if !(account.email.map { TextScan.sameBytes($0, email) } ?? false) && !EmailNormalizer.isAlreadyNormal(email) { return .unknown }
                 let isRelay = RelayDetection.isRelayAddress(email)
                 if !isRelay { linkedEmailIsReal = true }
                 if bit == PlainRules.apple {
@@ -163,10 +181,11 @@ extension AccountProcessor {
                 }
             }
             if let name = link.displayName {
-                guard Self.isPlainName(name) else { return nil }
+                guard Self.isPlainName(name) else { return .unknown }
                 namedProviders |= bit
             }
         }
+        // From here on the values are as the normalizer leaves them: an account the fast path does not take skips it.
 
         // Detect relay (`RelayDetection.classify`): a relay account linked to identifying data without consent needs review.
         let idHash = IdHash.of(id)
@@ -177,7 +196,7 @@ extension AccountProcessor {
             if isRelay {
                 let linkedData = providers & PlainRules.nonAnonymous != 0 || (account.email != nil && !emailIsRelay) || linkedEmailIsReal
                     || account.phoneNumber != nil || providers & PlainRules.phone != 0
-                if linkedData && !(sideInputs.legacyNames[bytes: id, hash: idHash]?.consent ?? false) { return nil }
+                if linkedData && !(sideInputs.legacyNames[bytes: id, hash: idHash]?.consent ?? false) { return .normalized }
                 relay = .relayAddress
             } else if providers & PlainRules.apple == 0 {
                 relay = .notApple
@@ -189,7 +208,7 @@ extension AccountProcessor {
         // Select: no rule matches.
         let requested = selector.config.deletionRequested && sideInputs.deletionRequests.contains(bytes: id, hash: idHash)
         guard selector.reasons(deletionRequested: requested, disabled: account.disabled, lastSignedInAt: account.lastSignedInAt,
-                               createdAt: account.createdAt).isEmpty else { return nil }
+                               createdAt: account.createdAt).isEmpty else { return .normalized }
 
         // Fill names: named already, or no source has anything to offer (`NameBackfill.plan` would try each).
         var name = PlainAccount.Name.notAsked
@@ -199,16 +218,16 @@ extension AccountProcessor {
             } else {
                 for source in sources {
                     switch source {
-                    case .legacy: if sideInputs.legacyNames.contains(bytes: id, hash: idHash) { return nil }
-                    case .provider(let index?): if namedProviders & UInt16(1) << UInt16(index) != 0 { return nil }
+                    case .legacy: if sideInputs.legacyNames.contains(bytes: id, hash: idHash) { return .normalized }
+                    case .provider(let index?): if namedProviders & UInt16(1) << UInt16(index) != 0 { return .normalized }
                     case .provider(nil): break
-                    case .emailLocalPart: if account.email != nil && !isRelay { return nil }
+                    case .emailLocalPart: if account.email != nil && !isRelay { return .normalized }
                     }
                 }
                 name = .noSource
             }
         }
-        return PlainAccount(idHash: idHash, providers: providers, disabled: account.disabled, relay: relay, name: name)
+        return .plain(PlainAccount(idHash: idHash, providers: providers, disabled: account.disabled, relay: relay, name: name))
     }
 
     /// A name the cleaner keeps as it is (`DisplayNameCleaner.clean`): not empty, clean, and short enough in bytes

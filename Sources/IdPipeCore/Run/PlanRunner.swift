@@ -445,6 +445,8 @@ struct ProcessedPart: Sendable {
         var idHash: UInt64 = 0
         switch consume record {
         case .account(let account, let position): outcome = processor.process(account, position: position, sequence: 0, idHash: &idHash)
+        case .normalized(let account, let position):
+            outcome = processor.process(account, position: position, sequence: 0, idHash: &idHash, normalized: true)
         case .malformed(let entry): outcome = .quarantined(entry)
         case .fatal(let error):
             entries.append(.fatal(error))

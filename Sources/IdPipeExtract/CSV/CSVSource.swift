@@ -215,17 +215,23 @@ final class CSVBatch: RawBatch {
                         let noticed = bad.lastLine > bad.firstLine ? " (found on line \(bad.lastLine))" : ""
                         each(.malformed(QuarantineEntry(position: position, localId: nil, field: "record", reason: bad.reason + noticed)))
                     case .record(let view):
+                        var normalized = false
                         if let fastPath {
                             scanned.reset()
-                            if decoder.scanPlain(view, into: &scanned), let account = fastPath.plain(scanned) {
-                                plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: view.firstLine, byteOffset: view.endOffset))
-                                return
+                            if decoder.scanPlain(view, into: &scanned) {
+                                switch fastPath.fastPath(scanned) {
+                                case .plain(let account):
+                                    plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: view.firstLine, byteOffset: view.endOffset))
+                                    return
+                                case .normalized: normalized = true
+                                case .unknown: break
+                                }
                             }
                         }
                         let record = view.record()
                         let position = SourcePosition(file: path, line: record.firstLine, byteOffset: record.endOffset)
                         switch decoder.decode(record) {
-                        case .success(let account): each(.account(account, position))
+                        case .success(let account): each(normalized ? .normalized(account, position) : .account(account, position))
                         case .failure(let issue):
                             let uid = record.count > 0 ? record.field(0).flatMap { $0.isEmpty ? nil : $0 } : nil
                             each(.malformed(QuarantineEntry(position: position, localId: uid, field: issue.field, reason: issue.reason)))

@@ -83,14 +83,16 @@ struct ExportJSONBatch: RawBatch {
                 let start = cursor
                 scanned.reset()
                 if (try? AccountJSONDecoder.scanPlain(&cursor, into: &scanned)) == true {
-                    if let account = fastPath.plain(scanned) {
+                    let verdict = fastPath.fastPath(scanned)
+                    if case .plain(let account) = verdict {
                         plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: startLine, byteOffset: baseOffset + Int64(startOffset)))
                         expectComma = true
                         continue
                     }
                     // Read whole: the full path's account is made from the bytes, not read again.
                     if scanned.complete {
-                        each(.account(AccountJSONDecoder.account(from: scanned), position(startOffset, line: startLine)))
+                        let account = AccountJSONDecoder.account(from: scanned), at = position(startOffset, line: startLine)
+                        if case .normalized = verdict { each(.normalized(account, at)) } else { each(.account(account, at)) }
                         expectComma = true
                         continue
                     }
