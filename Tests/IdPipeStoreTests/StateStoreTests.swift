@@ -42,6 +42,61 @@ struct ListBatch: RawBatch {
     }
 }
 
+/// A list source that, like the CSV source, reads each batch from where it guesses the one before ends: `wrongAt` is the
+/// batch read from a wrong guess (two accounts too far), or every batch from the second on when `alwaysWrong` (even
+/// when it reads again from the right place: a broken source).
+final class GuessingListSource: AccountSource {
+    let path = "list"
+    let accounts: [Account]
+    let size: Int
+    var next = 0
+    var batches = 0
+    let wrongAt: Int
+    let alwaysWrong: Bool
+    var readAgainCount = 0
+
+    init(_ accounts: [Account], size: Int, wrongAt: Int, alwaysWrong: Bool = false) {
+        self.accounts = accounts
+        self.size = size
+        self.wrongAt = wrongAt
+        self.alwaysWrong = alwaysWrong
+    }
+
+    var totalBytes: Int64 { Int64(accounts.count) }
+
+    func nextBatch(records: Int, parts: Int) throws -> (any RawBatch)? {
+        batches += 1
+        if batches == wrongAt || (alwaysWrong && batches > 1) { next = min(accounts.count, next + 2) }
+        guard next < accounts.count else { return nil }
+        let end = min(accounts.count, next + size)
+        let slice = Array(accounts[next..<end]).enumerated().map { offset, account in
+            DecodedRecord.account(account, SourcePosition(file: "list", line: next + offset + 1))
+        }
+        defer { next = end }
+        return GuessedBatch(start: next, records: slice, checkpoint: InputCheckpoint(offset: Int64(end), line: end + 1))
+    }
+
+    func follows(_ next: any RawBatch, after batch: any RawBatch) -> Bool {
+        Int64((next as! GuessedBatch).start) == batch.checkpoint.offset
+    }
+
+    func readAgain(after batch: any RawBatch) {
+        readAgainCount += 1
+        next = Int(batch.checkpoint.offset)
+    }
+}
+
+struct GuessedBatch: RawBatch {
+    let start: Int
+    let records: [DecodedRecord]
+    let checkpoint: InputCheckpoint
+    var partCount: Int { 2 }
+    func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
+        let half = records.count / 2
+        (part == 0 ? records[..<half] : records[half...]).forEach(each)
+    }
+}
+
 final class CountingFingerprint: InputFingerprint {
     func advance(to offset: Int64) throws -> String { "prefix-\(offset)" }
 }
@@ -78,6 +133,37 @@ final class CountingFingerprint: InputFingerprint {
         let all = accounts
         return try runner.plan(run: record, openSource: { ListSource(all, size: 8, from: $0) }, fingerprint: CountingFingerprint(),
                                sink: nil, clock: { 0 })
+    }
+
+    func run(_ store: StateStore, source: GuessingListSource) throws -> PlanResult {
+        let pipeline = try self.pipeline
+        let processor = AccountProcessor(pipeline: pipeline, sideInputs: SideInputs(), asOf: asOf)
+        let runner = PlanRunner(pipeline: pipeline, processor: processor, store: store, pool: WorkerPool(width: 2), logger: Logger(label: "test"))
+        let record = RunRecord(pipelineName: "t", pipelinePath: "t.yaml", pipelineSHA256: "p", asOf: asOf, createdAt: 0, status: .planning,
+                               sourcePath: "list", sourceFormat: "list", sourceSize: 50, sideInputSHA256: [:])
+        return try runner.plan(run: record, openSource: { _ in source }, fingerprint: CountingFingerprint(), sink: nil, clock: { 0 })
+    }
+
+    /// A batch read from a wrong guess of where the one before ended is dropped, with the batches read after it, and the
+    /// source reads again from where the last merged batch ended: the plan equals one read in order.
+    @Test(arguments: [2, 3, 6])
+    func aBatchReadFromAWrongGuessIsReadAgain(wrongAt: Int) throws {
+        let whole = try StateStore()
+        _ = try run(whole)
+        let guessed = try StateStore()
+        let source = GuessingListSource(accounts, size: 8, wrongAt: wrongAt)
+        let result = try run(guessed, source: source)
+        #expect(source.readAgainCount == 1)
+        #expect(result.run.status == .planned)
+        #expect(try snapshot(guessed) == snapshot(whole))
+    }
+
+    /// A source that keeps reading from the wrong place stops the plan with an error, rather than reading for ever.
+    @Test func aSourceThatNeverFollowsStopsThePlan() throws {
+        let source = GuessingListSource(accounts, size: 8, wrongAt: 0, alwaysWrong: true)
+        let error = try #require(throws: PlanError.self) { try run(try StateStore(), source: source) }
+        #expect("\(error)".contains("cannot read on after line 9"), "\(error)")
+        #expect(source.readAgainCount == 1)
     }
 
     func snapshot(_ store: StateStore) throws -> String {

@@ -34,8 +34,9 @@ public protocol RawBatch: Sendable {
     /// results joined in part order. Records are handed over, not collected: a part's accounts are processed as
     /// they are decoded, with no copy of each account on the way.
     func decode(part: Int, each: (consuming DecodedRecord) -> Void)
-    /// The same, where the decoder may take the fast path: it asks `fastPath.plain` of each record it can read as bytes,
-    /// and hands the accounts taken to `plain`, the others to `each`, all in input order. Without its own, a batch
+    /// The same, where the decoder may take the fast path: it asks `fastPath.fastPath` of each record it can read as
+    /// bytes, and hands the accounts taken to `plain`, the others to `each` (as `.normalized` when the verdict says so),
+    /// all in input order. Without its own, a batch
     /// hands every record to `each`.
     func decode(part: Int, fastPath: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void)
     /// Where the input stands after this batch.

@@ -50,8 +50,9 @@ public struct ReportFragments: Sendable {
 }
 
 /// Gets each batch of a plan just before the store commits it, in order, on the committer's thread, with its accounts
-/// rendered for the reports (`PlanBatch.reportJSON`, `reportLedger`). Used only by a plan that starts from the
-/// beginning of its input; `PlanResult.reportBodiesComplete` says whether it saw every batch.
+/// rendered for the reports (`PlanBatch.reportJSON`, `reportLedger`), and before that each kept account, on the merging
+/// thread (`gather`). Used only by a plan that starts from the beginning of its input; `PlanResult.reportBodiesComplete`
+/// says whether it saw every batch. A plan that fails midway leaves what it gathered unused.
 public protocol PlanReportFollower: AnyObject, Sendable {
     /// How the reports mask personal data.
     var masking: Masking { get }

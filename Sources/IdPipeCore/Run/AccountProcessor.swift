@@ -63,10 +63,12 @@ public struct AccountProcessor: Sendable {
             selection: selection, deletionRequest: deletionRequest, actions: actions))
     }
 
-    /// Whether the normalize stage leaves `account` as it is, with no repair and no issue.
+    /// Whether the normalize stage leaves `account` as it is, byte for byte, with no repair and no issue. (`==` on the
+    /// accounts would take another spelling of the same characters, é as one scalar or two, for the same.)
     static func normalizes(to account: Account) -> Bool {
         var copy = account
         var repairs = RepairSet()
-        return AccountNormalizer.normalize(&copy, repairs: &repairs) == nil && repairs.isEmpty && copy == account
+        return AccountNormalizer.normalize(&copy, repairs: &repairs) == nil && repairs.isEmpty
+            && Array(String(reflecting: copy).utf8) == Array(String(reflecting: account).utf8)
     }
 }

@@ -12,7 +12,8 @@ final class PartQueue: Sendable {
     private let jobs = Mutex<[(@Sendable () -> Void)?]>([])
     private let queued = DispatchSemaphore(value: 0)
     private let stopped = DispatchGroup()
-    let cancelled = Atomic<Bool>(false)
+    /// Parts queued under an earlier generation are skipped (`dropQueued`).
+    private let generation = Atomic<Int>(0)
 
     init(width: Int) {
         self.width = max(1, width)
@@ -31,18 +32,24 @@ final class PartQueue: Sendable {
 
     /// Queues the parts of `batch`, for `merge` to take (`PendingBatch.takeParts`) once they are all decoded.
     func start(_ batch: PendingBatch) {
+        let current = generation.load(ordering: .relaxed)
         jobs.withLock { jobs in
             for part in 0..<batch.batch.partCount {
-                jobs.append { [self] in batch.decode(part, skip: cancelled.load(ordering: .relaxed)) }
+                jobs.append { [self] in batch.decode(part, skip: generation.load(ordering: .relaxed) != current) }
             }
         }
         for _ in 0..<batch.batch.partCount { queued.signal() }
     }
 
-    /// Waits until the threads have stopped. With `cancel`, the parts still queued are skipped (their batches will not
-    /// be merged: the plan stopped).
+    /// Skips the parts queued so far that no worker has started: their batches will not be merged (the plan stopped, or
+    /// reads again from an earlier place). Such a batch counts as decoded, with no parts to take.
+    func dropQueued() {
+        generation.add(1, ordering: .relaxed)
+    }
+
+    /// Waits until the threads have stopped. With `cancel`, the parts still queued are skipped (`dropQueued`).
     func finish(cancel: Bool) {
-        if cancel { cancelled.store(true, ordering: .relaxed) }
+        if cancel { dropQueued() }
         jobs.withLock { jobs in jobs.append(contentsOf: repeatElement(nil, count: width)) }
         for _ in 0..<width { queued.signal() }
         stopped.wait()
@@ -88,18 +95,16 @@ final class PendingBatch: Sendable {
         done.leave()
     }
 
-    /// Waits until every part is decoded (and so the batch knows where it ends).
-    func wait() {
-        done.wait()
-    }
-
     /// The parts, once, when they are all decoded: the batch keeps none of them.
     func takeParts() -> [ProcessedPart] {
         done.wait()
         return parts.withLock { parts in
             var taken: [ProcessedPart?] = []
             swap(&taken, &parts)
-            return taken.map { $0! }
+            return taken.map { part in
+                guard let part else { preconditionFailure("a part of a batch dropped before it was decoded was taken") }
+                return part
+            }
         }
     }
 }

@@ -1,11 +1,11 @@
 /// The plan's fast path. Most accounts of a large export need nothing: already clean, not selected, named, no review.
 /// Decoding each into an `Account` of strings, normalizing and classifying it, only to count it, was most of a plan's
 /// time. So a decoder first reads a record's fields as bytes where they lie (`AccountBytes`) and asks
-/// `AccountProcessor.plain`, which says, from the bytes alone, whether the full path would find nothing to do and
+/// `AccountProcessor.fastPath`, which says, from the bytes alone, whether the full path would find nothing to do and
 /// nothing to keep. Such an account is only counted (`PlainAccount`). Any doubt (a repair, a selection, a name to
-/// fill, a review, an escape in the JSON, an odd value) answers nil, and the record goes the full way, which stays the
-/// reference: the fast path never decides what the full path would decide otherwise, it only skips work whose
-/// result is known.
+/// fill, a review, an escape in the JSON, an odd value) sends the record the full way, which stays the reference: the
+/// fast path never decides what the full path would decide otherwise, it only skips work whose result is known (all
+/// of it, or only the normalize stage when every value passed that stage's checks).
 
 /// One account's fields as UTF-8 bytes, where the decoder found them: valid only while the decoder's buffer is.
 /// A decoder fills it only for a record it could read plainly; nil is a field that is absent, or null.

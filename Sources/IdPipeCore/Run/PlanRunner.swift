@@ -82,7 +82,7 @@ public final class PlanRunner {
     /// Asked after each batch is handed to the store, with the count of batches so far: true stops there, as an
     /// interruption (Ctrl-C, or a test's stop after N batches).
     public var shouldStop: ((Int) -> Bool)?
-    /// Whether decoders may take the fast path for accounts that need nothing (`AccountProcessor.plain`). Off, every
+    /// Whether decoders may take the fast path for accounts that need nothing (`AccountProcessor.fastPath`). Off, every
     /// account goes the full way: the same plan, more slowly (tests compare the two).
     public var fastPath = true
     /// Gets each batch before it is committed, when the plan starts from the beginning of its input (a resumed plan
@@ -168,9 +168,10 @@ public final class PlanRunner {
         func merge(_ pending: PendingBatch) throws {
             try committer.check()
             let batch = pending.batch
-            var parts = pending.takeParts()
+            // Known as soon as the batch is read: no need to wait for its parts.
             if let merged, !source.follows(batch, after: merged) { throw ReadAgain() }
             merged = batch
+            var parts = pending.takeParts()
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
@@ -246,6 +247,8 @@ public final class PlanRunner {
             }
         }
         do {
+            // Where reading last started again: a second time from the same place would go on for ever.
+            var readAgainFrom: Int64 = -1
             while true {
                 do {
                     if source.readsAhead {
@@ -260,8 +263,14 @@ public final class PlanRunner {
                     break
                 } catch is ReadAgain {
                     // Reading has stopped, so the source can be set back: the batches read after the last one merged are
-                    // dropped, and read again from where its decoding stopped.
+                    // dropped (their parts not yet decoded are skipped), and read again from where its decoding stopped.
                     let end = merged!.checkpoint
+                    guard end.offset != readAgainFrom else {
+                        throw PlanError.input(InputError(path: source.path, message: "cannot read on after line \(end.line): "
+                            + "the batch read from there does not start where the one before it ended"))
+                    }
+                    readAgainFrom = end.offset
+                    workers.dropQueued()
                     source.readAgain(after: merged!)
                     logger.info("reading again from line \(end.line): a batch ended elsewhere than its bytes suggested (a broken quote?)")
                 }
@@ -320,7 +329,7 @@ final class OrderedCommitter: Sendable {
             guard failure.withLock({ $0 == nil }) else { return }
             do {
                 try follower?.add(batch)
-                try store.commit(batch)
+                try store.commit(consume batch)
             } catch { failure.withLock { $0 = error } }
         }
     }
@@ -422,7 +431,7 @@ struct ProcessedPart: Sendable {
     static let duplicateReason = "duplicate: an earlier row has the same id"
 
     /// Decodes and processes part `part` of `batch`, one record at a time; with `fastPath`, plain accounts are only
-    /// counted (`AccountProcessor.plain`).
+    /// counted (`AccountProcessor.fastPath`).
     init(_ batch: any RawBatch, part: Int, processor: AccountProcessor, fastPath: Bool = false, reports masking: Masking? = nil) {
         reports = masking.map(ReportFragments.init)
         guard fastPath else {

@@ -8,7 +8,7 @@ import Glibc
 /// Turns one CSV record into an account (or the issue with it). Called concurrently.
 protocol CSVRecordDecoder: Sendable {
     func decode(_ record: CSVRecord) -> Result<Account, RecordIssue>
-    /// The record's fields as bytes for the plan's fast path (`AccountProcessor.plain`); false when it is not read so,
+    /// The record's fields as bytes for the plan's fast path (`AccountProcessor.fastPath`); false when it is not read so,
     /// and `decode` decides.
     func scanPlain(_ record: CSVRecordView, into account: inout AccountBytes) -> Bool
 }
@@ -17,7 +17,7 @@ extension CSVRecordDecoder {
     func scanPlain(_: CSVRecordView, into _: inout AccountBytes) -> Bool { false }
 }
 
-/// Streams accounts from a CSV file. The file is read in chunks (1.5 MiB), each cut after its last record into parts
+/// Streams accounts from a CSV file. The file is read in chunks (1 MiB), each cut after its last record into parts
 /// that libcsv reads on all cores (`CSVPart`); a part that did not end where the next began (a broken quote near a
 /// cut) has the rest of its chunk read again in one go, so every record is read as one pass over the file would.
 public final class CSVSource: AccountSource {
@@ -175,7 +175,7 @@ final class CSVBatch: RawBatch {
     var partCount: Int { cuts.count - 1 }
     var inputBytes: (bytes: [UInt8], start: Int64)? { (bytes, base) }
 
-    /// Where reading stopped (once decoded): the next chunk starts there.
+    /// Where reading stopped (once decoded): where the next chunk must start (`CSVSource.follows`).
     var end: CSVPart.End {
         endBox.value.withLock { $0 } ?? CSVPart.End(offset: base + Int64(cuts[0]), line: lines[0], betweenRecords: true)
     }

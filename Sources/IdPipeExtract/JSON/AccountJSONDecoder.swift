@@ -56,7 +56,7 @@ enum AccountJSONDecoder {
         return .success(account)
     }
 
-    /// Reads a user object's fields as bytes for the plan's fast path (`AccountProcessor.plain`), with the syntax checks
+    /// Reads a user object's fields as bytes for the plan's fast path (`AccountProcessor.fastPath`), with the syntax checks
     /// of `decode` and without making a string. False when the object is not read plainly: a string with an escape
     /// where the value is needed, a key given twice, a null or missing id, a provider without its id or rawId, a
     /// timestamp other than the export's quoted digits. The caller then decodes the object again with `decode`, which
