@@ -33,6 +33,8 @@ final class ListSource: AccountSource {
 }
 
 struct ListBatch: RawBatch {
+    /// Where it was read from (for `GuessingListSource`).
+    var start = 0
     let records: [DecodedRecord]
     let checkpoint: InputCheckpoint
     var partCount: Int { 2 }
@@ -73,27 +75,16 @@ final class GuessingListSource: AccountSource {
             DecodedRecord.account(account, SourcePosition(file: "list", line: next + offset + 1))
         }
         defer { next = end }
-        return GuessedBatch(start: next, records: slice, checkpoint: InputCheckpoint(offset: Int64(end), line: end + 1))
+        return ListBatch(start: next, records: slice, checkpoint: InputCheckpoint(offset: Int64(end), line: end + 1))
     }
 
     func follows(_ next: any RawBatch, after batch: any RawBatch) -> Bool {
-        Int64((next as! GuessedBatch).start) == batch.checkpoint.offset
+        Int64((next as! ListBatch).start) == batch.checkpoint.offset
     }
 
     func readAgain(after batch: any RawBatch) {
         readAgainCount += 1
         next = Int(batch.checkpoint.offset)
-    }
-}
-
-struct GuessedBatch: RawBatch {
-    let start: Int
-    let records: [DecodedRecord]
-    let checkpoint: InputCheckpoint
-    var partCount: Int { 2 }
-    func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
-        let half = records.count / 2
-        (part == 0 ? records[..<half] : records[half...]).forEach(each)
     }
 }
 
