@@ -55,16 +55,19 @@ final class GuessingListSource: AccountSource {
     var batches = 0
     let wrongAt: Int
     let alwaysWrong: Bool
+    /// Bytes the source says it holds beyond its accounts: a broken source that ends before its end.
+    let missing: Int
     var readAgainCount = 0
 
-    init(_ accounts: [Account], size: Int, wrongAt: Int, alwaysWrong: Bool = false) {
+    init(_ accounts: [Account], size: Int, wrongAt: Int, alwaysWrong: Bool = false, missing: Int = 0) {
         self.accounts = accounts
         self.size = size
         self.wrongAt = wrongAt
         self.alwaysWrong = alwaysWrong
+        self.missing = missing
     }
 
-    var totalBytes: Int64 { Int64(accounts.count) }
+    var totalBytes: Int64 { Int64(accounts.count + missing) }
 
     func nextBatch(records: Int, parts: Int) throws -> (any RawBatch)? {
         batches += 1
@@ -155,6 +158,14 @@ final class CountingFingerprint: InputFingerprint {
         let error = try #require(throws: PlanError.self) { try run(try StateStore(), source: source) }
         #expect("\(error)".contains("cannot read on after line 9"), "\(error)")
         #expect(source.readAgainCount == 1)
+    }
+
+    /// A source that ends before the end of its file (as one set back to the wrong place by `readAgain` could) fails the
+    /// plan, naming where reading ended, instead of finishing it with fewer accounts.
+    @Test func aPlanThatEndsBeforeTheEndOfItsInputFails() throws {
+        let source = GuessingListSource(accounts, size: 8, wrongAt: 0, missing: 10)
+        let error = try #require(throws: PlanError.self) { try run(try StateStore(), source: source) }
+        #expect("\(error)".contains("reading ended at byte 50 of 60 (line 51)"), "\(error)")
     }
 
     func snapshot(_ store: StateStore) throws -> String {

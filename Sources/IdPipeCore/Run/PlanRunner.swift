@@ -280,6 +280,11 @@ public final class PlanRunner {
             return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
         }
         try committer.drain()
+        // A file is read to its end: a source set back to the wrong place (`readAgain`) must not end a plan early in silence.
+        if source.totalBytes > 0 && checkpoint.input.offset != source.totalBytes {
+            throw PlanError.input(InputError(path: source.path, message: "reading ended at byte \(checkpoint.input.offset) of "
+                + "\(source.totalBytes) (line \(checkpoint.input.line)), before the end of the file; the plan is incomplete"))
+        }
         try sink?.finish()
         run.unmatchedSideInputIds = Self.unmatched(processor.sideInputs, seen: seen)
         run.sourceSHA256 = try fingerprint.advance(to: source.totalBytes)
