@@ -2,7 +2,14 @@ import Testing
 import IdPipeTestSupport
 @testable import IdPipeCore
 
-/// The fast path (`AccountProcessor.plain`) against the full one (`process`): whenever the fast path takes an account,
+extension AccountProcessor {
+    /// The fast path's counts of the account when it takes it; nil when the full path must decide.
+    func plain(_ account: borrowing AccountBytes) -> PlainAccount? {
+        if case .plain(let counts) = fastPath(account) { counts } else { nil }
+    }
+}
+
+/// The fast path (`AccountProcessor.fastPath`) against the full one (`process`): whenever the fast path takes an account,
 /// the full path must find it needs nothing and count it the same way. Accounts are drawn from pools of values that
 /// include every kind of trouble the stages repair or reject, under pipelines that switch each stage and rule.
 @Suite struct PlainAccountTests {

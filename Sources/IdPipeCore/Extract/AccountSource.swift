@@ -24,6 +24,11 @@ public enum DecodedRecord: Sendable {
     case malformed(QuarantineEntry)
     /// The input cannot be read past this point.
     case fatal(InputError)
+
+    /// `.normalized` when the fast path found the account's values normal already, else `.account`.
+    public static func account(_ account: Account, _ position: SourcePosition, normalized: Bool) -> DecodedRecord {
+        normalized ? .normalized(account, position) : .account(account, position)
+    }
 }
 
 /// A batch of raw input, decoded in parts on the worker pool.

@@ -140,12 +140,6 @@ public enum FastPathVerdict {
 }
 
 extension AccountProcessor {
-    /// The account's counts when the full path (`process`) would find it needs nothing, from its bytes alone; nil when
-    /// the full path must decide.
-    public func plain(_ account: borrowing AccountBytes) -> PlainAccount? {
-        if case .plain(let counts) = fastPath(account) { counts } else { nil }
-    }
-
     /// Whether the full path (`process`) would find the account needs nothing, from its bytes alone, and if not, whether
     /// it would leave its values as they are when it normalizes them. Every check below is one the full path makes,
     /// answered only where the answer is certain: the value passes it unchanged. The test `PlainAccountTests` holds

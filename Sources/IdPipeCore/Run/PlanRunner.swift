@@ -73,6 +73,7 @@ public final class PlanRunner {
     public let pipeline: PipelineDefinition
     public let processor: AccountProcessor
     public let store: any PlanStore
+    /// Its width is how many threads decode the batches (`PartQueue`).
     public let pool: WorkerPool
     /// Records per batch for sources that count records (the live API); export files are cut by size instead
     /// (`ExportJSONSource.defaultBatchBytes`, `CSVSource.defaultBatchBytes`).
@@ -419,8 +420,7 @@ struct ProcessedPart: Sendable {
 
     /// Kept account `index`, numbered `sequence`, moved out (the part is dropped after the merge).
     mutating func takeKept(_ index: Int, sequence: Int64) -> KeptAccount {
-        var account = KeptAccount.placeholder
-        swap(&account, &kept[index])
+        var account = kept[index].take()
         account.number(sequence)
         return account
     }

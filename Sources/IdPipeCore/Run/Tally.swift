@@ -119,7 +119,7 @@ public struct TallyCounter: Sendable {
         if deleting { slots[Slot.deleting] += amount }
     }
 
-    /// Counts an account the fast path took (`AccountProcessor.plain`): what `count(_:by:)` counts of the full path's
+    /// Counts an account the fast path took (`AccountProcessor.fastPath`): what `count(_:by:)` counts of the full path's
     /// outcome of it, which has no repair, no review, no selection and no action.
     public mutating func count(_ plain: PlainAccount, by amount: Int = 1) {
         slots[Slot.accounts] += amount

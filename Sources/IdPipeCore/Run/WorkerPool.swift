@@ -1,7 +1,9 @@
 import Dispatch
 import Synchronization
 
-/// The one worker pool: `DispatchQueue.concurrentPerform` over the cores, at most `width` threads at a time.
+/// A worker pool for a few jobs at once: `DispatchQueue.concurrentPerform` over the cores, at most `width` threads at a
+/// time (the side inputs, the report formats). A plan's batches are decoded by its own threads (`PartQueue`), `width`
+/// of them.
 /// Call it from synchronous code (never from an async context, where a blocking wait would stall the
 /// cooperative pool).
 public struct WorkerPool: Sendable {

@@ -231,7 +231,7 @@ final class CSVBatch: RawBatch {
                         let record = view.record()
                         let position = SourcePosition(file: path, line: record.firstLine, byteOffset: record.endOffset)
                         switch decoder.decode(record) {
-                        case .success(let account): each(normalized ? .normalized(account, position) : .account(account, position))
+                        case .success(let account): each(.account(account, position, normalized: normalized))
                         case .failure(let issue):
                             let uid = record.count > 0 ? record.field(0).flatMap { $0.isEmpty ? nil : $0 } : nil
                             each(.malformed(QuarantineEntry(position: position, localId: uid, field: issue.field, reason: issue.reason)))

@@ -91,8 +91,8 @@ struct ExportJSONBatch: RawBatch {
                     }
                     // Read whole: the full path's account is made from the bytes, not read again.
                     if scanned.complete {
-                        let account = AccountJSONDecoder.account(from: scanned), at = position(startOffset, line: startLine)
-                        if case .normalized = verdict { each(.normalized(account, at)) } else { each(.account(account, at)) }
+                        let normalized = if case .normalized = verdict { true } else { false }
+                        each(.account(AccountJSONDecoder.account(from: scanned), position(startOffset, line: startLine), normalized: normalized))
                         expectComma = true
                         continue
                     }
