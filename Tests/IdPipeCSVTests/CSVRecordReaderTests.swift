@@ -1,5 +1,5 @@
 import Testing
-import IdPipeCSV
+@testable import IdPipeCSV
 import IdPipeTestSupport
 
 func readAll(_ contents: String) throws -> [CSVItem] {
@@ -75,6 +75,65 @@ func readAll(_ contents: String) throws -> [CSVItem] {
         guard case .record(let third)? = try resumed.next() else { Issue.record("expected a record"); return }
         #expect(third.field(0) == "u3")
         #expect(third.firstLine == 4)
+    }
+
+    /// Spaces and tabs are field text wherever they stand, as strict CSV reads them: around unquoted fields, at the
+    /// start and end of a line, in runs, and inside quotes; one after a closing quote or before an opening one makes
+    /// the row malformed. (The scanner spares libcsv its space check on lines whose spaces all stand inside fields.)
+    @Test(arguments: [
+        ("Finn Schmidt,b c d,e\n", "Finn Schmidt|b c d|e"),
+        (" a,b\n", " a|b"), ("a, b\n", "a| b"), ("a ,b\n", "a |b"), ("a,b \n", "a|b "), ("a,b \r\n", "a|b "),
+        ("a,b ", "a|b "), ("a  b,c\n", "a  b|c"), ("\ta,b\tc,d\t\n", "\ta|b\tc|d\t"), ("a, ,b\n", "a| |b"),
+        ("\"a b\",c\n", "a b|c"), ("\" a \",c\n", " a |c"), ("\"a, b\",c\n", "a, b|c"), ("\"x \"\" y\",c\n", "x \" y|c"),
+        ("\"two\n lines \",c\n", "two\n lines |c"), ("\"a\" ,b\n", "malformed"), (" \"a\",b\n", "malformed"),
+        ("\"a\"\t,b\n", "malformed"), ("\"a\" b,c\n", "malformed"), ("a,\"b\" \n", "malformed"), ("x\r y,z\n", "x/ y|z"),
+    ])
+    func spacesAreText(_ csv: String, _ expected: String) throws {
+        let read = try readAll(csv).map { item -> String in
+            switch item {
+            case .record(let record): (0..<record.count).map { record.field($0)! }.joined(separator: "|")
+            case .malformed: "malformed"
+            }
+        }
+        #expect(read.joined(separator: "/") == expected)
+    }
+
+    /// Random lines of text, spaces, tabs, commas, quotes, CRs and LFs read alike whether or not libcsv is spared
+    /// its space check on lines whose spaces all stand inside fields.
+    @Test func sparingTheSpaceCheckChangesNothing() throws {
+        var random = SeededGenerator(seed: 11)
+        let alphabet = Array("aaabb  ,\"\t\r\n\n".utf8)
+        var spared = 0
+        for _ in 0..<3000 {
+            let bytes = (0..<Int(random.next() % 30)).map { _ in alphabet[Int(random.next() % UInt64(alphabet.count))] }
+            let lines = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).map(Array.init)
+            spared += lines.dropLast().count { ($0 + [0x0A]).withUnsafeBufferPointer(CSVScanner.spacesOnlyInsideFields) && $0.contains(0x20) }
+            #expect(try scan(bytes, everySpace: false) == scan(bytes, everySpace: true), "\(String(decoding: bytes, as: UTF8.self).debugDescription)")
+        }
+        #expect(spared > 100)
+    }
+
+    /// Everything the scanner hands over for `bytes`, fed a line at a time and read on where it says.
+    func scan(_ bytes: [UInt8], everySpace: Bool) throws -> [String] {
+        let scanner = try CSVScanner(offset: 0, line: 1)
+        scanner.asksAboutEverySpace = everySpace
+        var items: [String] = []
+        let collect = { (item: CSVItemView) in
+            switch item.item {
+            case .record(let record): items.append((0..<record.count).map { record.field($0) ?? "?" }.joined(separator: "|") + "@\(record.endOffset)")
+            case .malformed(let bad): items.append("malformed \(bad.firstLine)-\(bad.lastLine): \(bad.reason)")
+            }
+        }
+        var position = 0
+        while true {
+            while position < bytes.count {
+                let end = bytes[position...].firstIndex(of: 0x0A).map { $0 + 1 } ?? bytes.count
+                let next = bytes.withUnsafeBufferPointer { scanner.feed(UnsafeBufferPointer(rebasing: $0[position..<end]), at: Int64(position), collect) }
+                if case .restart(let offset, _) = next { position = Int(offset) } else { position = end }
+            }
+            guard case .restart(let offset, _)? = scanner.finish(at: Int64(bytes.count), collect) else { return items }
+            position = Int(offset)
+        }
     }
 
     @Test func invalidUTF8IsVisible() throws {
