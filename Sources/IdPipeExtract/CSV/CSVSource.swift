@@ -194,14 +194,14 @@ final class CSVBatch: RawBatch {
     }
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
-        decode(part: part, fastPath: nil, each: each, plain: { _ in })
+        read(part: part, fastPath: FullPathOnly(), each: each, plain: { _ in })
     }
 
     func decode(part: Int, fastPath: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void) {
-        decode(part: part, fastPath: Optional(fastPath), each: each, plain: plain)
+        read(part: part, fastPath: fastPath, each: each, plain: plain)
     }
 
-    private func decode(part: Int, fastPath: AccountProcessor?, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void) {
+    private func read(part: Int, fastPath: some FastPathCheck, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void) {
         let last = part == partCount - 1
         var scanned = AccountBytes()
         let stop: CSVPart.End
@@ -216,10 +216,10 @@ final class CSVBatch: RawBatch {
                         each(.malformed(QuarantineEntry(position: position, localId: nil, field: "record", reason: bad.reason + noticed)))
                     case .record(let view):
                         var normalized = false
-                        if let fastPath {
+                        if type(of: fastPath).enabled {
                             scanned.reset()
                             if decoder.scanPlain(view, into: &scanned) {
-                                switch fastPath.fastPath(scanned) {
+                                switch fastPath.verdict(scanned) {
                                 case .plain(let account):
                                     plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: view.firstLine, byteOffset: view.endOffset))
                                     return

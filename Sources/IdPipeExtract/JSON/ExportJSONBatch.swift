@@ -22,7 +22,7 @@ struct ExportJSONBatch: RawBatch {
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
         bytes.withUnsafeBufferPointer { buffer in
-            decode(buffer, part: part, fastPath: nil, each: each, plain: { _ in })
+            decode(buffer, part: part, fastPath: FullPathOnly(), each: each, plain: { _ in })
         }
     }
 
@@ -32,7 +32,7 @@ struct ExportJSONBatch: RawBatch {
         }
     }
 
-    private func decode(_ buffer: UnsafeBufferPointer<UInt8>, part: Int, fastPath: AccountProcessor?, each: (consuming DecodedRecord) -> Void,
+    private func decode(_ buffer: UnsafeBufferPointer<UInt8>, part: Int, fastPath: some FastPathCheck, each: (consuming DecodedRecord) -> Void,
                         plain: (borrowing PlainRecord) -> Void) {
         var cursor = JSONCursor(bytes: buffer, start: boundaries[part], end: boundaries[part + 1])
         let baseLine = partLines[part]
@@ -79,11 +79,11 @@ struct ExportJSONBatch: RawBatch {
             }
             let startOffset = cursor.position
             let startLine = baseLine + cursor.newlines
-            if let fastPath, byte == UInt8(ascii: "{"), !expectComma {
+            if type(of: fastPath).enabled, byte == UInt8(ascii: "{"), !expectComma {
                 let start = cursor
                 scanned.reset()
                 if (try? AccountJSONDecoder.scanPlain(&cursor, into: &scanned)) == true {
-                    let verdict = fastPath.fastPath(scanned)
+                    let verdict = fastPath.verdict(scanned)
                     if case .plain(let account) = verdict {
                         plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: startLine, byteOffset: baseOffset + Int64(startOffset)))
                         expectComma = true
