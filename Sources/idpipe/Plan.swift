@@ -107,7 +107,7 @@ struct PlanExecution {
             run.maxDeletions = maxDeletions
         }
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
-        let runner = PlanRunner(pipeline: definition, processor: processor, store: store, pool: WorkerPool(width: workers), logger: logger)
+        let runner = PlanRunner(pipeline: definition, processor: processor, store: store, workers: workers, logger: logger)
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }
         // Tests plan the same input both ways and compare: every account the full way, or plain ones counted only.
         if ProcessEnvironment.value("IDPIPE_FULL_PATH") == "1" { runner.fastPath = false }

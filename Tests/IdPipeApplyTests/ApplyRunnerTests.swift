@@ -83,7 +83,7 @@ final class RecordingEffects: RemoteEffects {
         let sideInputs = SideInputs(credentials: credentials)
         let store = try StateStore()
         let runner = PlanRunner(pipeline: pipeline, processor: AccountProcessor(pipeline: pipeline, sideInputs: sideInputs, asOf: asOf), store: store,
-                                pool: WorkerPool(width: 2), logger: Logger(label: "test"))
+                                workers: 2, logger: Logger(label: "test"))
         let record = RunRecord(pipelineName: "t", pipelinePath: "t.yaml", pipelineSHA256: "p", asOf: asOf, createdAt: 0, status: .planning,
                                sourcePath: "list", sourceFormat: "list", sourceSize: 30, sideInputSHA256: [:])
         _ = try runner.plan(run: record, openSource: { ListSource(accounts, from: $0) }, fingerprint: FixedFingerprint(), sink: nil, clock: { 0 })

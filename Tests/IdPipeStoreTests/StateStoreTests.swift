@@ -120,7 +120,7 @@ final class CountingFingerprint: InputFingerprint {
     func run(_ store: StateStore, stopAfter: Int? = nil) throws -> PlanResult {
         let pipeline = try self.pipeline
         let processor = AccountProcessor(pipeline: pipeline, sideInputs: SideInputs(), asOf: asOf)
-        let runner = PlanRunner(pipeline: pipeline, processor: processor, store: store, pool: WorkerPool(width: 2), logger: Logger(label: "test"))
+        let runner = PlanRunner(pipeline: pipeline, processor: processor, store: store, workers: 2, logger: Logger(label: "test"))
         runner.shouldStop = { batches in stopAfter.map { batches >= $0 } ?? false }
         let record = RunRecord(pipelineName: "t", pipelinePath: "t.yaml", pipelineSHA256: "p", asOf: asOf, createdAt: 0, status: .planning,
                                sourcePath: "list", sourceFormat: "list", sourceSize: 50, sideInputSHA256: [:])
@@ -132,7 +132,7 @@ final class CountingFingerprint: InputFingerprint {
     func run(_ store: StateStore, source: GuessingListSource) throws -> PlanResult {
         let pipeline = try self.pipeline
         let processor = AccountProcessor(pipeline: pipeline, sideInputs: SideInputs(), asOf: asOf)
-        let runner = PlanRunner(pipeline: pipeline, processor: processor, store: store, pool: WorkerPool(width: 2), logger: Logger(label: "test"))
+        let runner = PlanRunner(pipeline: pipeline, processor: processor, store: store, workers: 2, logger: Logger(label: "test"))
         let record = RunRecord(pipelineName: "t", pipelinePath: "t.yaml", pipelineSHA256: "p", asOf: asOf, createdAt: 0, status: .planning,
                                sourcePath: "list", sourceFormat: "list", sourceSize: 50, sideInputSHA256: [:])
         return try runner.plan(run: record, openSource: { _ in source }, fingerprint: CountingFingerprint(), sink: nil, clock: { 0 })

@@ -29,10 +29,10 @@ public struct AccountProcessor: Sendable {
         let rawId = raw.localId
         var account = raw
         var repairs = RepairSet()
-        if pipeline.stages.normalize && normalized {
-            assert(Self.normalizes(to: account), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
-        } else if pipeline.stages.normalize {
-            if let issue = AccountNormalizer.normalize(&account, repairs: &repairs) {
+        if pipeline.stages.normalize {
+            if normalized {
+                assert(Self.normalizes(to: account), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
+            } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs) {
                 return .quarantined(QuarantineEntry(position: position, localId: rawId.isEmpty ? nil : rawId, field: issue.field, reason: issue.reason))
             }
         } else if rawId.isEmpty {

@@ -137,6 +137,11 @@ public enum FastPathVerdict {
     case normalized
     /// The full path decides, from the start.
     case unknown
+
+    /// Whether the full path may skip the normalize stage (`DecodedRecord.account(_:_:normalized:)`).
+    public var skipsNormalize: Bool {
+        if case .normalized = self { true } else { false }
+    }
 }
 
 extension AccountProcessor {

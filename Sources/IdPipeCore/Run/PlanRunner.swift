@@ -66,15 +66,15 @@ public enum PlanError: Error, CustomStringConvertible {
     }
 }
 
-/// The dry run: reads the input in batches, runs the offline stages on the worker pool, and commits each
+/// The dry run: reads the input in batches, runs the offline stages on its worker threads, and commits each
 /// batch with its checkpoint. Killed at any moment, it starts again from the last checkpoint and ends with
 /// the same store, and so the same report, as an uninterrupted run.
 public final class PlanRunner {
     public let pipeline: PipelineDefinition
     public let processor: AccountProcessor
     public let store: any PlanStore
-    /// Its width is how many threads decode the batches (`PartQueue`).
-    public let pool: WorkerPool
+    /// How many threads decode the batches (`PartQueue`).
+    public let workers: Int
     /// Records per batch for sources that count records (the live API); export files are cut by size instead
     /// (`ExportJSONSource.defaultBatchBytes`, `CSVSource.defaultBatchBytes`).
     public var batchRecords = 1024
@@ -90,11 +90,11 @@ public final class PlanRunner {
     /// has batches it never saw).
     public var reportFollower: (any PlanReportFollower)?
 
-    public init(pipeline: PipelineDefinition, processor: AccountProcessor, store: any PlanStore, pool: WorkerPool, logger: Logger) {
+    public init(pipeline: PipelineDefinition, processor: AccountProcessor, store: any PlanStore, workers: Int, logger: Logger) {
         self.pipeline = pipeline
         self.processor = processor
         self.store = store
-        self.pool = pool
+        self.workers = workers
         self.logger = logger
     }
 
@@ -146,21 +146,21 @@ public final class PlanRunner {
         let processor = self.processor
         // The import file needs every account whole: a migration takes the full path for all.
         let fastPath = self.fastPath && sink == nil
-        let (pool, batchRecords) = (self.pool, self.batchRecords)
+        let (width, batchRecords) = (self.workers, self.batchRecords)
         let reading = UncheckedSource(source)
-        let workers = PartQueue(width: pool.width)
+        let partQueue = PartQueue(width: width)
         // Runs after the read-ahead has stopped: parts still queued then belong to batches that will not be merged.
-        defer { workers.finish(cancel: true) }
+        defer { partQueue.finish(cancel: true) }
         // Reads the batches and queues their parts for the workers, handing each batch to `merge`.
         let read: @Sendable ((PendingBatch) throws -> Void) throws -> Void = { emit in
             // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
-            while let batch = try reading.source.nextBatch(records: batchRecords, parts: pool.width * 4) {
+            while let batch = try reading.source.nextBatch(records: batchRecords, parts: width * 4) {
                 // The workers decode, process, hash the ids and count; the merge only checks the ids for duplicates,
                 // numbers the records and gathers the rows to store.
                 let pending = PendingBatch(batch) { batch, part in
                     ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking)
                 }
-                workers.start(pending)
+                partQueue.start(pending)
                 try emit(pending)
             }
         }
@@ -271,7 +271,7 @@ public final class PlanRunner {
                             + "the batch read from there does not start where the one before it ended"))
                     }
                     readAgainFrom = end.offset
-                    workers.dropQueued()
+                    partQueue.dropQueued()
                     source.readAgain(after: merged!)
                     logger.info("reading again from line \(end.line): a batch ended elsewhere than its bytes suggested (a broken quote?)")
                 }

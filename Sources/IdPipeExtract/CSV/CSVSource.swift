@@ -219,13 +219,12 @@ final class CSVBatch: RawBatch {
                         if type(of: fastPath).enabled {
                             scanned.reset()
                             if decoder.scanPlain(view, into: &scanned) {
-                                switch fastPath.verdict(scanned) {
-                                case .plain(let account):
+                                let verdict = fastPath.verdict(scanned)
+                                if case .plain(let account) = verdict {
                                     plain(PlainRecord(account: account, localId: scanned.localId, file: path, line: view.firstLine, byteOffset: view.endOffset))
                                     return
-                                case .normalized: normalized = true
-                                case .unknown: break
                                 }
+                                normalized = verdict.skipsNormalize
                             }
                         }
                         let record = view.record()

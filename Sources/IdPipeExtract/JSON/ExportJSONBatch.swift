@@ -91,8 +91,7 @@ struct ExportJSONBatch: RawBatch {
                     }
                     // Read whole: the full path's account is made from the bytes, not read again.
                     if scanned.complete {
-                        let normalized = if case .normalized = verdict { true } else { false }
-                        each(.account(AccountJSONDecoder.account(from: scanned), position(startOffset, line: startLine), normalized: normalized))
+                        each(.account(AccountJSONDecoder.account(from: scanned), position(startOffset, line: startLine), normalized: verdict.skipsNormalize))
                         expectComma = true
                         continue
                     }
