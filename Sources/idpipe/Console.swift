@@ -63,8 +63,7 @@ final class FileOutput: TextOutputStream, ByteSink {
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))") }
         let staged = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        var existing = stat()
-        fchmod(descriptor, stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o666 & ~FileOutput.creationMask)
+        fchmod(descriptor, Self.stagedMode(for: target))
         guard let file = fdopen(descriptor, "w") else {
             let reason = String(cString: strerror(errno))
             Glibc.close(descriptor)
@@ -73,6 +72,24 @@ final class FileOutput: TextOutputStream, ByteSink {
         }
         self.file = file
         self.path = staged
+    }
+
+    /// Appends to an open file, through a descriptor of its own (`path` names it in messages).
+    init(appendingTo descriptor: Int32, path: String) throws {
+        let own = dup(descriptor)
+        guard own >= 0, let file = fdopen(own, "a") else {
+            let reason = String(cString: strerror(errno))
+            if own >= 0 { Glibc.close(own) }
+            throw CommandError("cannot write \(path): \(reason)")
+        }
+        self.file = file
+        self.path = path
+    }
+
+    /// The mode of a report staged to replace `target`: the one `target` has, or the one a new file would get.
+    static func stagedMode(for target: String) -> mode_t {
+        var existing = stat()
+        return stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o666 & ~creationMask
     }
 
     /// The process's umask, read where reading it changes nothing (`umask()` sets it, for every thread).

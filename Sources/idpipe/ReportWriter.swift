@@ -13,9 +13,9 @@ struct ReportWriter {
     let listLimit: Int
     /// `plan` for the dry run's files, `report` once apply has run (plan.md stays as it was reviewed).
     var stem = "plan"
-    /// The bodies of plan.json and the ledger, rendered as the plan committed its batches, and plan.md's account lists,
-    /// gathered then: when given, plan.json and the ledger are put together from them and the store's run, totals and
-    /// quarantine, and plan.md takes its lists from them, instead of reading every row back.
+    /// plan.json and the ledger up to their last account, written as the plan committed its batches, and plan.md's
+    /// account lists, gathered then: when given, the two files become the reports once the store's quarantine, run and
+    /// totals follow the accounts, and plan.md takes its lists from them, instead of reading every row back.
     var streamed: StreamedReports?
 
     enum Format: String, CaseIterable {
@@ -101,11 +101,15 @@ struct ReportWriter {
             throw CommandError("cannot write \(target): descriptor \(descriptor) was not open when idpipe started; open it in the shell (\(descriptor)> file)")
         }
         let staged = FileInfo.isPlainFileOrMissing(target)
-        let file = staged ? try FileOutput(stagedBeside: target) : try FileOutput(path: target)
+        let body = streamed.flatMap { format == .json ? $0.json : format == .csv ? $0.ledger : nil }
+        // A body the plan wrote as it went becomes the report where it lies, once named; else it is copied.
+        let named = staged ? body?.name(beside: target) : nil
+        let file = try named ?? (staged ? FileOutput(stagedBeside: target) : FileOutput(path: target))
         var stream = file
         do {
-            if let streamed, format != .md {
-                try assemble(format, from: streamed, into: file)
+            if let body {
+                if named == nil { try body.copy(into: file) }
+                try finish(format, into: &stream)
             } else {
                 try render(format, into: &stream)
             }
@@ -118,21 +122,10 @@ struct ReportWriter {
         return Rendered(target: target, staged: staged ? file.path : nil)
     }
 
-    /// plan.json or the ledger from the streamed body and what the store holds beside it.
-    private func assemble(_ format: Format, from streamed: StreamedReports, into file: FileOutput) throws {
-        var stream = file
-        switch format {
-        case .json:
-            let report = JSONReport(source: source, masking: Masking(reveal: reveal))
-            try report.renderHead(into: &stream)
-            try streamed.json.copy(into: file)
-            try report.renderTail(accounts: streamed.accounts, into: &stream)
-        case .csv:
-            CSVLedger.writeHeader(into: &stream)
-            try streamed.ledger.copy(into: file)
-        case .md:
-            preconditionFailure("plan.md is rendered, not put together (its lists from the streamed reports, the rest from the store)")
-        }
+    /// What follows the accounts in a streamed plan.json (the quarantine, the run, the totals), or in the ledger (nothing).
+    private func finish(_ format: Format, into stream: inout some TextOutputStream) throws {
+        guard format == .json, let streamed else { return }
+        try JSONReport(source: source, masking: Masking(reveal: reveal)).renderTail(accounts: streamed.accounts, into: &stream)
     }
 
     /// The store, with the account lists gathered as the plan went when there are some.

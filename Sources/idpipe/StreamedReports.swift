@@ -1,16 +1,18 @@
+import CLinux
 import IdPipeCore
 #if canImport(Glibc)
 import Glibc
 #endif
 
-/// The bodies of `plan.json` and `ledger.csv` as the plan renders them batch by batch (`ReportFragments`), kept in two
-/// files in the output folder that are unlinked as soon as they are made: a plan killed midway leaves nothing
-/// behind. When the plan ran whole, the reports are put together from them (`ReportWriter`) instead of being
-/// rendered again from the store; plan.md takes its account lists from `lists`, gathered on the way.
+/// `plan.json` and `ledger.csv` as the plan renders them batch by batch (`ReportFragments`): each is written, from its
+/// first byte to its last account, into a file of the output folder that has no name yet (`ReportBody`), so a plan
+/// killed midway leaves nothing behind. When the plan ran whole, `ReportWriter` appends what comes after the accounts
+/// and gives each file its name, instead of rendering the reports again from the store; plan.md takes its account
+/// lists from `lists`, gathered on the way.
 final class StreamedReports: PlanReportFollower, @unchecked Sendable {
     let masking: Masking
-    let json: BodyFile
-    let ledger: BodyFile
+    let json: ReportBody
+    let ledger: ReportBody
     // Used on the committer's thread while the plan runs, then by the thread that writes the reports.
     private(set) var accounts = 0
     // Used on the plan's thread (`gather`), which then writes the reports.
@@ -19,8 +21,8 @@ final class StreamedReports: PlanReportFollower, @unchecked Sendable {
     init(folder: String, masking: Masking, listLimit: Int) throws {
         self.masking = masking
         lists = GatheredLists(limit: listLimit)
-        json = try BodyFile(folder: folder)
-        ledger = try BodyFile(folder: folder)
+        json = try ReportBody(folder: folder, opening: JSONReport.opening)
+        ledger = try ReportBody(folder: folder, opening: CSVLedger.opening)
     }
 
     func add(_ batch: PlanBatch) throws {
@@ -34,16 +36,27 @@ final class StreamedReports: PlanReportFollower, @unchecked Sendable {
     }
 }
 
-/// A file with no name (made in a folder, then unlinked), appended to, then copied out whole.
-final class BodyFile {
+/// A report's first part, written as the plan goes into a file with no name in the output folder (`O_TMPFILE`), which
+/// becomes the report once its end is appended (`name`): the 120 MB of a 1M-account plan.json are never copied.
+/// Where the filesystem makes no file without a name, a named one is unlinked at once, and `copy` puts its bytes into
+/// the report at the end (so too for a report written through a link).
+final class ReportBody {
     private let descriptor: Int32
+    /// True when the file has no name yet and can be given one (`name`).
+    let nameable: Bool
     private(set) var length: Int64 = 0
 
-    init(folder: String) throws {
-        var template = Array((folder + "/.idpipe-report-body.XXXXXX").utf8CString)
-        descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-        guard descriptor >= 0 else { throw CommandError("cannot write in \(folder): \(String(cString: strerror(errno)))") }
-        template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+    init(folder: String, opening: String) throws {
+        var descriptor = open(folder, idpipe_o_tmpfile() | O_RDWR | O_CLOEXEC, 0o666)
+        nameable = descriptor >= 0
+        if descriptor < 0 {
+            var template = Array((folder + "/.idpipe-report-body.XXXXXX").utf8CString)
+            descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
+            guard descriptor >= 0 else { throw CommandError("cannot write in \(folder): \(String(cString: strerror(errno)))") }
+            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        }
+        self.descriptor = descriptor
+        try append(Array(opening.utf8))
     }
 
     deinit { close(descriptor) }
@@ -64,5 +77,27 @@ final class BodyFile {
     /// Copies the whole file to the end of `out`.
     func copy(into out: FileOutput) throws {
         try out.append(from: descriptor, length: length)
+    }
+
+    /// Gives the file a name beside `target` (`NAME.partial.XXXXXX`, as `FileOutput(stagedBeside:)` makes), with the
+    /// mode `target` has or a new file would get, and returns a `FileOutput` that appends to it. Nil when the file
+    /// cannot be named (it has a name already, or the kernel refuses): then it is to be copied.
+    func name(beside target: String) -> FileOutput? {
+        guard nameable else { return nil }
+        fchmod(descriptor, FileOutput.stagedMode(for: target))
+        var generator = SystemRandomNumberGenerator()
+        let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
+        for _ in 0..<100 {
+            let staged = target + ".partial." + String(decoding: (0..<6).map { _ in letters.randomElement(using: &generator)! }, as: UTF8.self)
+            if linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, staged, AT_SYMLINK_FOLLOW) == 0 {
+                guard let output = try? FileOutput(appendingTo: descriptor, path: staged) else {
+                    unlink(staged)
+                    return nil
+                }
+                return output
+            }
+            if errno != EEXIST { return nil }
+        }
+        return nil
     }
 }

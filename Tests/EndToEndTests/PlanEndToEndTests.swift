@@ -286,6 +286,29 @@ struct Binary {
         #expect(left.isEmpty, "\(left)")
     }
 
+    /// The plan writes plan.json and the ledger as it goes into files with no name, which become the reports. Where a
+    /// report is a link of the user's, the link stays and its file gets the same bytes, copied.
+    @Test func reportsThatAreLinksGetTheStreamedReportsCopied() throws {
+        let pipeline = try generatedPlan("json", accounts: 3000)
+        let plain = Binary.temporaryDirectory(), linked = Binary.temporaryDirectory(), elsewhere = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", plain, "--as-of", asOf])
+        #expect(code == 1, "\(output)")
+        for file in ["plan.json", "ledger.csv"] {
+            try "an older report\n".write(toFile: "\(elsewhere)/\(file)", atomically: true, encoding: .utf8)
+            try FileManager.default.createSymbolicLink(atPath: "\(linked)/\(file)", withDestinationPath: "\(elsewhere)/\(file)")
+        }
+        let (linkedCode, linkedOutput) = try Binary.run(["plan", pipeline, "--out", linked, "--as-of", asOf])
+        #expect(linkedCode == 1, "\(linkedOutput)")
+        for file in ["plan.json", "ledger.csv"] {
+            #expect((try? FileManager.default.destinationOfSymbolicLink(atPath: "\(linked)/\(file)")) == "\(elsewhere)/\(file)")
+            let expected = try String(contentsOfFile: "\(plain)/\(file)", encoding: .utf8)
+            #expect(expected.count > 1000)
+            #expect(try String(contentsOfFile: "\(elsewhere)/\(file)", encoding: .utf8) == expected, "\(file)")
+        }
+        let left = try FileManager.default.contentsOfDirectory(atPath: linked).filter { $0.hasPrefix(".") || $0.contains("partial") }
+        #expect(left.isEmpty, "\(left)")
+    }
+
     /// The generated pipeline, also protecting the first five accounts asked for deletion.
     func withProtectedAccounts(_ pipeline: String) throws -> String {
         let folder = (pipeline as NSString).deletingLastPathComponent

@@ -1,4 +1,4 @@
-/// The report for machines: the run, every total, every noteworthy account and every quarantined row.
+/// The report for machines: every noteworthy account and every quarantined row, then the run and every total.
 /// Written as a stream, in input order, with personal data masked unless revealed.
 public struct JSONReport {
     public let source: any ReportSource
@@ -10,7 +10,7 @@ public struct JSONReport {
     }
 
     public func render(into out: inout some TextOutputStream) throws {
-        try renderHead(into: &out)
+        out.write(Self.opening)
         // Accounts are appended to one buffer that goes out in pieces of 64 KiB: a `write` and a few strings per
         // account cost more than the text itself.
         var buffer = ReportBuffer()
@@ -25,11 +25,26 @@ public struct JSONReport {
         try renderTail(accounts: count, into: &out)
     }
 
-    /// The report up to the opening bracket of the accounts array: the run, the totals, what apply did.
-    public func renderHead(into out: inout some TextOutputStream) throws {
+    /// The report up to the opening bracket of the accounts array, the same for every run: a plan writes the accounts
+    /// as it goes into the file that becomes the report, and nothing is copied at the end. What is known only once the
+    /// accounts are read (the run's outcome, the totals, what apply did) follows them.
+    public static let opening = "{\n  \"accounts\": ["
+
+    /// The rest after `accounts` entries of the array: its closing bracket, the quarantine, the run, the totals, what
+    /// apply did, the data counted, the closing brace.
+    public func renderTail(accounts: Int, into out: inout some TextOutputStream) throws {
+        out.write(accounts == 0 ? "],\n  \"quarantine\": [" : "\n  ],\n  \"quarantine\": [")
+        var first = true
+        try source.quarantine(limit: nil) { _, entry in
+            out.write(first ? "\n    " : ",\n    ")
+            first = false
+            out.write("{\"file\": \(JSONText.string(entry.position.file)), \"line\": \(entry.position.line), \"uid\": \(JSONText.string(masking.quarantinedId(entry.localId))), "
+                + "\"field\": \(JSONText.string(entry.field)), \"reason\": \(JSONText.string(masking.quotedValues(in: entry.reason, field: entry.field)))}")
+        }
+        out.write(first ? "],\n" : "\n  ],\n")
         let run = try source.run()
         let tally = try source.tally()
-        out.write("{\n  \"run\": {")
+        out.write("  \"run\": {")
         let fields: [(String, String?)] = [
             ("pipeline", run.pipelineName), ("pipelinePath", run.pipelinePath), ("pipelineSha256", run.pipelineSHA256),
             ("input", run.sourcePath), ("inputFormat", run.sourceFormat), ("inputSha256", run.sourceSHA256),
@@ -43,23 +58,10 @@ public struct JSONReport {
         }
         out.write("},\n  \"totals\": {")
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
-        out.write("},\n")
-        if let summary = try source.applySummary() { out.write("  \"apply\": " + Self.apply(summary) + ",\n") }
-        if let data = try source.dataSummary(limit: 0) { out.write("  \"data\": " + Self.data(data) + ",\n") }
-        out.write("  \"accounts\": [")
-    }
-
-    /// The rest after `accounts` entries of the array: its closing bracket, the quarantine, the closing brace.
-    public func renderTail(accounts: Int, into out: inout some TextOutputStream) throws {
-        out.write(accounts == 0 ? "],\n  \"quarantine\": [" : "\n  ],\n  \"quarantine\": [")
-        var first = true
-        try source.quarantine(limit: nil) { _, entry in
-            out.write(first ? "\n    " : ",\n    ")
-            first = false
-            out.write("{\"file\": \(JSONText.string(entry.position.file)), \"line\": \(entry.position.line), \"uid\": \(JSONText.string(masking.quarantinedId(entry.localId))), "
-                + "\"field\": \(JSONText.string(entry.field)), \"reason\": \(JSONText.string(masking.quotedValues(in: entry.reason, field: entry.field)))}")
-        }
-        out.write(first ? "]\n}\n" : "\n  ]\n}\n")
+        out.write("}")
+        if let summary = try source.applySummary() { out.write(",\n  \"apply\": " + Self.apply(summary)) }
+        if let data = try source.dataSummary(limit: 0) { out.write(",\n  \"data\": " + Self.data(data)) }
+        out.write("\n}\n")
     }
 }
 
@@ -315,13 +317,11 @@ public struct CSVLedger {
     /// `would_delete` is the dry run's count for a path deletion (`counted` has it per path), `deleted` what apply removed.
     public static let header = "sequence,uid,action,service,state,detail,reason,value,result,policy,attempts,resent,would_delete,counted,deleted"
 
-    /// The header line, as the ledger starts.
-    public static func writeHeader(into out: inout some TextOutputStream) {
-        out.write(header + "\n")
-    }
+    /// The ledger's first bytes, its header line: a plan writes the lines after it as it goes.
+    public static let opening = header + "\n"
 
     public func render(into out: inout some TextOutputStream) throws {
-        Self.writeHeader(into: &out)
+        out.write(Self.opening)
         var buffer = ReportBuffer()
         var masked: [UInt8] = []
         try source.actions(limit: nil) { action in
