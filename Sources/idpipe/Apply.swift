@@ -231,7 +231,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 + "the same command, or `idpipe resume --state \(statePath)`, continues from there")
             return Exit.interrupted
         }
-        let store = try StateStore(path: statePath)
+        let store = try StateStore(path: statePath, durability: .deferred)
         if outcome.run.guardVerdict == nil, hasDataPaths {
             try countData(context: context, store: store)
         }
@@ -335,6 +335,8 @@ struct ApplyCommand {
             let lock = try StateLock(statePath: statePath, command: command)
             defer { withExtendedLifetime(lock) {} }
             let store = try StateStore(path: statePath)
+            // The plan wrote the store without syncing it: synced and checked before anything is sent.
+            try store.makeDurable()
             guard var run = try store.loadRun() else { throw CommandError("\(statePath) holds no run") }
             switch run.status {
             case .planning: throw CommandError("the plan in \(statePath) is not finished; `idpipe resume --state \(statePath)` completes it")

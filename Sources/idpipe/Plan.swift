@@ -94,7 +94,7 @@ struct PlanExecution {
         // A Ctrl-C while a streamed side input was copied may have cut the stream short (its producer is stopped
         // too): nothing is recorded then, so that the same command, given the whole stream, starts afresh.
         if shouldStop?() == true { throw StoppedBeforeRecording() }
-        let store = try StateStore(path: statePath)
+        let store = try StateStore(path: statePath, durability: .deferred)
         let existing = try store.loadRun()
         let planAsOf = existing?.asOf ?? asOf ?? epochMilliseconds()
         let sideInputs = try SideInputReader.load(definition.inputs, relativeTo: context.folder)

@@ -461,6 +461,35 @@ final class CountingFingerprint: InputFingerprint {
     }
 
 
+    /// The plan writes its store without syncing it; apply first syncs and checks it, and refuses a store damaged as a
+    /// power loss soon after the plan could leave it (here: a page of the account table overwritten).
+    @Test func aStoreDamagedAfterThePlanIsRefusedBeforeApply() throws {
+        let path = TemporaryFile.directory("damaged-store") + "/state.sqlite"
+        let synchronous = "PRAGMA synchronous"
+        var accountRoot = 0
+        do {
+            let planned = try StateStore(path: path, durability: .deferred)
+            #expect(try planned.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 0)
+            _ = try run(planned)
+            accountRoot = try #require(try planned.queue.read { db in try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'account'") })
+        }
+        let whole = try StateStore(path: path)
+        #expect(try whole.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 1)
+        try whole.makeDurable()
+        #expect(try whole.loadRun()?.status == .planned)
+
+        let handle = try #require(FileHandle(forUpdatingAtPath: path))
+        try handle.seek(toOffset: UInt64((accountRoot - 1) * 4096))
+        handle.write(Data(repeating: 0xA5, count: 4096))
+        try handle.close()
+        let damaged = try StateStore(path: path)
+        #expect {
+            try damaged.makeDurable()
+        } throws: { error in
+            "\(error)".contains("the state store is damaged: \(path): ") && "\(error)".hasSuffix("plan again into a new state store")
+        }
+    }
+
     /// Another program's database given as `--state` is refused and left unchanged (before, idpipe's tables were
     /// added to it and its journal switched to WAL); an empty file and idpipe's own store open.
     @Test func anotherProgramsDatabaseIsRefusedUntouched() throws {
