@@ -51,21 +51,31 @@ struct PipelineContext {
             .compactMap { role, path in path.map { (role, resolve($0)) } }
     }
 
-    /// Makes each side input readable as a file and returns its SHA-256 by role; plan and apply call it before they
-    /// read any side input. A side input given as a stream (`<(zcat tokens.gz)`) is copied into memory here, so that
+    /// Makes each side input readable as a file and returns its SHA-256 by role; apply calls it, and plan its two halves,
+    /// before they read any side input. A side input given as a stream (`<(zcat tokens.gz)`) is copied into memory here, so that
     /// it can be read more than once (for its digest, then by its reader); the copy lasts until the process ends. So is
     /// a terminal given by descriptor (`/dev/stdin`), whose digest would otherwise be that of nothing.
     /// A missing file or a folder names its pipeline key.
     func prepareSideInputs() throws -> [String: String] {
-        var digests: [String: String] = [:]
+        try captureSideInputs()
+        return try sideInputDigests()
+    }
+
+    /// The first half of `prepareSideInputs`: each side input checked, and captured when it is a stream.
+    func captureSideInputs() throws {
         for (role, path) in sideInputPaths {
             let kind = FileInfo.kind(path)
             if let problem = kind.problem { throw CommandError("\(self.path): inputs.\(role): \(path) \(problem)") }
             if kind == .stream || kind == .device {
                 do { try FileInfo.captureStream(path, kind: kind, secret: role == "stored_tokens") } catch let error as InputError { throw CommandError("\(self.path): inputs.\(role): \(error)") }
             }
-            digests[role] = try FileFingerprint.digest(of: path)
         }
+    }
+
+    /// The second half: the SHA-256 of each side input (captured first), by role.
+    func sideInputDigests() throws -> [String: String] {
+        var digests: [String: String] = [:]
+        for (role, path) in sideInputPaths { digests[role] = try FileFingerprint.digest(of: path) }
         return digests
     }
 

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 import IdPipeCore
 import IdPipeExtract
 import IdPipeStore
@@ -90,14 +91,19 @@ struct PlanExecution {
                 if let problem = kind.problem { throw CommandError("\(context.path): source.path: the input \(sourcePath) \(problem)") }
             }
         }
-        let sideDigests = try context.prepareSideInputs()
+        try context.captureSideInputs()
         // A Ctrl-C while a streamed side input was copied may have cut the stream short (its producer is stopped
         // too): nothing is recorded then, so that the same command, given the whole stream, starts afresh.
         if shouldStop?() == true { throw StoppedBeforeRecording() }
+        // The side inputs' digests are taken while the side inputs are read, one a core, the largest alone on its
+        // core: on the other, after the smaller ones (about 20 ms of a 1M-account plan, before, while one core waited).
+        let digesting = BackgroundJob { [context] in try context.sideInputDigests() }
         let store = try StateStore(path: statePath, durability: .deferred)
         let existing = try store.loadRun()
         let planAsOf = existing?.asOf ?? asOf ?? epochMilliseconds()
-        let sideInputs = try SideInputReader.load(definition.inputs, relativeTo: context.folder)
+        let loaded = Result { try SideInputReader.load(definition.inputs, relativeTo: context.folder) }
+        let sideDigests = try digesting.wait()
+        let sideInputs = try loaded.get()
         var run = RunRecord(
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: context.sha256,
             asOf: planAsOf, createdAt: epochMilliseconds(), status: .planning, sourcePath: sourcePath,
@@ -128,6 +134,25 @@ struct PlanExecution {
         let fingerprint: any InputFingerprint = live ? LiveSourceFingerprint(project: services?.projectId ?? "") : FileFingerprint(path: sourcePath)
         return try runner.plan(run: run, openSource: { try context.openSource($0, services: services) }, fingerprint: fingerprint, sink: sink,
                                clock: wallClockSeconds)
+    }
+}
+
+/// A job on a thread of the system's pool, whose result `wait` returns.
+final class BackgroundJob<Value: Sendable>: @unchecked Sendable {
+    private let done = DispatchSemaphore(value: 0)
+    // Written by the job before it signals `done`, read after `wait` has waited for it.
+    private var result: Result<Value, any Error>?
+
+    init(_ body: @escaping @Sendable () throws -> Value) {
+        DispatchQueue.global().async { [self] in
+            result = Result { try body() }
+            done.signal()
+        }
+    }
+
+    func wait() throws -> Value {
+        done.wait()
+        return try result!.get()
     }
 }
 
