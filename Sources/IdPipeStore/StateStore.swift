@@ -25,7 +25,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         self.path = path
         var configuration = Configuration()
         configuration.prepareDatabase { db in
-            try db.execute(sql: durability == .synced ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = OFF")
+            try db.execute(sql: Self.pragma(durability))
         }
         configuration.busyMode = .timeout(5)
         do {
@@ -50,6 +50,16 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         throw StoreError.notAStateStore(path: path, tables: tables)
     }
 
+    private static func pragma(_ durability: Durability) -> String {
+        durability == .synced ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = OFF"
+    }
+
+    /// Changes when what is written from now on reaches the disk (a plan stage that finds its plan finished, and perhaps
+    /// applied, writes what it still writes as apply does).
+    public func use(_ durability: Durability) throws {
+        try queue.writeWithoutTransaction { db in try db.execute(sql: Self.pragma(durability)) }
+    }
+
     /// Syncs the store's files to the disk and checks the store, before apply sends anything on its account: a plan
     /// writes without syncing (`Durability.deferred`), so a power loss soon after it can have damaged the store, and a
     /// damaged store is refused here rather than acted on.
@@ -69,9 +79,10 @@ public final class StateStore: PlanStore, @unchecked Sendable {
             throw StoreError.corrupt("\(path): " + problems.prefix(3).joined(separator: "; ") + "; a power loss or a crash of the system soon "
                 + "after the plan can do this: plan again into a new state store")
         }
-        // The database's pages the plan's own checkpoints wrote, which no checkpoint synced, and the file's entry in
-        // its folder (the plan created it).
-        for file in path == ":memory:" ? [] : [path, folder(of: path)] {
+        // The database's pages the plan's own checkpoints wrote, which no checkpoint synced, the WAL when a reader kept
+        // the checkpoint from emptying it, and the file's entry in its folder (the plan created it).
+        let wal = path + "-wal"
+        for file in path == ":memory:" ? [] : [path, folder(of: path)] + (access(wal, F_OK) == 0 ? [wal] : []) {
             let descriptor = open(file, O_RDONLY | O_CLOEXEC)
             guard descriptor >= 0 else { throw StoreError.cannotOpen(path: file, underlying: String(cString: strerror(errno))) }
             defer { close(descriptor) }

@@ -231,7 +231,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 + "the same command, or `idpipe resume --state \(statePath)`, continues from there")
             return Exit.interrupted
         }
-        let store = try StateStore(path: statePath, durability: .deferred)
+        let store = try StateStore(path: statePath, durability: outcome.alreadyPlanned ? .synced : .deferred)
         if outcome.run.guardVerdict == nil, hasDataPaths {
             try countData(context: context, store: store)
         }

@@ -100,6 +100,8 @@ struct PlanExecution {
         let digesting = BackgroundJob { [context] in try context.sideInputDigests() }
         let store = try StateStore(path: statePath, durability: .deferred)
         let existing = try store.loadRun()
+        // A finished plan, perhaps applied since, is not planned again: what is still written is synced.
+        if let existing, existing.status != .planning { try store.use(.synced) }
         let planAsOf = existing?.asOf ?? asOf ?? epochMilliseconds()
         let loaded = Result { try SideInputReader.load(definition.inputs, relativeTo: context.folder) }
         let sideDigests = try digesting.wait()

@@ -471,6 +471,9 @@ final class CountingFingerprint: InputFingerprint {
             let planned = try StateStore(path: path, durability: .deferred)
             #expect(try planned.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 0)
             _ = try run(planned)
+            // A plan stage that finds its plan finished writes as apply does.
+            try planned.use(.synced)
+            #expect(try planned.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 1)
             accountRoot = try #require(try planned.queue.read { db in try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'account'") })
         }
         let whole = try StateStore(path: path)
