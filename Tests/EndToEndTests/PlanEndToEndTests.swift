@@ -309,6 +309,30 @@ struct Binary {
         #expect(left.isEmpty, "\(left)")
     }
 
+    /// The plan leaves the syncing of its store to the system; apply syncs and checks the store before anything else,
+    /// and refuses one damaged as a power loss soon after the plan could leave it (a page of the account table
+    /// overwritten here), changing nothing and asking for no service.
+    @Test func applyRefusesAStoreDamagedAfterThePlan() throws {
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf])
+        #expect(code == 1, "\(output)")
+        let state = out + "/state.sqlite"
+        let (rootCode, root) = try runProgram("/usr/bin/env", ["python3", "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("
+                                                                  + "\"SELECT rootpage FROM sqlite_master WHERE name = 'account'\").fetchone()[0])", state])
+        #expect(rootCode == 0, "\(root)")
+        let page = try #require(Int(root.trimmingCharacters(in: .whitespacesAndNewlines)))
+        let handle = try #require(FileHandle(forUpdatingAtPath: state))
+        try handle.seek(toOffset: UInt64((page - 1) * 4096))
+        handle.write(Data(repeating: 0x5A, count: 4096))
+        try handle.close()
+        let before = try Data(contentsOf: URL(fileURLWithPath: state))
+        let (applied, applyOutput) = try Binary.run(["apply", "--state", state, "--yes"])
+        #expect(applied == 2, "\(applyOutput)")
+        #expect(applyOutput.contains("the state store is damaged: \(state): ") && applyOutput.contains("plan again into a new state store"),
+                "\(applyOutput)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: state)) == before)
+    }
+
     /// The generated pipeline, also protecting the first five accounts asked for deletion.
     func withProtectedAccounts(_ pipeline: String) throws -> String {
         let folder = (pipeline as NSString).deletingLastPathComponent
