@@ -43,7 +43,8 @@ final class StreamedReports: PlanReportFollower, @unchecked Sendable {
 final class ReportBody {
     private let descriptor: Int32
     /// True when the file has no name yet and can be given one (`name`).
-    let nameable: Bool
+    private(set) var nameable: Bool
+    /// The bytes written through `append` (what `copy` copies; not what was appended once named).
     private(set) var length: Int64 = 0
 
     init(folder: String, opening: String) throws {
@@ -81,7 +82,8 @@ final class ReportBody {
 
     /// Gives the file a name beside `target` (`NAME.partial.XXXXXX`, as `FileOutput(stagedBeside:)` makes), with the
     /// mode `target` has or a new file would get, and returns a `FileOutput` that appends to it. Nil when the file
-    /// cannot be named (it has a name already, or the kernel refuses): then it is to be copied.
+    /// cannot be named (it has a name already, or the kernel refuses): then it is to be copied (its first `length`
+    /// bytes, so a second report from it is whole too).
     func name(beside target: String) -> FileOutput? {
         guard nameable else { return nil }
         fchmod(descriptor, FileOutput.stagedMode(for: target))
@@ -90,6 +92,7 @@ final class ReportBody {
         for _ in 0..<100 {
             let staged = target + ".partial." + String(decoding: (0..<6).map { _ in letters.randomElement(using: &generator)! }, as: UTF8.self)
             if linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, staged, AT_SYMLINK_FOLLOW) == 0 {
+                nameable = false
                 guard let output = try? FileOutput(appendingTo: descriptor, path: staged) else {
                     unlink(staged)
                     return nil
