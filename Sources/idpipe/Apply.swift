@@ -128,7 +128,8 @@ struct Resume: ParsableCommand {
         discussion: """
             An interrupted plan is read on from its last checkpoint; an interrupted apply sends again the actions that \
             were in flight (each is idempotent) and goes on with the rest. A plan started by `run --yes` is applied \
-            once complete. Refuses when the pipeline file or an input changed.
+            once complete. A run whose actions are all final gets its reports written again (a kill may have come \
+            before them). Refuses when the pipeline file or an input changed.
             """)
 
     @OptionGroup var location: ExistingRunOptions
@@ -160,7 +161,9 @@ struct Resume: ParsableCommand {
         case .stoppedByGuard:
             throw fail("the plan was stopped by a guard: \(record.guardVerdict ?? "")", code: Exit.stoppedByGuard)
         case .applied:
-            Console.out("Nothing to resume: every action of this run is final. `idpipe report --state \(state)` shows them.")
+            // Every action is final, but the apply may have been stopped before its reports were written: they are
+            // written again (it said "nothing to resume", and a run killed at that moment was left without report.md).
+            try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
         }
     }
 }
@@ -342,8 +345,11 @@ struct ApplyCommand {
             case .planning: throw CommandError("the plan in \(statePath) is not finished; `idpipe resume --state \(statePath)` completes it")
             case .stoppedByGuard: throw fail("the plan was stopped by a guard and may not be applied: \(run.guardVerdict ?? "")", code: Exit.stoppedByGuard)
             case .applied:
+                // With the pipeline's report settings, as the apply that finished used them (the defaults when the file
+                // can no longer be read): the same reports as that apply's, which a kill may have kept it from writing.
+                let report = (try? PipelineContext(path: run.pipelinePath))?.definition.report ?? ReportConfig()
+                try writeReports(store, listLimit: report.listLimit, revealByPipeline: report.revealPersonalData)
                 Console.out("Every action of this run is already final; nothing to do. The reports were written again.")
-                try writeReports(store, listLimit: 50)
                 return
             case .planned, .applying: break
             }

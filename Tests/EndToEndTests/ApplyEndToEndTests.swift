@@ -178,6 +178,14 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let (again, againOutput) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
         #expect(again == 0, "\(againOutput)")
         #expect(try sandbox.ledger().count == before)
+        // Nor does a resume, which writes the reports again (an apply killed between its last action and its reports
+        // left none).
+        try FileManager.default.removeItem(atPath: out + "/report.md")
+        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
+        #expect(resumed == 0, "\(resumedOutput)")
+        #expect(resumedOutput.contains("The reports were written again"), "\(resumedOutput)")
+        #expect(try String(contentsOfFile: out + "/report.md", encoding: .utf8) == report)
+        #expect(try sandbox.ledger().count == before)
     }
 
     @Test func theDeletionCapStopsBeforeTheFirstDeletionBeyondIt() throws {

@@ -172,6 +172,8 @@ public struct ReportConfig: Sendable, Equatable {
     public var revealPersonalData = false
     /// How many accounts each Markdown list shows; the JSON report and the CSV ledger have them all.
     public var listLimit = 50
+
+    public init() {}
 }
 
 public struct OutputConfig: Sendable, Equatable {
