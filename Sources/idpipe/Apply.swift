@@ -147,7 +147,10 @@ struct Resume: ParsableCommand {
         switch record.status {
         case .planning:
             try finishAndApply(record, state: state, out: out)
-        case .applying:
+        case .applying, .applied:
+            // An applied run too: every action is final, but the apply may have been stopped before its reports were
+            // written, and apply writes them again (resume said "nothing to resume", and such a run was left without
+            // report.md).
             try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
         case .planned:
             // A plan whose data counting stopped or gave up on faults, or a `run --yes` stopped between its plan and its apply.
@@ -160,10 +163,6 @@ struct Resume: ParsableCommand {
             try finishAndApply(record, state: state, out: out)
         case .stoppedByGuard:
             throw fail("the plan was stopped by a guard: \(record.guardVerdict ?? "")", code: Exit.stoppedByGuard)
-        case .applied:
-            // Every action is final, but the apply may have been stopped before its reports were written: they are
-            // written again (it said "nothing to resume", and a run killed at that moment was left without report.md).
-            try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "resume", confirmed: true)
         }
     }
 }
@@ -208,6 +207,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             Console.error("\nidpipe: stopping once the batch in hand is recorded (again to quit at once)")
         }
         let outcome: PlanResult
+        let store: StateStore
         let reveal = reveal || context.definition.report.revealPersonalData
         // The counts of a data survey change the actions after the plan: then the reports are all rendered afterwards.
         let hasDataPaths = context.definition.stages.delete?.pathKinds.isEmpty == false
@@ -222,7 +222,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             execution.shouldStop = { interruption.isRaised }
             execution.reportFollower = streamed
             do {
-                outcome = try execution.run()
+                (outcome, store) = try execution.run()
             } catch is StoppedBeforeRecording {
                 Console.error("idpipe: interrupted while reading the side inputs; nothing was recorded, so the same command can simply be run again")
                 return Exit.interrupted
@@ -234,7 +234,6 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 + "the same command, or `idpipe resume --state \(statePath)`, continues from there")
             return Exit.interrupted
         }
-        let store = try StateStore(path: statePath, durability: outcome.alreadyPlanned ? .synced : .deferred)
         if outcome.run.guardVerdict == nil, hasDataPaths {
             try countData(context: context, store: store)
         }
@@ -347,8 +346,7 @@ struct ApplyCommand {
             case .applied:
                 // With the pipeline's report settings, as the apply that finished used them (the defaults when the file
                 // can no longer be read): the same reports as that apply's, which a kill may have kept it from writing.
-                let report = (try? PipelineContext(path: run.pipelinePath))?.definition.report ?? ReportConfig()
-                try writeReports(store, listLimit: report.listLimit, revealByPipeline: report.revealPersonalData)
+                try writeReports(store, settings: (try? PipelineContext(path: run.pipelinePath))?.definition.report ?? ReportConfig())
                 Console.out("Every action of this run is already final; nothing to do. The reports were written again.")
                 return
             case .planned, .applying: break
@@ -407,7 +405,7 @@ struct ApplyCommand {
             case .interrupted: run.applyStop = "interrupted"
             }
             try store.saveRun(run)
-            try writeReports(store, listLimit: definition.report.listLimit, revealByPipeline: definition.report.revealPersonalData)
+            try writeReports(store, settings: definition.report)
             let progress = runner.progress
             Console.out("apply: \(progress.accounts) accounts, \(progress.actionsDone) actions done, \(progress.actionsFailed) failed, "
                 + "\(progress.deleted) accounts deleted, in \(formatSeconds(wallClockSeconds() - started))"
@@ -441,8 +439,9 @@ struct ApplyCommand {
         }
     }
 
-    func writeReports(_ store: StateStore, listLimit: Int, revealByPipeline: Bool = false) throws {
-        let writer = ReportWriter(store: store, out: out, reveal: reveal || revealByPipeline, listLimit: listLimit, stem: "report")
+    /// The reports of the apply, with the pipeline's report settings (and `--reveal-personal-data`).
+    func writeReports(_ store: StateStore, settings: ReportConfig) throws {
+        let writer = ReportWriter(store: store, out: out, reveal: reveal || settings.revealPersonalData, listLimit: settings.listLimit, stem: "report")
         for path in try writer.writeAll() { Console.out("report: \(path)") }
     }
 

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Synchronization
 import IdPipeCore
 import IdPipeExtract
 import IdPipeStore
@@ -73,7 +74,8 @@ struct PlanExecution {
     /// Renders the reports' bodies as the batches are committed.
     var reportFollower: StreamedReports?
 
-    func run() throws -> PlanResult {
+    /// The plan's outcome, and its store, open with the durability the plan chose (the plan stage writes on in it).
+    func run() throws -> (result: PlanResult, store: StateStore) {
         let definition = context.definition
         let live = definition.source.format == .identityToolkit
         let services = live ? try Services(context, logger: logger) : nil
@@ -134,27 +136,29 @@ struct PlanExecution {
         }
         let sink = try definition.output.importJSON.map { try ImportJSONWriter(path: "\(out)/\($0)") }
         let fingerprint: any InputFingerprint = live ? LiveSourceFingerprint(project: services?.projectId ?? "") : FileFingerprint(path: sourcePath)
-        return try runner.plan(run: run, openSource: { try context.openSource($0, services: services) }, fingerprint: fingerprint, sink: sink,
-                               clock: wallClockSeconds)
+        let result = try runner.plan(run: run, openSource: { try context.openSource($0, services: services) }, fingerprint: fingerprint,
+                                     sink: sink, clock: wallClockSeconds)
+        return (result, store)
     }
 }
 
-/// A job on a thread of the system's pool, whose result `wait` returns.
-final class BackgroundJob<Value: Sendable>: @unchecked Sendable {
+/// A job on a thread of the system's pool, whose result `wait` returns (`blocking` is the same for async work, waited
+/// for at once).
+final class BackgroundJob<Value: Sendable>: Sendable {
     private let done = DispatchSemaphore(value: 0)
-    // Written by the job before it signals `done`, read after `wait` has waited for it.
-    private var result: Result<Value, any Error>?
+    private let result = Mutex<Result<Value, any Error>?>(nil)
 
     init(_ body: @escaping @Sendable () throws -> Value) {
         DispatchQueue.global().async { [self] in
-            result = Result { try body() }
+            let value = Result { try body() }
+            result.withLock { $0 = value }
             done.signal()
         }
     }
 
     func wait() throws -> Value {
         done.wait()
-        return try result!.get()
+        return try result.withLock { $0! }.get()
     }
 }
 

@@ -317,14 +317,7 @@ struct Binary {
         let (code, output) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf])
         #expect(code == 1, "\(output)")
         let state = out + "/state.sqlite"
-        let (rootCode, root) = try runProgram("/usr/bin/env", ["python3", "-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute("
-                                                                  + "\"SELECT rootpage FROM sqlite_master WHERE name = 'account'\").fetchone()[0])", state])
-        #expect(rootCode == 0, "\(root)")
-        let page = try #require(Int(root.trimmingCharacters(in: .whitespacesAndNewlines)))
-        let handle = try #require(FileHandle(forUpdatingAtPath: state))
-        try handle.seek(toOffset: UInt64((page - 1) * 4096))
-        handle.write(Data(repeating: 0x5A, count: 4096))
-        try handle.close()
+        try damageTable("account", inDatabase: state)
         let before = try Data(contentsOf: URL(fileURLWithPath: state))
         let (applied, applyOutput) = try Binary.run(["apply", "--state", state, "--yes"])
         #expect(applied == 2, "\(applyOutput)")

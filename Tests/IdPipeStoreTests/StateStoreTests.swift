@@ -466,7 +466,6 @@ final class CountingFingerprint: InputFingerprint {
     @Test func aStoreDamagedAfterThePlanIsRefusedBeforeApply() throws {
         let path = TemporaryFile.directory("damaged-store") + "/state.sqlite"
         let synchronous = "PRAGMA synchronous"
-        var accountRoot = 0
         do {
             let planned = try StateStore(path: path, durability: .deferred)
             #expect(try planned.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 0)
@@ -474,17 +473,13 @@ final class CountingFingerprint: InputFingerprint {
             // A plan stage that finds its plan finished writes as apply does.
             try planned.use(.synced)
             #expect(try planned.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 1)
-            accountRoot = try #require(try planned.queue.read { db in try Int.fetchOne(db, sql: "SELECT rootpage FROM sqlite_master WHERE name = 'account'") })
         }
         let whole = try StateStore(path: path)
         #expect(try whole.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 1)
         try whole.makeDurable()
         #expect(try whole.loadRun()?.status == .planned)
 
-        let handle = try #require(FileHandle(forUpdatingAtPath: path))
-        try handle.seek(toOffset: UInt64((accountRoot - 1) * 4096))
-        handle.write(Data(repeating: 0xA5, count: 4096))
-        try handle.close()
+        try damageTable("account", inDatabase: path)
         let damaged = try StateStore(path: path)
         #expect {
             try damaged.makeDurable()

@@ -87,3 +87,20 @@ public struct SeededGenerator: RandomNumberGenerator {
         return value ^ (value >> 31)
     }
 }
+
+/// Overwrites the first page of `table` in the SQLite database at `path` (closed), as a write lost to a power loss
+/// could leave it. Python's sqlite3 says where the page is.
+public func damageTable(_ table: String, inDatabase path: String) throws {
+    let (code, output) = try runProgram("/usr/bin/env", ["python3", "-c", """
+        import sqlite3, sys
+        db = sqlite3.connect(sys.argv[1])
+        print(db.execute("PRAGMA page_size").fetchone()[0], db.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (sys.argv[2],)).fetchone()[0])
+        """, path, table])
+    let numbers = output.split(whereSeparator: \.isWhitespace).compactMap { UInt64($0) }
+    guard code == 0, numbers.count == 2, let handle = FileHandle(forUpdatingAtPath: path) else {
+        throw CocoaError(.fileReadCorruptFile, userInfo: [NSFilePathErrorKey: path, NSLocalizedDescriptionKey: "cannot find the table \(table): \(output)"])
+    }
+    try handle.seek(toOffset: (numbers[1] - 1) * numbers[0])
+    handle.write(Data(repeating: 0x5A, count: Int(numbers[0])))
+    try handle.close()
+}
