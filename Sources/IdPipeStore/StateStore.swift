@@ -90,10 +90,6 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         }
     }
 
-    private func folder(of path: String) -> String {
-        path.lastIndex(of: "/").map { $0 == path.startIndex ? "/" : String(path[..<$0]) } ?? "."
-    }
-
     /// Another connection to an existing store, for reading only (the reports read on several at once: WAL lets them).
     public init(readingFrom path: String) throws {
         self.path = path

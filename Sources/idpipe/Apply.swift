@@ -181,10 +181,6 @@ func validateAsOf(_ asOf: String?) throws {
     if let asOf, Timestamp.parseRFC3339(asOf) == nil { throw ValidationError("--as-of '\(asOf)' is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)") }
 }
 
-func folder(of path: String) -> String {
-    path.lastIndex(of: "/").map { String(path[..<$0]) } ?? "."
-}
-
 /// Runs (or resumes) the plan stage for `plan`, `run` and `resume`; returns the plan's exit code when it is not 0.
 func planStage(context: PipelineContext, statePath: String, out: String, asOf: Int64?, reveal: Bool, verbose: Bool, workers: Int? = nil,
                requestApply: Bool, maxDeletions: Int? = nil, command: String) throws -> ExitCode? {

@@ -34,7 +34,7 @@ struct PipelineContext {
         self.text = text
         self.sha256 = SHA256Hasher.hexDigest(text)
         self.definition = try PipelineDefinition.parse(yaml: text, file: path)
-        self.folder = idpipe.folder(of: path)
+        self.folder = IdPipeCore.folder(of: path)
     }
 
     func resolve(_ relative: String) -> String {
