@@ -8,24 +8,15 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     public let path: String
     let queue: DatabaseQueue
 
-    /// When what is written reaches the disk.
-    public enum Durability: Sendable {
-        /// Each checkpoint syncs the files (`synchronous = NORMAL`): a power loss keeps the store whole. For apply and
-        /// everything after it: its rows record what was sent to remote services.
-        case synced
-        /// The operating system writes the files when it will (`synchronous = OFF`). A process killed at any moment
-        /// loses nothing (what SQLite wrote is the system's), but a power loss or a crash of the system soon after can
-        /// leave the store damaged. For the plan, a dry run that can be made again: the syncs stalled its writer and
-        /// wrote the store to the disk during the run (5 % of a 1M-account plan's time, up to 17 % when the disk was busy). Apply starts with
-        /// `makeDurable`.
-        case deferred
-    }
-
-    public init(path: String, durability: Durability = .synced) throws {
+    /// Opens (or creates) the store. Each checkpoint syncs its files (`synchronous = NORMAL`): a power loss keeps it
+    /// whole. A plan then defers the syncing (`deferSyncing`). A store whose plan wrote without syncing and which the
+    /// system's restart may have cut short is refused (`StoreError.unsyncedBeforeRestart`): `discardUnsyncedPlan`.
+    public init(path: String) throws {
         self.path = path
+        if UnsyncedMarker.leftBeforeRestart(statePath: path) { throw StoreError.unsyncedBeforeRestart(path: path) }
         var configuration = Configuration()
         configuration.prepareDatabase { db in
-            try db.execute(sql: Self.pragma(durability))
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         configuration.busyMode = .timeout(5)
         do {
@@ -50,19 +41,35 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         throw StoreError.notAStateStore(path: path, tables: tables)
     }
 
-    private static func pragma(_ durability: Durability) -> String {
-        durability == .synced ? "PRAGMA synchronous = NORMAL" : "PRAGMA synchronous = OFF"
+    /// From now on the operating system writes the store's files when it will (`synchronous = OFF`), for a plan whose
+    /// store is new or not finished: the syncs stalled its writer and wrote the store to the disk during the run (5 %
+    /// of a 1M-account plan's time, up to 17 % when the disk was busy). A process killed at any moment still loses
+    /// nothing; a power loss or a crash of the system can, and the marker written first (`UnsyncedMarker`) tells the
+    /// next command so. Apply starts with `makeDurable`.
+    public func deferSyncing() throws {
+        guard path != ":memory:" else { return }
+        // Without a boot to compare with, a restart could not be told: the store stays synced.
+        guard let marking = UnsyncedMarker.current(statePath: path) else { return }
+        if UnsyncedMarker.read(statePath: path) != marking { try UnsyncedMarker.write(statePath: path, marking: marking) }
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
     }
 
-    /// Changes when what is written from now on reaches the disk (a plan stage that finds its plan finished, and perhaps
-    /// applied, writes what it still writes as apply does).
-    public func use(_ durability: Durability) throws {
-        try queue.writeWithoutTransaction { db in try db.execute(sql: Self.pragma(durability)) }
+    /// Removes the files of a store that `init` refuses as cut short by a restart of the system (the store, its WAL
+    /// and shared memory, then the marker), so that the plan is made again from the start: nothing was applied from it.
+    /// False when the store is not such a one (it is left as it is).
+    public static func discardUnsyncedPlan(at path: String) throws -> Bool {
+        guard UnsyncedMarker.leftBeforeRestart(statePath: path) else { return false }
+        for file in [path, path + "-wal", path + "-shm"] where unlink(file) != 0 && errno != ENOENT {
+            throw StoreError.cannotOpen(path: file, underlying: "cannot remove it: \(String(cString: strerror(errno)))")
+        }
+        try UnsyncedMarker.remove(statePath: path)
+        try UnsyncedMarker.sync(folder(of: path))
+        return true
     }
 
     /// Syncs the store's files to the disk and checks the store, before apply sends anything on its account: a plan
-    /// writes without syncing (`Durability.deferred`), so a power loss soon after it can have damaged the store, and a
-    /// damaged store is refused here rather than acted on.
+    /// writes without syncing (`deferSyncing`), and a damaged store is refused here rather than acted on. Then the
+    /// marker of unsynced writes goes.
     public func makeDurable() throws {
         let problems: [String]
         do {
@@ -80,19 +87,18 @@ public final class StateStore: PlanStore, @unchecked Sendable {
                 + "after the plan can do this: plan again into a new state store")
         }
         // The database's pages the plan's own checkpoints wrote, which no checkpoint synced, the WAL when a reader kept
-        // the checkpoint from emptying it, and the file's entry in its folder (the plan created it).
+        // the checkpoint from emptying it, and the folder: the file's entry (the plan created it), the marker's removal.
+        guard path != ":memory:" else { return }
         let wal = path + "-wal"
-        for file in path == ":memory:" ? [] : [path, folder(of: path)] + (access(wal, F_OK) == 0 ? [wal] : []) {
-            let descriptor = open(file, O_RDONLY | O_CLOEXEC)
-            guard descriptor >= 0 else { throw StoreError.cannotOpen(path: file, underlying: String(cString: strerror(errno))) }
-            defer { close(descriptor) }
-            guard fsync(descriptor) == 0 else { throw StoreError.cannotOpen(path: file, underlying: "fsync: \(String(cString: strerror(errno)))") }
-        }
+        for file in [path] + (access(wal, F_OK) == 0 ? [wal] : []) { try UnsyncedMarker.sync(file) }
+        try UnsyncedMarker.remove(statePath: path)
+        try UnsyncedMarker.sync(folder(of: path))
     }
 
     /// Another connection to an existing store, for reading only (the reports read on several at once: WAL lets them).
     public init(readingFrom path: String) throws {
         self.path = path
+        if UnsyncedMarker.leftBeforeRestart(statePath: path) { throw StoreError.unsyncedBeforeRestart(path: path) }
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(5)
@@ -195,6 +201,7 @@ public enum StoreError: Error, CustomStringConvertible {
     case corrupt(String)
     case locked(path: String, holder: String)
     case notAStateStore(path: String, tables: [String])
+    case unsyncedBeforeRestart(path: String)
 
     public var description: String {
         switch self {
@@ -205,6 +212,10 @@ public enum StoreError: Error, CustomStringConvertible {
             "the state store \(path) is in use by \(holder); wait for it to finish (or stop it: an interrupted run resumes) before starting another"
         case .cannotOpen(let path, let underlying): "cannot open the state store \(path): \(underlying)"
         case .corrupt(let what): "the state store is damaged: \(what)"
+        case .unsyncedBeforeRestart(let path):
+            "the state store \(path) holds a plan that was not yet on the disk when the system restarted (a power loss or a "
+                + "crash of the system), so it may have lost some of it; nothing was applied from it. Make the plan again "
+                + "with the same command (`idpipe plan`, or `idpipe run`): it starts over"
         }
     }
 }

@@ -16,8 +16,9 @@ struct Plan: ParsableCommand {
             With Firestore, Realtime Database or Storage paths in stages.delete, it reads each planned path (with \
             services.google's credentials) and reports how many documents, nodes and objects each would delete. \
             Writes OUT/plan.md (for a reviewer), OUT/plan.json (for machines), OUT/ledger.csv (one line per planned action) \
-            and, for migrations, the auth:import file. Interrupted (Ctrl-C, kill -9, power loss), the same command \
-            resumes from the last checkpoint and ends with the same report.
+            and, for migrations, the auth:import file. Interrupted (Ctrl-C, kill -9), the same command resumes from \
+            the last checkpoint and ends with the same report. The plan leaves syncing its state store to the system; \
+            after a power loss or a crash of the system, the same command plans again from the start.
             """)
 
     @Argument(help: "The pipeline file (YAML).")
@@ -100,10 +101,15 @@ struct PlanExecution {
         // The side inputs' digests are taken while the side inputs are read, one a core, the largest alone on its
         // core: on the other, after the smaller ones (about 20 ms of a 1M-account plan, before, while one core waited).
         let digesting = BackgroundJob { [context] in try context.sideInputDigests() }
-        let store = try StateStore(path: statePath, durability: .deferred)
+        if try StateStore.discardUnsyncedPlan(at: statePath) {
+            Console.error("idpipe: the system restarted before the plan in \(statePath) was all on the disk; it may have lost some of it, "
+                + "so the plan starts over (nothing was applied from it)")
+        }
+        let store = try StateStore(path: statePath)
         let existing = try store.loadRun()
-        // A finished plan, perhaps applied since, is not planned again: what is still written is synced.
-        if let existing, existing.status != .planning { try store.use(.synced) }
+        // A new or unfinished plan is written without syncing; a finished one, perhaps applied since, is not planned
+        // again, and what is still written is synced.
+        if existing?.status ?? .planning == .planning { try store.deferSyncing() }
         let planAsOf = existing?.asOf ?? asOf ?? epochMilliseconds()
         let loaded = Result { try SideInputReader.load(definition.inputs, relativeTo: context.folder) }
         let sideDigests = try digesting.wait()

@@ -167,6 +167,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let rows = try ledgerRows(out + "/state.sqlite")
         let ledger = SandboxLedger(try sandbox.ledger())
         checkOrderAndOnce(rows, ledger)
+        #expect(!FileManager.default.fileExists(atPath: out + "/state.sqlite.unsynced"), "apply syncs the plan's store first")
         #expect(ledger.count("identitytoolkit", "delete") == 10)
         #expect(ledger.count("apple", "revoke") == rows.filter { $0["action"] == "revoke-apple" && $0["state"] == "done" }.count)
         let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
@@ -185,6 +186,12 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(resumed == 0, "\(resumedOutput)")
         #expect(resumedOutput.contains("The reports were written again"), "\(resumedOutput)")
         #expect(try String(contentsOfFile: out + "/report.md", encoding: .utf8) == report)
+        #expect(try sandbox.ledger().count == before)
+        // A plan into the same store finds its plan applied: nothing is sent, and the store is not left unsynced.
+        let (rerun, rerunOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(rerun == 1, "the samples hold quarantined rows: \(rerunOutput)")
+        #expect(rerunOutput.contains("already holds a finished plan"), "\(rerunOutput)")
+        #expect(!FileManager.default.fileExists(atPath: out + "/state.sqlite.unsynced"))
         #expect(try sandbox.ledger().count == before)
     }
 

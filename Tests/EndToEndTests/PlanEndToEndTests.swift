@@ -326,6 +326,40 @@ struct Binary {
         #expect(try Data(contentsOf: URL(fileURLWithPath: state)) == before)
     }
 
+    /// After a power loss or a crash of the system (here: the marker beside the store names another boot), a plan's
+    /// store may have lost writes: status, apply and resume refuse it, saying so and changing nothing, and the same
+    /// plan command removes it and plans again from the start, to the same reports.
+    @Test func aPlanARestartOfTheSystemMayHaveCutShortIsPlannedAgain() throws {
+        let out = Binary.temporaryDirectory()
+        let plan = ["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf]
+        let (code, output) = try Binary.run(plan)
+        #expect(code == 1, "\(output)")
+        let state = out + "/state.sqlite"
+        let marker = state + ".unsynced"
+        let reports = { try ["plan.md", "plan.json", "ledger.csv"].map { try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0)) } }
+        let first = try reports()
+        let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = try String(contentsOfFile: marker, encoding: .utf8)
+        #expect(text.hasPrefix(boot + " "), "\(text)")
+        try text.replacingOccurrences(of: boot, with: "00000000-0000-4000-8000-000000000000").write(toFile: marker, atomically: true, encoding: .utf8)
+        let before = try Data(contentsOf: URL(fileURLWithPath: state))
+        for command in [["status", "--state", state], ["apply", "--state", state, "--yes"], ["resume", "--state", state]] {
+            let (refused, said) = try Binary.run(command)
+            #expect(refused == 2, "\(command): \(said)")
+            #expect(said.contains("idpipe: error: the state store \(state) holds a plan that was not yet on the disk when the system restarted"),
+                    "\(command): \(said)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: state)) == before)
+
+        let (again, againOutput) = try Binary.run(plan)
+        #expect(again == 1, "\(againOutput)")
+        #expect(againOutput.contains("idpipe: the system restarted before the plan in \(state) was all on the disk"), "\(againOutput)")
+        #expect(try reports() == first)
+        #expect(try String(contentsOfFile: marker, encoding: .utf8).hasPrefix(boot + " "))
+        let (status, statusOutput) = try Binary.run(["status", "--state", state])
+        #expect(status == 0, "\(statusOutput)")
+    }
+
     /// The generated pipeline, also protecting the first five accounts asked for deletion.
     func withProtectedAccounts(_ pipeline: String) throws -> String {
         let folder = (pipeline as NSString).deletingLastPathComponent

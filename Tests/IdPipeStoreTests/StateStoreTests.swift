@@ -467,16 +467,17 @@ final class CountingFingerprint: InputFingerprint {
         let path = TemporaryFile.directory("damaged-store") + "/state.sqlite"
         let synchronous = "PRAGMA synchronous"
         do {
-            let planned = try StateStore(path: path, durability: .deferred)
+            let planned = try StateStore(path: path)
+            #expect(try planned.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 1)
+            try planned.deferSyncing()
             #expect(try planned.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 0)
             _ = try run(planned)
-            // A plan stage that finds its plan finished writes as apply does.
-            try planned.use(.synced)
-            #expect(try planned.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 1)
         }
         let whole = try StateStore(path: path)
         #expect(try whole.queue.read { db in try Int.fetchOne(db, sql: synchronous) } == 1)
+        #expect(FileManager.default.fileExists(atPath: path + ".unsynced"))
         try whole.makeDurable()
+        #expect(!FileManager.default.fileExists(atPath: path + ".unsynced"))
         #expect(try whole.loadRun()?.status == .planned)
 
         try damageTable("account", inDatabase: path)
@@ -486,6 +487,59 @@ final class CountingFingerprint: InputFingerprint {
         } throws: { error in
             "\(error)".contains("the state store is damaged: \(path): ") && "\(error)".hasSuffix("plan again into a new state store")
         }
+    }
+
+    /// A plan's unsynced writes are covered by a marker naming the system's boot, written before them. A marker of an
+    /// earlier boot (a power loss or a crash of the system came before the store was synced) makes every open refuse
+    /// the store, until `discardUnsyncedPlan` removes it for the plan to be made again; a store that was synced, or
+    /// never deferred, has no marker.
+    @Test func aStoreARestartOfTheSystemMayHaveCutShortIsRefusedUntilDiscarded() throws {
+        let folder = TemporaryFile.directory("unsynced-store")
+        let path = folder + "/state.sqlite"
+        let marker = path + ".unsynced"
+        let boot = try #require(UnsyncedMarker.currentBoot())
+        #expect(boot == (try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines))
+        do {
+            let synced = try StateStore(path: path)
+            _ = try run(synced)
+            #expect(!FileManager.default.fileExists(atPath: marker))
+            try synced.deferSyncing()
+        }
+        let text = try String(contentsOfFile: marker, encoding: .utf8)
+        let inode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? Int)
+        #expect(text.hasPrefix("\(boot) \(inode)\n") && text.contains(path), "\(text)")
+        // The same boot: the store opens, both ways.
+        #expect(try StateStore(path: path).loadRun()?.status == .planned)
+        #expect(try StateStore(readingFrom: path).loadRun()?.status == .planned)
+        #expect(try StateStore.discardUnsyncedPlan(at: path) == false)
+
+        // A copy of the store, with its marker, taken before any restart and opened elsewhere: it was read whole.
+        let copy = TemporaryFile.directory("unsynced-store-copy") + "/state.sqlite"
+        try FileManager.default.copyItem(atPath: path, toPath: copy)
+        try text.replacingOccurrences(of: boot, with: "00000000-0000-4000-8000-000000000000").write(toFile: copy + ".unsynced", atomically: false, encoding: .utf8)
+        #expect(try StateStore(path: copy).loadRun()?.status == .planned)
+
+        // An earlier boot, and markers that cannot be read.
+        for earlier in [text.replacingOccurrences(of: boot, with: "00000000-0000-4000-8000-000000000000"), "", "\u{0}\u{1}", "\(boot)\n"] {
+            try earlier.write(toFile: marker, atomically: false, encoding: .utf8)
+            for open in [{ _ = try StateStore(path: path) }, { _ = try StateStore(readingFrom: path) }] as [() throws -> Void] {
+                #expect {
+                    try open()
+                } throws: { error in
+                    "\(error)".hasPrefix("the state store \(path) holds a plan that was not yet on the disk when the system restarted")
+                }
+            }
+        }
+        #expect(try StateStore.discardUnsyncedPlan(at: path))
+        let left = try FileManager.default.contentsOfDirectory(atPath: folder)
+        #expect(left.isEmpty, "\(left)")
+        #expect(try StateStore.discardUnsyncedPlan(at: path) == false)
+        let fresh = try StateStore(path: path)
+        #expect(try fresh.loadRun() == nil)
+        try fresh.deferSyncing()
+        #expect(FileManager.default.fileExists(atPath: marker))
+        try fresh.makeDurable()
+        #expect(!FileManager.default.fileExists(atPath: marker))
     }
 
     /// Another program's database given as `--state` is refused and left unchanged (before, idpipe's tables were
