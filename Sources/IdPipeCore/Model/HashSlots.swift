@@ -82,76 +82,81 @@ import Synchronization
     }
 }
 
-/// The ids seen so far, by their `IdHash` (a plan's duplicate check): the hashes in order, and an open-addressing
-/// table of their positions (4 bytes a slot, at most half full). Slots of 8 bytes holding the hashes themselves
-/// saved a read a check but held 10 MB more at the peak of a 1M-account plan, when the table last grew.
-/// A `Set<UInt64>` hashed each hash again, and grew by rehashing everything.
+/// The ids seen so far, by their `IdHash` (a plan's duplicate check): an open-addressing table of the hashes
+/// themselves, 8 bytes a slot, at most three quarters full (0 marks an empty slot; the hash 0 is kept aside). It is the
+/// one part of a plan's memory that grows with the number of accounts: 11 to 21 bytes an account, and half again while
+/// the table grows. The hashes in order with a table of 4-byte positions at most half full took 16 to 32 (a 10M-account
+/// plan peaked at 321 MB), and two dependent reads a probe. A `Set<UInt64>` hashed each hash again, and grew by
+/// rehashing everything.
 struct IdHashSet {
-    private var hashes: ContiguousArray<UInt64> = []
-    /// Positions in `hashes`; -1 marks an empty slot. A power of two long.
-    private var slots: [Int32]
+    /// A power of two long.
+    private var slots: [UInt64]
+    private var hasZero = false
+    private(set) var count = 0
 
     init(_ saved: [UInt64] = []) {
-        slots = [Int32](repeating: -1, count: 1 << 16)
-        hashes.reserveCapacity(saved.count)
+        var size = 1 << 16
+        while saved.count * 4 > size * 3 { size *= 2 }
+        slots = [UInt64](repeating: 0, count: size)
         for hash in saved { _ = insert(hash) }
     }
-
-    var count: Int { hashes.count }
 
     /// Whatever the last `warm` read: an atomic store, which the optimizer keeps, and with it the loads.
     private static let warmed = Atomic<UInt64>(0)
 
-    /// Reads what inserting these hashes will read first (each one's first slot, and the hash of the row in it), one
-    /// after the other, and does nothing else with it: in a loop of independent loads the cache misses overlap, where
-    /// inserting the hashes one by one waited for each miss in turn. perf put most of the merge's own time on that
-    /// wait, on the one thread that runs it (the tables of a 1M-account plan are 8 MB each).
+    /// Reads what inserting these hashes will read first (each one's first slot), one after the other, and does
+    /// nothing else with it: in a loop of independent loads the cache misses overlap, where inserting the hashes one by
+    /// one waited for each miss in turn. perf put most of the merge's own time on that wait, on the one thread that
+    /// runs it (the table of a 1M-account plan is 16 MB).
     func warm(_ upcoming: some Sequence<UInt64>) {
         let mask = slots.count - 1
         var any: UInt64 = 0
         slots.withUnsafeBufferPointer { slots in
-            hashes.withUnsafeBufferPointer { hashes in
-                for hash in upcoming {
-                    let position = slots[Int(truncatingIfNeeded: hash) & mask]
-                    if position >= 0 { any |= hashes[Int(position)] }
-                }
-            }
+            for hash in upcoming { any |= slots[Int(truncatingIfNeeded: hash) & mask] }
         }
         Self.warmed.store(any, ordering: .relaxed)
     }
 
-    /// The slot that holds `hash`, or the empty one where it would go.
+    /// The slot that holds `hash` (not 0), or the empty one where it would go.
     @inline(__always)
     private func probe(_ hash: UInt64) -> (slot: Int, found: Bool) {
         let mask = slots.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
-        while slots[slot] >= 0 {
-            if hashes[Int(slots[slot])] == hash { return (slot, true) }
+        while slots[slot] != 0 {
+            if slots[slot] == hash { return (slot, true) }
             slot = (slot + 1) & mask
         }
         return (slot, false)
     }
 
     func contains(_ hash: UInt64) -> Bool {
-        probe(hash).found
+        hash == 0 ? hasZero : probe(hash).found
     }
 
     /// True when the hash was not there yet.
     mutating func insert(_ hash: UInt64) -> Bool {
+        if hash == 0 {
+            if hasZero { return false }
+            hasZero = true
+            count += 1
+            return true
+        }
         let (slot, found) = probe(hash)
         if found { return false }
-        hashes.append(hash)
-        if hashes.count * 2 > slots.count { placeAll(size: slots.count * 2) } else { slots[slot] = Int32(hashes.count - 1) }
+        slots[slot] = hash
+        count += 1
+        if count * 4 > slots.count * 3 { placeAll(size: slots.count * 2) }
         return true
     }
 
     private mutating func placeAll(size: Int) {
-        slots = [Int32](repeating: -1, count: size)
+        let old = slots
+        slots = [UInt64](repeating: 0, count: size)
         let mask = size - 1
-        for (position, hash) in hashes.enumerated() {
+        for hash in old where hash != 0 {
             var slot = Int(truncatingIfNeeded: hash) & mask
-            while slots[slot] >= 0 { slot = (slot + 1) & mask }
-            slots[slot] = Int32(position)
+            while slots[slot] != 0 { slot = (slot + 1) & mask }
+            slots[slot] = hash
         }
     }
 }
