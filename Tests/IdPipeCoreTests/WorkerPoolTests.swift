@@ -39,7 +39,7 @@ import IdPipeTestSupport
     /// Against `Set<UInt64>`: random hashes, the hash 0, repeats, and hashes equal in their low bits (long probes).
     @Test func agreesWithASet() {
         var random = SeededGenerator(seed: 11)
-        var ours = IdHashSet()
+        let ours = IdHashSet()
         var reference = Set<UInt64>()
         var disagreements: [UInt64] = []
         var inserted: [UInt64] = []
@@ -68,7 +68,7 @@ import IdPipeTestSupport
 
     @Test func startsFromTheHashesOfACheckpoint() {
         let saved: [UInt64] = [0, 5, 1 << 40, 5]
-        var set = IdHashSet(saved)
+        let set = IdHashSet(saved)
         #expect(set.count == 3)
         #expect(!set.insert(0) && !set.insert(1 << 40) && set.insert(6))
     }

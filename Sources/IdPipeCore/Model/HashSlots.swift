@@ -82,23 +82,44 @@ import Synchronization
     }
 }
 
-/// The ids seen so far, by their `IdHash` (a plan's duplicate check): an open-addressing table of the hashes
-/// themselves, 8 bytes a slot, at most three quarters full (0 marks an empty slot; the hash 0 is kept aside). It is the
-/// one part of a plan's memory that grows with the number of accounts: 11 to 21 bytes an account, and half again while
-/// the table grows. The hashes in order with a table of 4-byte positions at most half full took 16 to 32 (a 10M-account
-/// plan peaked at 321 MB), and two dependent reads a probe. A `Set<UInt64>` hashed each hash again, and grew by
-/// rehashing everything.
-struct IdHashSet {
-    /// A power of two long.
-    private var slots: [UInt64]
+/// The ids seen so far, by their `IdHash` (a plan's duplicate check): open-addressing tables of the hashes
+/// themselves, 8 bytes a slot, each at most three quarters full (0 marks an empty slot; the hash 0 is kept aside). It is
+/// the one part of a plan's memory that grows with the number of accounts: 11 to 21 bytes an account.
+///
+/// The hashes are spread over 256 tables by their top byte, and each table doubles on its own: while one grows, its old
+/// and new slots are alive together, a 256th of the whole. One table doubling at once held both its old and its new
+/// slots, half again the memory, at the moment it grew (a 10M-account plan peaked at 254 MB, 60 MB of it that). The
+/// hashes in order with a table of 4-byte positions at most half full took 16 to 32 bytes an account (321 MB), and two
+/// dependent reads a probe. A `Set<UInt64>` hashed each hash again, and grew by rehashing everything.
+final class IdHashSet {
+    private static let tableBits = 8
+    /// Each table's slots, a power of two long.
+    private var tables: [UnsafeMutableBufferPointer<UInt64>]
+    private var filled: [Int]
     private var hasZero = false
     private(set) var count = 0
 
     init(_ saved: [UInt64] = []) {
-        var size = 1 << 16
-        while saved.count * 4 > size * 3 { size *= 2 }
-        slots = [UInt64](repeating: 0, count: size)
+        var size = 64
+        while saved.count * 4 > (size << Self.tableBits) * 3 { size *= 2 }
+        tables = (0..<(1 << Self.tableBits)).map { _ in Self.emptyTable(size) }
+        filled = [Int](repeating: 0, count: 1 << Self.tableBits)
         for hash in saved { _ = insert(hash) }
+    }
+
+    deinit {
+        for table in tables { table.deallocate() }
+    }
+
+    private static func emptyTable(_ size: Int) -> UnsafeMutableBufferPointer<UInt64> {
+        let table = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: size)
+        table.initialize(repeating: 0)
+        return table
+    }
+
+    @inline(__always)
+    private static func table(of hash: UInt64) -> Int {
+        Int(truncatingIfNeeded: hash >> UInt64(64 - tableBits))
     }
 
     /// Whatever the last `warm` read: an atomic store, which the optimizer keeps, and with it the loads.
@@ -107,56 +128,56 @@ struct IdHashSet {
     /// Reads what inserting these hashes will read first (each one's first slot), one after the other, and does
     /// nothing else with it: in a loop of independent loads the cache misses overlap, where inserting the hashes one by
     /// one waited for each miss in turn. perf put most of the merge's own time on that wait, on the one thread that
-    /// runs it (the table of a 1M-account plan is 16 MB).
+    /// runs it (the tables of a 1M-account plan are 16 MB).
     func warm(_ upcoming: some Sequence<UInt64>) {
-        let mask = slots.count - 1
         var any: UInt64 = 0
-        slots.withUnsafeBufferPointer { slots in
-            for hash in upcoming { any |= slots[Int(truncatingIfNeeded: hash) & mask] }
+        for hash in upcoming {
+            let table = tables[Self.table(of: hash)]
+            any |= table[Int(truncatingIfNeeded: hash) & (table.count - 1)]
         }
         Self.warmed.store(any, ordering: .relaxed)
     }
 
-    /// The slot that holds `hash` (not 0), or the empty one where it would go.
+    /// The slot of `table` that holds `hash` (not 0), or the empty one where it would go.
     @inline(__always)
-    private func probe(_ hash: UInt64) -> (slot: Int, found: Bool) {
-        let mask = slots.count - 1
+    private static func probe(_ table: UnsafeMutableBufferPointer<UInt64>, _ hash: UInt64) -> (slot: Int, found: Bool) {
+        let mask = table.count - 1
         var slot = Int(truncatingIfNeeded: hash) & mask
-        while slots[slot] != 0 {
-            if slots[slot] == hash { return (slot, true) }
+        while table[slot] != 0 {
+            if table[slot] == hash { return (slot, true) }
             slot = (slot + 1) & mask
         }
         return (slot, false)
     }
 
     func contains(_ hash: UInt64) -> Bool {
-        hash == 0 ? hasZero : probe(hash).found
+        hash == 0 ? hasZero : Self.probe(tables[Self.table(of: hash)], hash).found
     }
 
     /// True when the hash was not there yet.
-    mutating func insert(_ hash: UInt64) -> Bool {
+    func insert(_ hash: UInt64) -> Bool {
         if hash == 0 {
             if hasZero { return false }
             hasZero = true
             count += 1
             return true
         }
-        let (slot, found) = probe(hash)
+        let index = Self.table(of: hash)
+        let table = tables[index]
+        let (slot, found) = Self.probe(table, hash)
         if found { return false }
-        slots[slot] = hash
+        table[slot] = hash
         count += 1
-        if count * 4 > slots.count * 3 { placeAll(size: slots.count * 2) }
+        filled[index] += 1
+        if filled[index] * 4 > table.count * 3 { grow(index) }
         return true
     }
 
-    private mutating func placeAll(size: Int) {
-        let old = slots
-        slots = [UInt64](repeating: 0, count: size)
-        let mask = size - 1
-        for hash in old where hash != 0 {
-            var slot = Int(truncatingIfNeeded: hash) & mask
-            while slots[slot] != 0 { slot = (slot + 1) & mask }
-            slots[slot] = hash
-        }
+    private func grow(_ index: Int) {
+        let old = tables[index]
+        let table = Self.emptyTable(old.count * 2)
+        for hash in old where hash != 0 { table[Self.probe(table, hash).slot] = hash }
+        old.deallocate()
+        tables[index] = table
     }
 }

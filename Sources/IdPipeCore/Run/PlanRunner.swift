@@ -139,7 +139,7 @@ public final class PlanRunner {
         var reportEntries = 0
         let committer = OrderedCommitter(store: store, follower: follower)
         defer { _ = try? committer.drain() }
-        var seen = IdHashSet(checkpoint.seenIdHashes)
+        let seen = IdHashSet(checkpoint.seenIdHashes)
         var tally = checkpoint.tally
         let started = clock()
         var batches = 0
