@@ -45,13 +45,38 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     /// store is new or not finished: the syncs stalled its writer and wrote the store to the disk during the run (5 %
     /// of a 1M-account plan's time, up to 17 % when the disk was busy). A process killed at any moment still loses
     /// nothing; a power loss or a crash of the system can, and the marker written first (`UnsyncedMarker`) tells the
-    /// next command so. Apply starts with `makeDurable`.
+    /// next command so. The finished plan ends with `syncDeferred`; apply starts with `makeDurable`.
     public func deferSyncing() throws {
         guard path != ":memory:" else { return }
         // Without a boot to compare with, a restart could not be told: the store stays synced.
         guard let marking = UnsyncedMarker.current(statePath: path) else { return }
-        if UnsyncedMarker.read(statePath: path) != marking { try UnsyncedMarker.write(statePath: path, marking: marking) }
+        // Written again even when it says the same: a process killed before it synced its folder left it in place but
+        // perhaps not on the disk.
+        try UnsyncedMarker.write(statePath: path, marking: marking)
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
+    }
+
+    /// Ends what `deferSyncing` began, once the plan is whole: the store's files go to the disk (about 40 ms for a
+    /// 1M-account plan's store), then the marker goes. A finished plan, which a reviewer reads and apply may carry out
+    /// days later, so survives a restart of the system, and a plan made on one machine can be applied on another.
+    public func syncDeferred() throws {
+        guard path != ":memory:", UnsyncedMarker.read(statePath: path) != nil else { return }
+        try queue.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
+            // Under NORMAL a checkpoint syncs the WAL, then the database once the WAL is copied into it.
+            _ = try Row.fetchAll(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+        }
+        try syncFilesAndDropMarker()
+    }
+
+    /// The database's pages no checkpoint synced, the WAL when a reader kept the checkpoint from emptying it, then the
+    /// marker's removal and the folder (the file's entry: the plan created it).
+    private func syncFilesAndDropMarker() throws {
+        guard path != ":memory:" else { return }
+        let wal = path + "-wal"
+        for file in [path] + (access(wal, F_OK) == 0 ? [wal] : []) { try UnsyncedMarker.sync(file) }
+        try UnsyncedMarker.remove(statePath: path)
+        try UnsyncedMarker.sync(folder(of: path))
     }
 
     /// Removes the files of a store that `init` refuses as cut short by a restart of the system (the store, its WAL
@@ -59,12 +84,27 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     /// False when the store is not such a one (it is left as it is).
     public static func discardUnsyncedPlan(at path: String) throws -> Bool {
         guard UnsyncedMarker.leftBeforeRestart(statePath: path) else { return false }
+        // Without this boot's id nothing says a restart came between: refused, not removed.
+        guard UnsyncedMarker.currentBoot() != nil else { throw StoreError.unsyncedBeforeRestart(path: path) }
         for file in [path, path + "-wal", path + "-shm"] where unlink(file) != 0 && errno != ENOENT {
             throw StoreError.cannotOpen(path: file, underlying: "cannot remove it: \(String(cString: strerror(errno)))")
         }
+        // The store's removal on the disk before the marker's: never a store left without its marker.
+        try UnsyncedMarker.sync(folder(of: path))
         try UnsyncedMarker.remove(statePath: path)
         try UnsyncedMarker.sync(folder(of: path))
         return true
+    }
+
+    /// The status of the run recorded at `path`, read without the checks of `init` (nil when it cannot be read).
+    static func recordedStatus(at path: String) -> RunStatus? {
+        var configuration = Configuration()
+        configuration.readonly = true
+        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
+        return try? queue.read { db in
+            guard let json = try String.fetchOne(db, sql: "SELECT record FROM run WHERE id = 1") else { return nil }
+            return try JSONCoding.decode(RunRecord.self, json).status
+        }
     }
 
     /// Syncs the store's files to the disk and checks the store, before apply sends anything on its account: a plan
@@ -86,13 +126,10 @@ public final class StateStore: PlanStore, @unchecked Sendable {
             throw StoreError.corrupt("\(path): " + problems.prefix(3).joined(separator: "; ") + "; a power loss or a crash of the system soon "
                 + "after the plan can do this: plan again into a new state store")
         }
-        // The database's pages the plan's own checkpoints wrote, which no checkpoint synced, the WAL when a reader kept
-        // the checkpoint from emptying it, and the folder: the file's entry (the plan created it), the marker's removal.
-        guard path != ":memory:" else { return }
-        let wal = path + "-wal"
-        for file in [path] + (access(wal, F_OK) == 0 ? [wal] : []) { try UnsyncedMarker.sync(file) }
-        try UnsyncedMarker.remove(statePath: path)
-        try UnsyncedMarker.sync(folder(of: path))
+        try syncFilesAndDropMarker()
+        // From here on its rows record what is sent to remote services: each commit is synced (`FULL`; `NORMAL` would
+        // let a power loss take back the last ones, and a done action be sent again).
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
     }
 
     /// Another connection to an existing store, for reading only (the reports read on several at once: WAL lets them).

@@ -5,13 +5,15 @@ import Glibc
 
 /// `<state>.unsynced`: the store holds writes of a plan that may not be on the disk yet (`StateStore.deferSyncing`).
 /// It names the system's boot it was written in, and the store's file (its inode). Written and synced before the first
-/// such write, removed once the store is synced (`StateStore.makeDurable`, which apply calls before it sends anything).
+/// such write, removed once the store is synced: at the end of the plan (`StateStore.syncDeferred`), or by apply's
+/// `StateStore.makeDurable`, before it sends anything.
 ///
 /// A process killed at any moment loses nothing that way: what SQLite wrote belongs to the system. Only a power loss or
 /// a crash of the system can lose it, and the system boots again after either: a marker naming another boot means the
 /// store may have lost writes, or be damaged. Nothing was applied from such a store (apply removes the marker first), so
 /// a plan makes it again from the start, and every other command refuses it. A marker that names another file came
-/// with a copy of the store (a plan copied to the machine that applies it, say): the copy was read whole.
+/// with a copy of the store: the copy was read whole. The plan itself syncs the store and removes the marker once it is
+/// whole (`StateStore.syncDeferred`): only a plan the restart cut short is made again.
 enum UnsyncedMarker {
     static func path(for statePath: String) -> String { statePath + ".unsynced" }
 
@@ -44,7 +46,13 @@ enum UnsyncedMarker {
         guard stat(statePath, &info) == 0 else { return false }
         // Another file's marker: the store is a copy.
         if fields.count == 2, let inode = UInt64(fields[1]), inode != UInt64(info.st_ino) { return false }
-        return fields.count != 2 || String(fields[0]) != currentBoot()
+        guard fields.count != 2 || String(fields[0]) != currentBoot() else { return false }
+        // A store apply has worked on cannot be the one marked (apply removes the marker before it sends anything):
+        // another store was put in its place, on an inode used again. Its marker is stale.
+        switch StateStore.recordedStatus(at: statePath) {
+        case .applying, .applied: return false
+        default: return true
+        }
     }
 
     private static func firstLine(of file: String) -> String? {

@@ -243,6 +243,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         // batches before its start; one already planned saw none).
         if let streamed, outcome.reportBodiesComplete { writer.streamed = streamed }
         let written = try writer.writeAll()
+        // The plan is whole: its store goes to the disk, so a restart of the system from now on loses nothing of it.
+        try store.syncDeferred()
         let tally = outcome.tally
         if outcome.alreadyPlanned {
             Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "

@@ -17,8 +17,9 @@ struct Plan: ParsableCommand {
             services.google's credentials) and reports how many documents, nodes and objects each would delete. \
             Writes OUT/plan.md (for a reviewer), OUT/plan.json (for machines), OUT/ledger.csv (one line per planned action) \
             and, for migrations, the auth:import file. Interrupted (Ctrl-C, kill -9), the same command resumes from \
-            the last checkpoint and ends with the same report. The plan leaves syncing its state store to the system; \
-            after a power loss or a crash of the system, the same command plans again from the start.
+            the last checkpoint and ends with the same report. The plan leaves syncing its state store to the system \
+            until it is whole; after a power loss or a crash of the system before that, the same command plans again \
+            from the start.
             """)
 
     @Argument(help: "The pipeline file (YAML).")

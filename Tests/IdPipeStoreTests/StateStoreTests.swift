@@ -540,6 +540,25 @@ final class CountingFingerprint: InputFingerprint {
         #expect(FileManager.default.fileExists(atPath: marker))
         try fresh.makeDurable()
         #expect(!FileManager.default.fileExists(atPath: marker))
+        // The whole plan syncs its store and drops the marker itself.
+        try fresh.deferSyncing()
+        _ = try run(fresh)
+        #expect(try fresh.queue.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 0)
+        try fresh.syncDeferred()
+        #expect(!FileManager.default.fileExists(atPath: marker))
+        #expect(try fresh.queue.read { db in try Int.fetchOne(db, sql: "PRAGMA synchronous") } == 1)
+
+        // A marker of an earlier boot beside a store apply has worked on is stale (apply removes the marker before it
+        // sends anything: another store took the marked one's place): the store opens, and is never removed.
+        var applying = try #require(try fresh.loadRun())
+        applying.status = .applying
+        try fresh.saveRun(applying)
+        try fresh.deferSyncing()
+        let stale = try String(contentsOfFile: marker, encoding: .utf8).replacingOccurrences(of: boot, with: "00000000-0000-4000-8000-000000000000")
+        try stale.write(toFile: marker, atomically: false, encoding: .utf8)
+        #expect(try StateStore(path: path).loadRun()?.status == .applying)
+        #expect(try StateStore.discardUnsyncedPlan(at: path) == false)
+        #expect(FileManager.default.fileExists(atPath: path))
     }
 
     /// Another program's database given as `--state` is refused and left unchanged (before, idpipe's tables were
