@@ -56,7 +56,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
     }
 
-    /// Ends what `deferSyncing` began, once the plan is whole: the store's files go to the disk (about 40 ms for a
+    /// Ends what `deferSyncing` began, once the plan is whole: the store's files go to the disk (about 50 ms for a
     /// 1M-account plan's store), then the marker goes. A finished plan, which a reviewer reads and apply may carry out
     /// days later, so survives a restart of the system, and a plan made on one machine can be applied on another.
     public func syncDeferred() throws {
