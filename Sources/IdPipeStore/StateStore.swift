@@ -123,8 +123,8 @@ public final class StateStore: PlanStore, @unchecked Sendable {
             problems = [error.message ?? "\(error)"]
         }
         guard problems == ["ok"] else {
-            throw StoreError.corrupt("\(path): " + problems.prefix(3).joined(separator: "; ") + "; a power loss or a crash of the system soon "
-                + "after the plan can do this: plan again into a new state store")
+            throw StoreError.corrupt("\(path): " + problems.prefix(3).joined(separator: "; ") + "; a failing disk, or another program "
+                + "writing to the file, can do this: plan again into a new state store")
         }
         try syncFilesAndDropMarker()
         // From here on its rows record what is sent to remote services: each commit is synced (`FULL`; `NORMAL` would

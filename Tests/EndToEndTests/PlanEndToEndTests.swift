@@ -309,9 +309,8 @@ struct Binary {
         #expect(left.isEmpty, "\(left)")
     }
 
-    /// The plan leaves the syncing of its store to the system; apply syncs and checks the store before anything else,
-    /// and refuses one damaged as a power loss soon after the plan could leave it (a page of the account table
-    /// overwritten here), changing nothing and asking for no service.
+    /// Apply syncs and checks the store before anything else, and refuses one damaged since the plan (a page of the
+    /// account table overwritten here, as a failing disk could leave it), changing nothing and asking for no service.
     @Test func applyRefusesAStoreDamagedAfterThePlan() throws {
         let out = Binary.temporaryDirectory()
         let (code, output) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf])

@@ -461,8 +461,8 @@ final class CountingFingerprint: InputFingerprint {
     }
 
 
-    /// The plan writes its store without syncing it; apply first syncs and checks it, and refuses a store damaged as a
-    /// power loss soon after the plan could leave it (here: a page of the account table overwritten).
+    /// The plan writes its store without syncing it; apply first syncs and checks it, and refuses a store damaged since
+    /// (here: a page of the account table overwritten, as a failing disk or another program could leave it).
     @Test func aStoreDamagedAfterThePlanIsRefusedBeforeApply() throws {
         let path = TemporaryFile.directory("damaged-store") + "/state.sqlite"
         let synchronous = "PRAGMA synchronous"
