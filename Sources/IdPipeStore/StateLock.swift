@@ -10,7 +10,7 @@ public final class StateLock {
     public let path: String
 
     public init(statePath: String, command: String) throws {
-        path = statePath + ".lock"
+        path = Self.path(for: statePath)
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StoreError.cannotOpen(path: path, underlying: String(cString: strerror(errno))) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
@@ -24,6 +24,8 @@ public final class StateLock {
         _ = ftruncate(fd, 0)
         _ = note.withCString { pwrite(fd, $0, strlen($0), 0) }
     }
+
+    static func path(for statePath: String) -> String { statePath + ".lock" }
 
     deinit {
         _ = ftruncate(fd, 0)

@@ -13,7 +13,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     /// system's restart may have cut short is refused (`StoreError.unsyncedBeforeRestart`): `discardUnsyncedPlan`.
     public init(path: String) throws {
         self.path = path
-        if UnsyncedMarker.leftBeforeRestart(statePath: path) { throw StoreError.unsyncedBeforeRestart(path: path) }
+        try UnsyncedMarker.refuseIfLeftBeforeRestart(statePath: path)
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")
@@ -61,19 +61,17 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     /// days later, so survives a restart of the system, and a plan made on one machine can be applied on another.
     public func syncDeferred() throws {
         guard path != ":memory:", UnsyncedMarker.read(statePath: path) != nil else { return }
-        try queue.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA synchronous = NORMAL")
-            // Under NORMAL a checkpoint syncs the WAL, then the database once the WAL is copied into it.
-            _ = try Row.fetchAll(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-        }
-        try syncFilesAndDropMarker()
+        try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }
+        try syncToDisk()
     }
 
-    /// The database's pages no checkpoint synced, the WAL when a reader kept the checkpoint from emptying it, then the
-    /// marker's removal and the folder (the file's entry: the plan created it).
-    private func syncFilesAndDropMarker() throws {
+    /// A checkpoint (under NORMAL it syncs the WAL, then the database once the WAL is copied into it), the database's
+    /// pages no checkpoint synced, the WAL when a reader kept the checkpoint from emptying it, then the marker's removal
+    /// and the folder (the file's entry: the plan created it).
+    private func syncToDisk() throws {
+        try queue.writeWithoutTransaction { db in _ = try Row.fetchAll(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         guard path != ":memory:" else { return }
-        let wal = path + "-wal"
+        let wal = Self.walFile(at: path)
         for file in [path] + (access(wal, F_OK) == 0 ? [wal] : []) { try UnsyncedMarker.sync(file) }
         try UnsyncedMarker.remove(statePath: path)
         try UnsyncedMarker.sync(folder(of: path))
@@ -86,7 +84,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         guard UnsyncedMarker.leftBeforeRestart(statePath: path) else { return false }
         // Without this boot's id nothing says a restart came between: refused, not removed.
         guard UnsyncedMarker.currentBoot() != nil else { throw StoreError.unsyncedBeforeRestart(path: path) }
-        for file in [path, path + "-wal", path + "-shm"] where unlink(file) != 0 && errno != ENOENT {
+        for file in databaseFiles(at: path) where unlink(file) != 0 && errno != ENOENT {
             throw StoreError.cannotOpen(path: file, underlying: "cannot remove it: \(String(cString: strerror(errno)))")
         }
         // The store's removal on the disk before the marker's: never a store left without its marker.
@@ -96,28 +94,27 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         return true
     }
 
-    /// The status of the run recorded at `path`, read without the checks of `init` (nil when it cannot be read).
-    static func recordedStatus(at path: String) -> RunStatus? {
-        var configuration = Configuration()
-        configuration.readonly = true
-        guard let queue = try? DatabaseQueue(path: path, configuration: configuration) else { return nil }
-        return try? queue.read { db in
-            guard let json = try String.fetchOne(db, sql: "SELECT record FROM run WHERE id = 1") else { return nil }
-            return try JSONCoding.decode(RunRecord.self, json).status
-        }
+    /// The store's database at `path`: the file, SQLite's WAL and its shared memory.
+    public static func databaseFiles(at path: String) -> [String] { [path, walFile(at: path), path + "-shm"] }
+    static func walFile(at path: String) -> String { path + "-wal" }
+
+    /// Every file a store at `path` may have beside its database: the lock, the marker of unsynced writes and its
+    /// staged copy. What no input may be.
+    public static func files(at path: String) -> [String] {
+        databaseFiles(at: path) + [StateLock.path(for: path), UnsyncedMarker.path(for: path), UnsyncedMarker.stagedPath(for: path)]
     }
 
-    /// Syncs the store's files to the disk and checks the store, before apply sends anything on its account: a plan
-    /// writes without syncing (`deferSyncing`), and a damaged store is refused here rather than acted on. Then the
-    /// marker of unsynced writes goes.
+    /// The status of the run recorded at `path`, read without the checks of `init` (nil when it cannot be read).
+    static func recordedStatus(at path: String) -> RunStatus? {
+        (try? StateStore(readingFrom: path, unlessLeftBeforeRestart: false).loadRun())?.status
+    }
+
+    /// Checks the store and syncs its files to the disk, before apply sends anything on its account: a damaged store
+    /// is refused here rather than acted on, and any marker of unsynced writes (`deferSyncing`) goes.
     public func makeDurable() throws {
         let problems: [String]
         do {
-            problems = try queue.writeWithoutTransaction { db in
-                // Under `synchronous = NORMAL` a checkpoint syncs the WAL, then the database once the WAL is copied into it.
-                try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-                return try String.fetchAll(db, sql: "PRAGMA quick_check")
-            }
+            problems = try queue.read { db in try String.fetchAll(db, sql: "PRAGMA quick_check") }
         } catch let error as DatabaseError where [.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(error.resultCode) {
             // Some damage stops the check itself.
             problems = [error.message ?? "\(error)"]
@@ -126,16 +123,21 @@ public final class StateStore: PlanStore, @unchecked Sendable {
             throw StoreError.corrupt("\(path): " + problems.prefix(3).joined(separator: "; ") + "; a failing disk, or another program "
                 + "writing to the file, can do this: plan again into a new state store")
         }
-        try syncFilesAndDropMarker()
+        try syncToDisk()
         // From here on its rows record what is sent to remote services: each commit is synced (`FULL`; `NORMAL` would
         // let a power loss take back the last ones, and a done action be sent again).
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = FULL") }
     }
 
     /// Another connection to an existing store, for reading only (the reports read on several at once: WAL lets them).
-    public init(readingFrom path: String) throws {
+    public convenience init(readingFrom path: String) throws {
+        try self.init(readingFrom: path, unlessLeftBeforeRestart: true)
+    }
+
+    /// `refusing`: as `init(path:)`, a store a restart of the system may have cut short.
+    private init(readingFrom path: String, unlessLeftBeforeRestart refusing: Bool) throws {
         self.path = path
-        if UnsyncedMarker.leftBeforeRestart(statePath: path) { throw StoreError.unsyncedBeforeRestart(path: path) }
+        if refusing { try UnsyncedMarker.refuseIfLeftBeforeRestart(statePath: path) }
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(5)

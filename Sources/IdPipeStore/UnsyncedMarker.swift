@@ -16,6 +16,8 @@ import Glibc
 /// whole (`StateStore.syncDeferred`): only a plan the restart cut short is made again.
 enum UnsyncedMarker {
     static func path(for statePath: String) -> String { statePath + ".unsynced" }
+    /// Where the marker is written before it is renamed into place.
+    static func stagedPath(for statePath: String) -> String { path(for: statePath) + ".partial" }
 
     /// This boot of the system (a new one after each start), nil when the kernel does not say.
     static func currentBoot() -> String? {
@@ -55,6 +57,10 @@ enum UnsyncedMarker {
         }
     }
 
+    static func refuseIfLeftBeforeRestart(statePath: String) throws {
+        if leftBeforeRestart(statePath: statePath) { throw StoreError.unsyncedBeforeRestart(path: statePath) }
+    }
+
     private static func firstLine(of file: String) -> String? {
         let descriptor = open(file, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { return nil }
@@ -69,7 +75,7 @@ enum UnsyncedMarker {
     /// Written beside and renamed into place: a process killed meanwhile leaves no marker, not an empty one.
     static func write(statePath: String, marking: String) throws {
         let marker = path(for: statePath)
-        let staged = marker + ".partial"
+        let staged = stagedPath(for: statePath)
         let text = "\(marking)\nidpipe: a plan wrote \(statePath) (the inode above) without syncing it to the disk, in the boot of the system named above. "
             + "`idpipe apply` syncs the store and removes this file. If the system restarts before that, the plan is made again from the start.\n"
         let descriptor = open(staged, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)

@@ -193,7 +193,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         try makeDirectory(folder(of: statePath))
         let importFile = context.definition.output.importJSON.map { ["\(out)/\($0)"] } ?? []
         try context.refuseOutputsOverInputs(ReportWriter.outputs(out: out, stem: "plan") + importFile
-            + ["", "-wal", "-shm", ".lock", ".unsynced", ".unsynced.partial"].map { statePath + $0 })
+            + StateStore.files(at: statePath))
         let lock = try StateLock(statePath: statePath, command: command)
         defer { withExtendedLifetime(lock) {} }
         let started = wallClockSeconds()

@@ -31,7 +31,7 @@ struct Report: ParsableCommand {
             let writer = ReportWriter(store: store, out: ".", reveal: reportOptions.revealPersonalData, listLimit: listLimit)
             let chosen = ReportWriter.Format(rawValue: format)!
             if let output {
-                if let target = FileInfo.identity(output), ["", "-wal", "-shm"].contains(where: { FileInfo.identity(state + $0) == target }) {
+                if let target = FileInfo.identity(output), StateStore.databaseFiles(at: state).contains(where: { FileInfo.identity($0) == target }) {
                     throw CommandError("--output \(output) is the state store (or its WAL) the report is read from")
                 }
                 _ = try writer.write(chosen, to: output)

@@ -498,7 +498,7 @@ final class CountingFingerprint: InputFingerprint {
         let path = folder + "/state.sqlite"
         let marker = path + ".unsynced"
         let boot = try #require(UnsyncedMarker.currentBoot())
-        #expect(boot == (try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)).trimmingCharacters(in: .whitespacesAndNewlines))
+        #expect(boot == (try systemBootId()))
         do {
             let synced = try StateStore(path: path)
             _ = try run(synced)
@@ -516,11 +516,11 @@ final class CountingFingerprint: InputFingerprint {
         // A copy of the store, with its marker, taken before any restart and opened elsewhere: it was read whole.
         let copy = TemporaryFile.directory("unsynced-store-copy") + "/state.sqlite"
         try FileManager.default.copyItem(atPath: path, toPath: copy)
-        try text.replacingOccurrences(of: boot, with: "00000000-0000-4000-8000-000000000000").write(toFile: copy + ".unsynced", atomically: false, encoding: .utf8)
+        try fromAnEarlierBoot(text).write(toFile: copy + ".unsynced", atomically: false, encoding: .utf8)
         #expect(try StateStore(path: copy).loadRun()?.status == .planned)
 
         // An earlier boot, and markers that cannot be read.
-        for earlier in [text.replacingOccurrences(of: boot, with: "00000000-0000-4000-8000-000000000000"), "", "\u{0}\u{1}", "\(boot)\n"] {
+        for earlier in [try fromAnEarlierBoot(text), "", "\u{0}\u{1}", "\(boot)\n"] {
             try earlier.write(toFile: marker, atomically: false, encoding: .utf8)
             for open in [{ _ = try StateStore(path: path) }, { _ = try StateStore(readingFrom: path) }] as [() throws -> Void] {
                 #expect {
@@ -554,7 +554,7 @@ final class CountingFingerprint: InputFingerprint {
         applying.status = .applying
         try fresh.saveRun(applying)
         try fresh.deferSyncing()
-        let stale = try String(contentsOfFile: marker, encoding: .utf8).replacingOccurrences(of: boot, with: "00000000-0000-4000-8000-000000000000")
+        let stale = try fromAnEarlierBoot(try String(contentsOfFile: marker, encoding: .utf8))
         try stale.write(toFile: marker, atomically: false, encoding: .utf8)
         #expect(try StateStore(path: path).loadRun()?.status == .applying)
         #expect(try StateStore.discardUnsyncedPlan(at: path) == false)

@@ -104,3 +104,13 @@ public func damageTable(_ table: String, inDatabase path: String) throws {
     handle.write(Data(repeating: 0x5A, count: Int(numbers[0])))
     try handle.close()
 }
+
+/// This boot of the system as the kernel names it: what a marker of a plan's unsynced writes (`STATE.unsynced`) records.
+public func systemBootId() throws -> String {
+    try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
+/// A marker's text as if the plan had written it in an earlier boot of the system (before a power loss, say).
+public func fromAnEarlierBoot(_ marker: String) throws -> String {
+    marker.replacingOccurrences(of: try systemBootId(), with: "00000000-0000-4000-8000-000000000000")
+}
