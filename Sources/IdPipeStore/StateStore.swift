@@ -172,15 +172,23 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     public func loadCheckpoint() throws -> PlanCheckpoint? {
         try queue.read { db in
             guard let row = try Row.fetchOne(db, sql: "SELECT input, input_prefix_sha256, tally, next_sequence, import_length FROM checkpoint WHERE id = 1") else { return nil }
-            var hashes: [UInt64] = []
-            for blob in try Data.fetchAll(db, sql: "SELECT hashes FROM seen_ids ORDER BY batch") {
-                hashes.append(contentsOf: IdHashes.decode(blob))
-            }
             return PlanCheckpoint(
                 input: try JSONCoding.decode(InputCheckpoint.self, row["input"]),
                 inputPrefixSHA256: row["input_prefix_sha256"],
                 tally: try JSONCoding.decode(Tally.self, row["tally"]),
-                nextSequence: row["next_sequence"], seenIdHashes: hashes, importFileLength: row["import_length"])
+                nextSequence: row["next_sequence"], importFileLength: row["import_length"])
+        }
+    }
+
+    public func seenIdCount() throws -> Int {
+        try queue.read { db in try Int.fetchOne(db, sql: "SELECT coalesce(sum(length(hashes)), 0) / 8 FROM seen_ids") ?? 0 }
+    }
+
+    /// One batch's blob at a time: a resumed 10M-account plan does not hold its 80 MB of hashes at once.
+    public func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws {
+        try queue.read { db in
+            let blobs = try Data.fetchCursor(db, sql: "SELECT hashes FROM seen_ids ORDER BY batch")
+            while let blob = try blobs.next() { try body(IdHashes.decode(blob)) }
         }
     }
 

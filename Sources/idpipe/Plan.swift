@@ -126,6 +126,10 @@ struct PlanExecution {
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, workers: workers, logger: logger)
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }
+        // Tests make the duplicate check survey the input after a few ids, as a plan of millions of accounts does.
+        if let limit = ProcessEnvironment.value("IDPIPE_IDS_IN_MEMORY").flatMap(Int.init) { runner.idsInMemory = limit }
+        // The duplicate check's scratch file goes beside the store: on the disk the user gave the plan's state.
+        runner.scratchSpace = { try ScratchFile(folder: folder(of: statePath)) }
         // Tests plan the same input both ways and compare: every account the full way, or plain ones counted only.
         if ProcessEnvironment.value("IDPIPE_FULL_PATH") == "1" { runner.fastPath = false }
         runner.reportFollower = reportFollower
@@ -139,6 +143,10 @@ struct PlanExecution {
         runner.progress = { progress in
             let percent = progress.totalBytes > 0 ? " · \(Int(progress.bytes * 100 / progress.totalBytes)) %" : ""
             let rate = progress.elapsedSeconds > 0 ? Int(Double(progress.records) / progress.elapsedSeconds) : 0
+            if let surveyed = progress.surveyedBytes, progress.totalBytes > 0 {
+                Console.progress("plan: \(progress.records) accounts\(percent) · reading the rest for repeated ids · \(Int(surveyed * 100 / progress.totalBytes)) %")
+                return
+            }
             Console.progress("plan: \(progress.records) accounts\(percent) · \(rate)/s · \(progress.quarantined) quarantined")
         }
         let sink = try definition.output.importJSON.map { try ImportJSONWriter(path: "\(out)/\($0)") }

@@ -1,5 +1,6 @@
 import CLinux
 import IdPipeCore
+import IdPipeExtract
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -48,15 +49,11 @@ final class ReportBody {
     private(set) var length: Int64 = 0
 
     init(folder: String, opening: String) throws {
-        var descriptor = open(folder, idpipe_o_tmpfile() | O_RDWR | O_CLOEXEC, 0o666)
-        nameable = descriptor >= 0
-        if descriptor < 0 {
-            var template = Array((folder + "/.idpipe-report-body.XXXXXX").utf8CString)
-            descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
-            guard descriptor >= 0 else { throw CommandError("cannot write in \(folder): \(String(cString: strerror(errno)))") }
-            template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
+        do {
+            (descriptor, nameable) = try UnnamedFile.make(in: folder, fallbackName: ".idpipe-report-body", mode: 0o666)
+        } catch {
+            throw CommandError(error.description)
         }
-        self.descriptor = descriptor
         try append(Array(opening.utf8))
     }
 

@@ -242,6 +242,43 @@ struct Binary {
         }
     }
 
+    /// Past `IDPIPE_IDS_IN_MEMORY` accepted ids, the duplicate check reads the rest of the input once for its ids and
+    /// keeps only those that repeat (`DuplicateCheck`). On a generated export with duplicate ids and side inputs, the
+    /// plan is the same byte for byte: with the survey early or halfway, and stopped and resumed, where the resumed plan
+    /// surveys from the ids its store holds. The scratch file leaves nothing behind.
+    @Test(arguments: ["json", "csv"])
+    func aDuplicateCheckThatReadsTheRestForRepeatsGivesTheSamePlan(format: String) throws {
+        let pipeline = try generatedPlan(format)
+        let plan = ["plan", pipeline, "--as-of", asOf, "--verbose"]
+        let reference = Binary.temporaryDirectory()
+        let (referenceCode, referenceOutput) = try Binary.run(plan + ["--out", reference])
+        #expect(referenceCode == 1 && !referenceOutput.contains("the duplicate check holds"), "\(referenceOutput)")
+        let report = try String(contentsOfFile: "\(reference)/plan.md", encoding: .utf8)
+        #expect(report.contains("duplicate: an earlier row has the same id") && report.contains("| `inputs.deletion_requests` |"), "\(report)")
+        func expectSame(_ out: String, _ label: String) throws {
+            for file in ["plan.md", "plan.json", "ledger.csv"] {
+                let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
+                let b = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
+                #expect(a == b, "\(label): \(file) differs")
+            }
+            let left = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasPrefix(".idpipe") }
+            #expect(left.isEmpty, "\(label): \(left)")
+        }
+        let small = ["IDPIPE_BATCH_BYTES": "65536"]
+        for limit in ["100", "3000"] {
+            let out = Binary.temporaryDirectory()
+            let (code, output) = try Binary.run(plan + ["--out", out], environment: small.merging(["IDPIPE_IDS_IN_MEMORY": limit]) { $1 })
+            #expect(code == 1 && output.contains("more than the \(limit) the duplicate check holds: reading the rest of the input once"), "\(output)")
+            try expectSame(out, "survey past \(limit) ids")
+        }
+        let resumed = Binary.temporaryDirectory()
+        let (stopCode, stopOutput) = try Binary.run(plan + ["--out", resumed], environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "8"]) { $1 })
+        #expect(stopCode == 130, "\(stopOutput)")
+        let (code, output) = try Binary.run(plan + ["--out", resumed], environment: small.merging(["IDPIPE_IDS_IN_MEMORY": "100"]) { $1 })
+        #expect(code == 1 && output.contains("resuming an interrupted plan") && output.contains("more than the 100 the duplicate check holds"), "\(output)")
+        try expectSame(resumed, "resumed with more ids in the store than the check holds")
+    }
+
     /// plan.json and the ledger are put together from what the plan rendered as it went; `idpipe report` renders them
     /// from the store. The two are the same byte for byte: masked or revealed, with a quarantine, when a guard stops
     /// the plan, and after a resumed plan (which renders from the store, not having seen its first batches).

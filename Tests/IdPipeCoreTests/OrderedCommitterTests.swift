@@ -14,6 +14,8 @@ import Testing
         func loadRun() throws -> RunRecord? { nil }
         func saveRun(_ run: RunRecord) throws {}
         func loadCheckpoint() throws -> PlanCheckpoint? { nil }
+        func seenIdCount() throws -> Int { 0 }
+        func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws {}
         func commit(_ batch: consuming PlanBatch) throws {
             Thread.sleep(forTimeInterval: 0.005)
             struct Refused: Error {}
@@ -24,7 +26,7 @@ import Testing
 
     static func batch(_ number: Int64) -> PlanBatch {
         PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: number, line: 1, records: number, state: nil), inputPrefixSHA256: "",
-                                             tally: Tally(), nextSequence: number, seenIdHashes: [], importFileLength: 0))
+                                             tally: Tally(), nextSequence: number, importFileLength: 0))
     }
 
     @Test func writesInOrder() throws {

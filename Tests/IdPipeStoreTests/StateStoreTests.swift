@@ -228,14 +228,20 @@ final class CountingFingerprint: InputFingerprint {
         var tally = Tally()
         tally.add("accounts.read", 3)
         let checkpoint = PlanCheckpoint(input: InputCheckpoint(offset: 42, line: 7, records: 3, state: "export"), inputPrefixSHA256: "abc",
-                                        tally: tally, nextSequence: 3, seenIdHashes: [], importFileLength: 9)
+                                        tally: tally, nextSequence: 3, importFileLength: 9)
         var batch = PlanBatch(checkpoint: checkpoint)
         batch.newIdHashes = [1, 2, UInt64.max]
         try store.commit(batch)
+        var next = PlanBatch(checkpoint: checkpoint)
+        next.newIdHashes = [0, 7]
+        try store.commit(next)
         let loaded = try #require(try store.loadCheckpoint())
         #expect(loaded.input == checkpoint.input)
         #expect(loaded.tally == tally)
-        #expect(loaded.seenIdHashes == [1, 2, UInt64.max])
+        var seen: [[UInt64]] = []
+        try store.forEachSeenIdHashes { seen.append($0) }
+        #expect(seen == [[1, 2, UInt64.max], [0, 7]])
+        #expect(try store.seenIdCount() == 5)
         #expect(loaded.importFileLength == 9)
     }
 
@@ -264,7 +270,7 @@ final class CountingFingerprint: InputFingerprint {
         outcome.account.email = "josé@bücher.example"
         outcome.account.displayName = ""
         var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: 1, line: 2, records: 1, state: nil), inputPrefixSHA256: "x",
-                                                         tally: Tally(), nextSequence: 6, seenIdHashes: [], importFileLength: 0))
+                                                         tally: Tally(), nextSequence: 6, importFileLength: 0))
         batch.accounts = [KeptAccount(outcome)]
         try store.commit(batch)
         var rows: [ReportAccount] = []
@@ -307,7 +313,7 @@ final class CountingFingerprint: InputFingerprint {
             }
         }
         var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: 1, line: 2, records: Int64(kept.count), state: nil), inputPrefixSHA256: "x",
-                                                         tally: Tally(), nextSequence: Int64(kept.count), seenIdHashes: [], importFileLength: 0))
+                                                         tally: Tally(), nextSequence: Int64(kept.count), importFileLength: 0))
         batch.accounts = kept
         try store.commit(batch)
         var lists = GatheredLists(limit: 4)
@@ -333,7 +339,7 @@ final class CountingFingerprint: InputFingerprint {
         let long = String(repeating: "Zoë ", count: 20_000)
         let names = ["Ann", long, "", "山田太郎", long + "!"]
         var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: 1, line: 2, records: 5, state: nil), inputPrefixSHA256: "x",
-                                                         tally: Tally(), nextSequence: 5, seenIdHashes: [], importFileLength: 0))
+                                                         tally: Tally(), nextSequence: 5, importFileLength: 0))
         for (index, name) in names.enumerated() {
             let account = Account(localId: "u\(index)", email: "u\(index)@example.com", displayName: "Ann", disabled: true,
                                   providers: [ProviderLink(providerId: "google.com", rawId: "g\(index)")])
@@ -369,7 +375,7 @@ final class CountingFingerprint: InputFingerprint {
         }
         func batch(_ outcomes: [AccountOutcome], next: Int64) -> PlanBatch {
             var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: next, line: 1, records: next, state: nil), inputPrefixSHA256: "x",
-                                                             tally: Tally(), nextSequence: next, seenIdHashes: [], importFileLength: 0))
+                                                             tally: Tally(), nextSequence: next, importFileLength: 0))
             batch.accounts = outcomes.map(KeptAccount.init)
             return batch
         }
@@ -395,7 +401,7 @@ final class CountingFingerprint: InputFingerprint {
         func commit(_ accounts: [(String, Int64)]) throws {
             let next = accounts.last!.1 + 1
             var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: next, line: 1, records: next, state: nil), inputPrefixSHA256: "x",
-                                                             tally: Tally(), nextSequence: next, seenIdHashes: [], importFileLength: 0))
+                                                             tally: Tally(), nextSequence: next, importFileLength: 0))
             for (uid, sequence) in accounts {
                 guard case .account(var outcome) = processor.process(Account(localId: uid), position: SourcePosition(file: "f", line: 1), sequence: 0) else {
                     Issue.record("not processed")

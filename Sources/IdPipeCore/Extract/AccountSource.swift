@@ -107,6 +107,10 @@ public protocol AccountSource: AnyObject {
     /// Whether the plan may read the next batch while it merges the last: a file's costs nothing that a plan stopped
     /// there would regret; the live API's is a request.
     var readsAhead: Bool { get }
+    /// Whether opening the input again and reading it once more costs only the reading: a file's does, so a plan whose
+    /// duplicate check outgrows its memory reads the rest of the file once for its ids (`DuplicateCheck`); the live
+    /// API's would download every account twice.
+    var rereadable: Bool { get }
     /// Asked once both batches are decoded, `next` having been read right after `batch`: true when `next` starts where
     /// the decoding of `batch` stopped. A source that reads its next batch before the last is decoded, from where it
     /// guessed that one ends, can be wrong; the plan then drops the batches read after `batch` and calls `readAgain`.
@@ -118,6 +122,7 @@ public protocol AccountSource: AnyObject {
 
 extension AccountSource {
     public var readsAhead: Bool { true }
+    public var rereadable: Bool { true }
     public func follows(_: any RawBatch, after _: any RawBatch) -> Bool { true }
     public func readAgain(after _: any RawBatch) {}
 }

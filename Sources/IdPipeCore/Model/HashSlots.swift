@@ -154,6 +154,14 @@ final class IdHashSet {
         hash == 0 ? hasZero : Self.probe(tables[Self.table(of: hash)], hash).found
     }
 
+    /// Every hash in the set, in no particular order.
+    func forEach(_ body: (UInt64) throws -> Void) rethrows {
+        if hasZero { try body(0) }
+        for table in tables {
+            for hash in table where hash != 0 { try body(hash) }
+        }
+    }
+
     /// True when the hash was not there yet.
     func insert(_ hash: UInt64) -> Bool {
         if hash == 0 {

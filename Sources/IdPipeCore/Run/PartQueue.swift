@@ -31,7 +31,7 @@ final class PartQueue: Sendable {
     }
 
     /// Queues the parts of `batch`, for `merge` to take (`PendingBatch.takeParts`) once they are all decoded.
-    func start(_ batch: PendingBatch) {
+    func start<Part>(_ batch: PendingBatch<Part>) {
         let current = generation.load(ordering: .relaxed)
         jobs.withLock { jobs in
             for part in 0..<batch.batch.partCount {
@@ -61,18 +61,18 @@ final class PartQueue: Sendable {
 /// stayed shared with the copy the read-ahead held, and the merge's first change to each part (taking its kept
 /// accounts out) copied the part's whole array of kept accounts, retaining every string in it, on the thread every
 /// batch waits for.
-final class PendingBatch: Sendable {
+final class PendingBatch<Part: Sendable>: Sendable {
     let batch: any RawBatch
-    private let make: @Sendable (any RawBatch, Int) -> ProcessedPart
-    private let parts: Mutex<[ProcessedPart?]>
+    private let make: @Sendable (any RawBatch, Int) -> Part
+    private let parts: Mutex<[Part?]>
     private let remaining: Atomic<Int>
     private let done = DispatchGroup()
 
     /// `make` decodes and processes one part of a batch (this one, or the rest of it that `RawBatch.remainder` gives).
-    init(_ batch: any RawBatch, make: @escaping @Sendable (any RawBatch, Int) -> ProcessedPart) {
+    init(_ batch: any RawBatch, make: @escaping @Sendable (any RawBatch, Int) -> Part) {
         self.batch = batch
         self.make = make
-        parts = Mutex([ProcessedPart?](repeating: nil, count: batch.partCount))
+        parts = Mutex([Part?](repeating: nil, count: batch.partCount))
         remaining = Atomic(batch.partCount)
         done.enter()
         if batch.partCount == 0 { done.leave() }
@@ -96,10 +96,10 @@ final class PendingBatch: Sendable {
     }
 
     /// The parts, once, when they are all decoded: the batch keeps none of them.
-    func takeParts() -> [ProcessedPart] {
+    func takeParts() -> [Part] {
         done.wait()
         return parts.withLock { parts in
-            var taken: [ProcessedPart?] = []
+            var taken: [Part?] = []
             swap(&taken, &parts)
             return taken.map { part in
                 guard let part else { preconditionFailure("a part of a batch dropped before it was decoded was taken") }

@@ -34,6 +34,8 @@ public struct PlanProgress: Sendable {
     public var totalBytes: Int64
     public var quarantined: Int
     public var elapsedSeconds: Double
+    /// While the duplicate check reads the rest of the input for its ids (`DuplicateCheck`): the offset it reached.
+    public var surveyedBytes: Int64?
 }
 
 public struct PlanResult: Sendable {
@@ -89,6 +91,10 @@ public final class PlanRunner {
     /// Gets each batch before it is committed, when the plan starts from the beginning of its input (a resumed plan
     /// has batches it never saw).
     public var reportFollower: (any PlanReportFollower)?
+    /// How many accepted ids the duplicate check holds before it surveys the rest of the input (`DuplicateCheck`).
+    public var idsInMemory = DuplicateCheck.defaultLimit
+    /// Makes the space the survey writes its hashes to; without it, the duplicate check holds every id however many.
+    public var scratchSpace: (() throws -> any ScratchSpace)?
 
     public init(pipeline: PipelineDefinition, processor: AccountProcessor, store: any PlanStore, workers: Int, logger: Logger) {
         self.pipeline = pipeline
@@ -104,7 +110,7 @@ public final class PlanRunner {
         sink: (any CleanedAccountSink)?, clock: () -> Double
     ) throws -> PlanResult {
         var run = newRun
-        var checkpoint = PlanCheckpoint(input: InputCheckpoint(), inputPrefixSHA256: "", tally: Tally(), nextSequence: 0, seenIdHashes: [], importFileLength: 0)
+        var checkpoint = PlanCheckpoint(input: InputCheckpoint(), inputPrefixSHA256: "", tally: Tally(), nextSequence: 0, importFileLength: 0)
         var resumed = false
         if let existing = try store.loadRun() {
             do {
@@ -139,7 +145,7 @@ public final class PlanRunner {
         var reportEntries = 0
         let committer = OrderedCommitter(store: store, follower: follower)
         defer { _ = try? committer.drain() }
-        let seen = IdHashSet(checkpoint.seenIdHashes)
+        let duplicates = DuplicateCheck(limit: idsInMemory)
         var tally = checkpoint.tally
         let started = clock()
         var batches = 0
@@ -151,8 +157,30 @@ public final class PlanRunner {
         let partQueue = PartQueue(width: width)
         // Runs after the read-ahead has stopped: parts still queued then belong to batches that will not be merged.
         defer { partQueue.finish(cancel: true) }
+        /// Reads the rest of the input from `start` for the duplicate check, its progress shown as the plan's.
+        func survey(from start: InputCheckpoint, after count: Int, accepted: ((UInt64) throws -> Void) throws -> Void,
+                    makeScratch: () throws -> any ScratchSpace) throws {
+            logger.info("""
+                \(count) ids accepted, more than the \(duplicates.limit) the duplicate check holds: reading the rest of the input \
+                once for its ids, so that it holds only those that repeat
+                """)
+            let found = try surveyIds(from: start, makeScratch: makeScratch, openSource: openSource, queue: partQueue, accepted: accepted) { offset in
+                progress?(PlanProgress(records: checkpoint.input.records, bytes: checkpoint.input.offset, totalBytes: source.totalBytes,
+                                       quarantined: tally.quarantineRows, elapsedSeconds: clock() - started, surveyedBytes: offset))
+            }
+            duplicates.narrow(to: found)
+        }
+        if resumed {
+            if let scratchSpace, source.rereadable, case let count = try store.seenIdCount(), count > duplicates.limit {
+                try survey(from: checkpoint.input, after: count, accepted: { add in
+                    try store.forEachSeenIdHashes { hashes in for hash in hashes { try add(hash) } }
+                }, makeScratch: scratchSpace)
+            } else {
+                try store.forEachSeenIdHashes(duplicates.restore)
+            }
+        }
         // Reads the batches and queues their parts for the workers, handing each batch to `merge`.
-        let read: @Sendable ((PendingBatch) throws -> Void) throws -> Void = { emit in
+        let read: @Sendable ((PendingBatch<ProcessedPart>) throws -> Void) throws -> Void = { emit in
             // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
             while let batch = try reading.source.nextBatch(records: batchRecords, parts: width * 4) {
                 // The workers decode, process, hash the ids and count; the merge only checks the ids for duplicates,
@@ -166,7 +194,7 @@ public final class PlanRunner {
         }
         // The batch merged last: the next must start where its decoding stopped (`AccountSource.follows`).
         var merged: (any RawBatch)?
-        func merge(_ pending: PendingBatch) throws {
+        func merge(_ pending: PendingBatch<ProcessedPart>) throws {
             try committer.check()
             let batch = pending.batch
             // Known as soon as the batch is read: no need to wait for its parts.
@@ -179,7 +207,7 @@ public final class PlanRunner {
             var cleaned: [Account] = []
             var sequence = checkpoint.nextSequence
             for index in parts.indices {
-                seen.warm(parts[index].idHashes)
+                duplicates.warm(parts[index].idHashes)
                 // The part's kept accounts, made and rendered in order: the k-th kept entry is `kept[k]` and fragment k.
                 var fragment = 0
                 counter.merge(parts[index].counter)
@@ -190,7 +218,7 @@ public final class PlanRunner {
                     case .quarantined(let entry):
                         next.quarantine.append((sequence, parts[index].quarantine[entry]))
                     case .plain(let entry, let hash):
-                        if seen.insert(hash) {
+                        if duplicates.insert(hash) {
                             next.newIdHashes.append(hash)
                         } else {
                             let duplicate = parts[index].duplicate(entry)
@@ -200,7 +228,7 @@ public final class PlanRunner {
                         }
                     case .account(let entry, let hash, let kept):
                         defer { if kept { fragment += 1 } }
-                        if !seen.insert(hash) {
+                        if !duplicates.insert(hash) {
                             let outcome = parts[index].outcomes[entry]
                             let duplicate = QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
                                                             reason: ProcessedPart.duplicateReason)
@@ -236,11 +264,14 @@ public final class PlanRunner {
             // the batch holds, which are freed then (held until written, they raised the plan's peak memory).
             let digest = try batch.inputBytes.map { try fingerprint.advance(to: input.offset, holding: $0.bytes, from: $0.start) }
                 ?? fingerprint.advance(to: input.offset)
-            checkpoint = PlanCheckpoint(input: input, inputPrefixSHA256: digest, tally: tally, nextSequence: sequence, seenIdHashes: [],
+            checkpoint = PlanCheckpoint(input: input, inputPrefixSHA256: digest, tally: tally, nextSequence: sequence,
                                         importFileLength: sink?.length ?? 0)
             next.checkpoint = checkpoint
             committer.submit(next)
             batches += 1
+            if let scratchSpace, duplicates.isFull, source.rereadable {
+                try survey(from: input, after: duplicates.count, accepted: duplicates.forEachAccepted, makeScratch: scratchSpace)
+            }
             progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
                                    quarantined: tally.quarantineRows, elapsedSeconds: clock() - started))
             if shouldStop?(batches) == true {
@@ -257,7 +288,7 @@ public final class PlanRunner {
                         // merged here: with the merge in between, one core was often idle. One batch waits, and the one after
                         // it waits to be handed over, so up to two are ahead of the merge, their parts queued (the memory
                         // figures count them).
-                        try ReadAhead<PendingBatch>(chunkSize: 1, depth: 1).run(produce: read, consume: merge)
+                        try ReadAhead<PendingBatch<ProcessedPart>>(chunkSize: 1, depth: 1).run(produce: read, consume: merge)
                     } else {
                         try read(merge)
                     }
@@ -280,9 +311,12 @@ public final class PlanRunner {
             try committer.drain()
             return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
         }
-        // Counted while the store writes the last batches (about 6 ms of a 1M-account plan, on one core, after them).
-        let unmatched = Self.unmatched(processor.sideInputs, seen: seen)
+        // Counted while the store writes the last batches (about 6 ms of a 1M-account plan, on one core, after them); from
+        // the ids the store holds, once written, when the check no longer holds them all.
+        let counted = duplicates.acceptedIds.map { Self.unmatched(processor.sideInputs, accepted: $0.contains) }
         try committer.drain()
+        let unmatched: [String: Int]?
+        if let counted { unmatched = counted } else { unmatched = try Self.unmatched(processor.sideInputs, acceptedIn: store) }
         // A file is read to its end: a source set back to the wrong place (`readAgain`) must not end a plan early in silence.
         if source.totalBytes > 0 && checkpoint.input.offset != source.totalBytes {
             throw PlanError.input(InputError(path: source.path, message: "reading ended at byte \(checkpoint.input.offset) of "
@@ -536,17 +570,30 @@ public enum Guards {
 extension PlanRunner {
     /// How many ids of each side input are no processed account's: an id missing from the export, a quarantined
     /// account, or a mistyped id. Such a deletion request or protection does nothing, which the reviewer is told.
-    static func unmatched(_ inputs: SideInputs, seen: IdHashSet) -> [String: Int]? {
+    static func unmatched(_ inputs: SideInputs, accepted: (UInt64) -> Bool) -> [String: Int]? {
         var counts: [String: Int] = [:]
-        func count(_ role: String, _ hashes: some Sequence<UInt64>) {
-            let missing = hashes.reduce(0) { $0 + (seen.contains($1) ? 0 : 1) }
+        for (role, hashes) in sideInputHashes(inputs) {
+            let missing = hashes.reduce(0) { $0 + (accepted($1) ? 0 : 1) }
             if missing > 0 { counts[role] = missing }
         }
-        count("legacy_names", inputs.legacyNames.hashes)
-        count("deletion_requests", inputs.deletionRequests.hashes)
-        count("stored_tokens", inputs.credentials.hashes)
-        count("protected_accounts", inputs.protectedIds.lazy.map(IdHash.of))
         return counts.isEmpty ? nil : counts
+    }
+
+    /// The same, from the accepted ids the store holds: those of them that a side input names are gathered first.
+    static func unmatched(_ inputs: SideInputs, acceptedIn store: any PlanStore) throws -> [String: Int]? {
+        let named = IdHashSet()
+        for (_, hashes) in sideInputHashes(inputs) { for hash in hashes { _ = named.insert(hash) } }
+        let matched = IdHashSet()
+        try store.forEachSeenIdHashes { hashes in
+            for hash in hashes where named.contains(hash) { _ = matched.insert(hash) }
+        }
+        return unmatched(inputs, accepted: matched.contains)
+    }
+
+    /// Each side input's id hashes, by role.
+    private static func sideInputHashes(_ inputs: SideInputs) -> [(String, ContiguousArray<UInt64>)] {
+        [("legacy_names", inputs.legacyNames.hashes), ("deletion_requests", inputs.deletionRequests.hashes),
+         ("stored_tokens", inputs.credentials.hashes), ("protected_accounts", ContiguousArray(inputs.protectedIds.map(IdHash.of)))]
     }
 
     /// The account as the import file gets it: cleaned, with the name the plan fills in (a migration carries the

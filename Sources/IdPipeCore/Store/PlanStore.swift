@@ -62,16 +62,14 @@ public struct PlanCheckpoint: Sendable {
     public var inputPrefixSHA256: String
     public var tally: Tally
     public var nextSequence: Int64
-    public var seenIdHashes: [UInt64]
     /// Length of the import file written so far (it is cut back to this on resume).
     public var importFileLength: Int64
 
-    public init(input: InputCheckpoint, inputPrefixSHA256: String, tally: Tally, nextSequence: Int64, seenIdHashes: [UInt64], importFileLength: Int64) {
+    public init(input: InputCheckpoint, inputPrefixSHA256: String, tally: Tally, nextSequence: Int64, importFileLength: Int64) {
         self.input = input
         self.inputPrefixSHA256 = inputPrefixSHA256
         self.tally = tally
         self.nextSequence = nextSequence
-        self.seenIdHashes = seenIdHashes
         self.importFileLength = importFileLength
     }
 }
@@ -133,6 +131,10 @@ public protocol PlanStore: AnyObject, Sendable {
     func loadRun() throws -> RunRecord?
     func saveRun(_ run: RunRecord) throws
     func loadCheckpoint() throws -> PlanCheckpoint?
+    /// How many ids the committed batches accepted (`PlanBatch.newIdHashes`, together).
+    func seenIdCount() throws -> Int
+    /// Hands over the hashes of the ids the committed batches accepted, a batch's at a time, in order.
+    func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws
     /// Takes the batch over: the store may move its accounts out as it writes them.
     func commit(_ batch: consuming PlanBatch) throws
 }

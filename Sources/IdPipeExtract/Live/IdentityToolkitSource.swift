@@ -27,6 +27,7 @@ public final class IdentityToolkitSource: AccountSource {
 
     /// A page read ahead is a request, wasted when the plan stops after the page before.
     public var readsAhead: Bool { false }
+    public var rereadable: Bool { false }
 
     public func nextBatch(records _: Int, parts: Int) throws -> (any RawBatch)? {
         guard !finished else { return nil }

@@ -1,0 +1,209 @@
+/// The plan's duplicate-id check, in memory that stops growing at `limit` ids.
+///
+/// Up to `limit` accepted ids it holds the hash of every one (`IdHashSet`, 11 to 21 bytes an id). Past that, when the
+/// input can be read a second time, it surveys the rest of the input once (`PlanRunner.surveyIds`): the ids accepted so
+/// far and the ids of every record still to come go through a scratch file, and what comes back is the few hashes that
+/// occur more than once among them, with those of them already accepted. Every other id of the rest of the input occurs
+/// once in all of it, so it cannot be a duplicate, and nothing needs to be kept of it. The check then holds only the
+/// repeated hashes: memory grows with the number of duplicates, not of accounts. The survey reads every record's id,
+/// rows the plan will quarantine for something else included: a hash counted twice for nothing is only kept for nothing.
+final class DuplicateCheck {
+    /// The default `limit`: the set of 2M hashes takes 22 to 42 MB.
+    static let defaultLimit = 2_000_000
+
+    let limit: Int
+    /// Every id accepted so far, until the survey.
+    private var all: IdHashSet? = IdHashSet()
+    /// After the survey: the hashes that occur more than once among the ids accepted before it and the rest of the
+    /// input's, and those of them accepted since the plan began.
+    private var repeated = IdHashSet()
+    private var repeatedAccepted = IdHashSet()
+
+    init(limit: Int = defaultLimit) {
+        self.limit = limit
+    }
+
+    /// Whether the check holds only the repeated hashes (the survey has run).
+    var surveyed: Bool { all == nil }
+    /// How many ids the set of every id holds (0 after the survey).
+    var count: Int { all?.count ?? 0 }
+    /// Whether the set of every id has grown past `limit`.
+    var isFull: Bool { count > limit }
+
+    /// Takes ids accepted by committed batches, as a resumed plan reads them back.
+    func restore(_ hashes: [UInt64]) {
+        for hash in hashes { _ = insert(hash) }
+    }
+
+    /// True when no earlier accepted id has this hash; the id is accepted then.
+    @inline(__always)
+    func insert(_ hash: UInt64) -> Bool {
+        if let all { return all.insert(hash) }
+        return !repeated.contains(hash) || repeatedAccepted.insert(hash)
+    }
+
+    /// Reads ahead what inserting these will read (`IdHashSet.warm`).
+    func warm(_ upcoming: some Sequence<UInt64>) {
+        all?.warm(upcoming)
+    }
+
+    /// Whether an id with this hash was accepted, while the check still holds every id (nil after the survey).
+    var acceptedIds: IdHashSet? { all }
+
+    /// Hands over every accepted id's hash (before the survey).
+    func forEachAccepted(_ body: (UInt64) throws -> Void) rethrows {
+        try all?.forEach(body)
+    }
+
+    /// Gives up the set of every id for what the survey found.
+    func narrow(to survey: HashSpill.Repeats) {
+        all = nil
+        repeated = survey.repeated
+        repeatedAccepted = survey.accepted
+    }
+}
+
+/// Where the survey puts the hashes it reads (`HashSpill`): bytes appended, then read back from anywhere. A file with no
+/// name beside the state store (IdPipeExtract's `ScratchFile`), or memory in tests.
+public protocol ScratchSpace: AnyObject {
+    /// Writes the bytes after those written before, and returns the offset they start at.
+    func append(_ bytes: UnsafeRawBufferPointer) throws -> Int64
+    /// Fills `buffer` with the bytes from `offset`.
+    func read(into buffer: UnsafeMutableRawBufferPointer, from offset: Int64) throws
+}
+
+/// Hashes written to scratch space in 256 partitions by their top byte, each marked accepted or not, and read back a
+/// partition at a time to find the ones that occur more than once: a partition of a 10M-account plan is 40,000 hashes.
+final class HashSpill {
+    /// What the partitions held more than once, and which of those were marked accepted.
+    struct Repeats {
+        var repeated = IdHashSet()
+        var accepted = IdHashSet()
+    }
+
+    private static let partitions = 256
+    /// Hashes a partition gathers before they are written (16 KB; 4 MB for all of them).
+    private static let chunk = 2048
+
+    private let space: any ScratchSpace
+    private var buffers: [[UInt64]]
+    /// Where each partition's written chunks are: offset in the space and count of hashes.
+    private var chunks: [[(offset: Int64, count: Int)]]
+
+    init(_ space: any ScratchSpace) {
+        self.space = space
+        buffers = (0..<Self.partitions).map { _ in
+            var buffer: [UInt64] = []
+            buffer.reserveCapacity(Self.chunk)
+            return buffer
+        }
+        chunks = Array(repeating: [], count: Self.partitions)
+    }
+
+    /// Adds a hash, marked `accepted` or not. The partition keeps the other 56 bits, shifted up past the mark.
+    @inline(__always)
+    func add(_ hash: UInt64, accepted: Bool) throws {
+        let partition = Int(truncatingIfNeeded: hash >> 56)
+        buffers[partition].append(hash << 8 | (accepted ? 1 : 0))
+        if buffers[partition].count == Self.chunk { try flush(partition) }
+    }
+
+    private func flush(_ partition: Int) throws {
+        let offset = try buffers[partition].withUnsafeBytes { try space.append($0) }
+        chunks[partition].append((offset, buffers[partition].count))
+        buffers[partition].removeAll(keepingCapacity: true)
+    }
+
+    /// Reads each partition back, sorted, and keeps the hashes found more than once.
+    func repeats() throws -> Repeats {
+        let found = Repeats()
+        for partition in 0..<Self.partitions {
+            var values = [UInt64](repeating: 0, count: chunks[partition].reduce(0) { $0 + $1.count })
+            var filled = 0
+            try values.withUnsafeMutableBytes { bytes in
+                for (offset, count) in chunks[partition] {
+                    try space.read(into: UnsafeMutableRawBufferPointer(rebasing: bytes[filled * 8..<(filled + count) * 8]), from: offset)
+                    filled += count
+                }
+            }
+            values.append(contentsOf: buffers[partition])
+            buffers[partition] = []
+            values.sort()
+            var index = 0
+            while index < values.count {
+                let key = values[index] >> 8
+                var end = index + 1
+                var accepted = values[index] & 1
+                while end < values.count && values[end] >> 8 == key {
+                    accepted |= values[end] & 1
+                    end += 1
+                }
+                if end - index > 1 {
+                    let hash = UInt64(partition) << 56 | key
+                    _ = found.repeated.insert(hash)
+                    if accepted != 0 { _ = found.accepted.insert(hash) }
+                }
+                index = end
+            }
+        }
+        return found
+    }
+}
+
+extension PlanRunner {
+    /// Reads the input from `start` to its end once, for its records' ids only, and finds with the ids accepted before
+    /// `start` the hashes that occur more than once (`DuplicateCheck`). The records are read and decoded the way the
+    /// plan reads them, on its workers (behind the parts already queued), two batches at a time; a batch that does not
+    /// start where the one before it ended is read again, as the plan does. `progress` gets the offset reached after each
+    /// batch.
+    func surveyIds(from start: InputCheckpoint, makeScratch: () throws -> any ScratchSpace,
+                   openSource: (InputCheckpoint) throws -> any AccountSource, queue: PartQueue,
+                   accepted: ((UInt64) throws -> Void) throws -> Void, progress: (Int64) -> Void) throws -> HashSpill.Repeats {
+        let spill = HashSpill(try makeScratch())
+        try accepted { try spill.add($0, accepted: true) }
+        let source = try openSource(start)
+        let (processor, records, parts) = (self.processor, batchRecords, workers * 4)
+        func read() throws -> PendingBatch<[UInt64]>? {
+            guard let batch = try source.nextBatch(records: records, parts: parts) else { return nil }
+            let pending = PendingBatch(batch) { batch, part in Self.idHashes(batch, part: part, processor: processor) }
+            queue.start(pending)
+            return pending
+        }
+        var readAgainFrom: Int64 = -1
+        var current = try read()
+        while let batch = current {
+            let upcoming = try read()
+            for part in batch.takeParts() {
+                for hash in part { try spill.add(hash, accepted: false) }
+            }
+            progress(batch.batch.checkpoint.offset)
+            guard let upcoming, !source.follows(upcoming.batch, after: batch.batch) else {
+                current = upcoming
+                continue
+            }
+            // Read after a wrong guess of where `batch` ends: its parts are waited for and dropped.
+            _ = upcoming.takeParts()
+            let end = batch.batch.checkpoint
+            guard end.offset != readAgainFrom else {
+                throw PlanError.input(InputError(path: source.path, message: "cannot read on after line \(end.line): "
+                    + "the batch read from there does not start where the one before it ended"))
+            }
+            readAgainFrom = end.offset
+            source.readAgain(after: batch.batch)
+            current = try read()
+        }
+        return try spill.repeats()
+    }
+
+    /// The hashes of the ids of one part's records, in order: every record with an id, whatever the plan makes of it.
+    static func idHashes(_ batch: any RawBatch, part: Int, processor: AccountProcessor) -> [UInt64] {
+        var hashes: [UInt64] = []
+        batch.decode(part: part, fastPath: processor, each: { record in
+            switch consume record {
+            case .account(let account, _), .normalized(let account, _): hashes.append(IdHash.of(account.localId))
+            case .malformed, .fatal: break
+            }
+        }, plain: { record in hashes.append(record.account.idHash) })
+        return hashes
+    }
+}

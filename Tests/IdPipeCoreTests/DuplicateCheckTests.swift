@@ -1,0 +1,95 @@
+import Testing
+@testable import IdPipeCore
+
+/// The duplicate check past its limit: the hashes that occur more than once are found exactly (`HashSpill`), and with
+/// them the check answers every id as the set of all ids would have (`DuplicateCheck`).
+@Suite struct DuplicateCheckTests {
+    /// Scratch space in memory, read back through the same calls as the file.
+    final class MemoryScratch: ScratchSpace {
+        var bytes: [UInt8] = []
+        struct PastTheEnd: Error {}
+
+        func append(_ data: UnsafeRawBufferPointer) throws -> Int64 {
+            defer { bytes.append(contentsOf: data) }
+            return Int64(bytes.count)
+        }
+
+        func read(into buffer: UnsafeMutableRawBufferPointer, from offset: Int64) throws {
+            let start = Int(offset)
+            guard start + buffer.count <= bytes.count else { throw PastTheEnd() }
+            bytes.withUnsafeBytes { buffer.copyMemory(from: UnsafeRawBufferPointer(rebasing: $0[start..<start + buffer.count])) }
+        }
+    }
+
+    /// An id stream with the cases the spill must keep apart: hash 0, hashes equal in their low 56 bits in other
+    /// partitions (the partition keeps only those bits), one partition large enough to be written in many chunks, and
+    /// ids repeated at random, some of them many times.
+    static func stream(count: Int, seed: UInt64) -> [UInt64] {
+        // Deterministic and well spread: the ids' own hash of a counter.
+        var counter = 0
+        func next() -> UInt64 {
+            counter += 1
+            return IdHash.of("\(seed)-\(counter)")
+        }
+        var stream: [UInt64] = [0, 5, 1 << 56 | 5, 0xFF << 56 | 5, UInt64.max]
+        while stream.count < count {
+            let roll = next()
+            switch roll % 10 {
+            case 0: stream.append(stream[Int((roll >> 8) % UInt64(stream.count))])
+            case 1: stream.append(0x42 << 56 | (next() & 0x00FF_FFFF_FFFF_FFFF))
+            default: stream.append(next())
+            }
+        }
+        stream.append(contentsOf: [0, 1 << 56 | 5, UInt64.max])
+        return stream
+    }
+
+    @Test func theSpillFindsExactlyTheHashesThatRepeat() throws {
+        let stream = Self.stream(count: 40_000, seed: 3)
+        // The accepted ids hold no repeats (the plan accepts an id once): the first 10,000 distinct ones.
+        var accepted: [UInt64] = []
+        var acceptedSet = Set<UInt64>()
+        for hash in stream where accepted.count < 10_000 && acceptedSet.insert(hash).inserted { accepted.append(hash) }
+        let rest = Array(stream.suffix(30_000))
+        let spill = HashSpill(MemoryScratch())
+        for hash in accepted { try spill.add(hash, accepted: true) }
+        for hash in rest { try spill.add(hash, accepted: false) }
+        let found = try spill.repeats()
+
+        var counts: [UInt64: Int] = [:]
+        for hash in accepted + rest { counts[hash, default: 0] += 1 }
+        #expect(counts.values.contains { $0 > 2 })
+        #expect(rest.filter { $0 >> 56 == 0x42 }.count > 2048, "one partition is written in several chunks")
+        var repeats = 0
+        for (hash, count) in counts {
+            #expect(found.repeated.contains(hash) == (count > 1), "hash \(hash) occurs \(count) times")
+            #expect(found.accepted.contains(hash) == (count > 1 && acceptedSet.contains(hash)), "hash \(hash)")
+            if count > 1 { repeats += 1 }
+        }
+        #expect(found.repeated.count == repeats)
+        #expect(found.repeated.contains(0) && found.repeated.contains(1 << 56 | 5) && !found.repeated.contains(2 << 56 | 5))
+    }
+
+    /// The plan's use: ids accepted one by one; past the limit, the ids accepted so far and the rest of the stream go
+    /// through the spill, and the check goes on with what it found. Every answer equals the one a set of all ids gives.
+    @Test(arguments: [0, 1, 999, 20_000])
+    func aSurveyedCheckAnswersAsTheSetOfAllIds(surveyAt: Int) throws {
+        let stream = Self.stream(count: 30_000, seed: 8)
+        var all = Set<UInt64>()
+        let expected = stream.map { all.insert($0).inserted }
+        let check = DuplicateCheck(limit: surveyAt)
+        var answers: [Bool] = []
+        for (index, hash) in stream.enumerated() {
+            if index == surveyAt {
+                #expect(!check.surveyed)
+                let spill = HashSpill(MemoryScratch())
+                try check.forEachAccepted { try spill.add($0, accepted: true) }
+                for later in stream[index...] { try spill.add(later, accepted: false) }
+                check.narrow(to: try spill.repeats())
+                #expect(check.surveyed && check.acceptedIds == nil)
+            }
+            answers.append(check.insert(hash))
+        }
+        #expect(answers == expected)
+    }
+}
