@@ -271,12 +271,24 @@ struct Binary {
             #expect(code == 1 && output.contains("more than the \(limit) the duplicate check holds: reading the rest of the input once"), "\(output)")
             try expectSame(out, "survey past \(limit) ids")
         }
+        // Stopped after 8 batches; resumed with more ids in the store than the check holds, and stopped in that survey
+        // (a stop is asked after each batch it reads); resumed again to the end.
         let resumed = Binary.temporaryDirectory()
         let (stopCode, stopOutput) = try Binary.run(plan + ["--out", resumed], environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "8"]) { $1 })
         #expect(stopCode == 130, "\(stopOutput)")
-        let (code, output) = try Binary.run(plan + ["--out", resumed], environment: small.merging(["IDPIPE_IDS_IN_MEMORY": "100"]) { $1 })
+        let surveying = small.merging(["IDPIPE_IDS_IN_MEMORY": "100"]) { $1 }
+        let (surveyStopCode, surveyStopOutput) = try Binary.run(plan + ["--out", resumed], environment: surveying.merging(["IDPIPE_STOP_AFTER_BATCHES": "0"]) { $1 })
+        #expect(surveyStopCode == 130 && surveyStopOutput.contains("more than the 100 the duplicate check holds"), "\(surveyStopOutput)")
+        let (code, output) = try Binary.run(plan + ["--out", resumed], environment: surveying)
         #expect(code == 1 && output.contains("resuming an interrupted plan") && output.contains("more than the 100 the duplicate check holds"), "\(output)")
         try expectSame(resumed, "resumed with more ids in the store than the check holds")
+        // Stopped in the survey a plan starts past its limit, then resumed.
+        let stoppedInSurvey = Binary.temporaryDirectory()
+        let (firstCode, firstOutput) = try Binary.run(plan + ["--out", stoppedInSurvey], environment: surveying.merging(["IDPIPE_STOP_AFTER_BATCHES": "1"]) { $1 })
+        #expect(firstCode == 130 && firstOutput.contains("more than the 100 the duplicate check holds"), "\(firstOutput)")
+        let (lastCode, lastOutput) = try Binary.run(plan + ["--out", stoppedInSurvey], environment: surveying)
+        #expect(lastCode == 1, "\(lastOutput)")
+        try expectSame(stoppedInSurvey, "stopped in the survey and resumed")
     }
 
     /// plan.json and the ledger are put together from what the plan rendered as it went; `idpipe report` renders them

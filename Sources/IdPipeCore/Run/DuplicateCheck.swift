@@ -155,10 +155,10 @@ extension PlanRunner {
     /// `start` the hashes that occur more than once (`DuplicateCheck`). The records are read and decoded the way the
     /// plan reads them, on its workers (behind the parts already queued), two batches at a time; a batch that does not
     /// start where the one before it ended is read again, as the plan does. `progress` gets the offset reached after each
-    /// batch.
+    /// batch, and may throw to stop.
     func surveyIds(from start: InputCheckpoint, makeScratch: () throws -> any ScratchSpace,
                    openSource: (InputCheckpoint) throws -> any AccountSource, queue: PartQueue,
-                   accepted: ((UInt64) throws -> Void) throws -> Void, progress: (Int64) -> Void) throws -> HashSpill.Repeats {
+                   accepted: ((UInt64) throws -> Void) throws -> Void, progress: (Int64) throws -> Void) throws -> HashSpill.Repeats {
         let spill = HashSpill(try makeScratch())
         try accepted { try spill.add($0, accepted: true) }
         let source = try openSource(start)
@@ -176,7 +176,7 @@ extension PlanRunner {
             for part in batch.takeParts() {
                 for hash in part { try spill.add(hash, accepted: false) }
             }
-            progress(batch.batch.checkpoint.offset)
+            try progress(batch.batch.checkpoint.offset)
             guard let upcoming, !source.follows(upcoming.batch, after: batch.batch) else {
                 current = upcoming
                 continue

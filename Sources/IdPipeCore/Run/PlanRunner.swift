@@ -157,7 +157,8 @@ public final class PlanRunner {
         let partQueue = PartQueue(width: width)
         // Runs after the read-ahead has stopped: parts still queued then belong to batches that will not be merged.
         defer { partQueue.finish(cancel: true) }
-        /// Reads the rest of the input from `start` for the duplicate check, its progress shown as the plan's.
+        /// Reads the rest of the input from `start` for the duplicate check, its progress shown as the plan's. Asked to stop
+        /// (`shouldStop`), it stops after a batch: the plan stops, as interrupted, and the next one reads the rest again.
         func survey(from start: InputCheckpoint, after count: Int, accepted: ((UInt64) throws -> Void) throws -> Void,
                     makeScratch: () throws -> any ScratchSpace) throws {
             logger.info("""
@@ -167,14 +168,19 @@ public final class PlanRunner {
             let found = try surveyIds(from: start, makeScratch: makeScratch, openSource: openSource, queue: partQueue, accepted: accepted) { offset in
                 progress?(PlanProgress(records: checkpoint.input.records, bytes: checkpoint.input.offset, totalBytes: source.totalBytes,
                                        quarantined: tally.quarantineRows, elapsedSeconds: clock() - started, surveyedBytes: offset))
+                if shouldStop?(batches) == true { throw StopReading() }
             }
             duplicates.narrow(to: found)
         }
         if resumed {
             if let scratchSpace, source.rereadable, case let count = try store.seenIdCount(), count > duplicates.limit {
-                try survey(from: checkpoint.input, after: count, accepted: { add in
-                    try store.forEachSeenIdHashes { hashes in for hash in hashes { try add(hash) } }
-                }, makeScratch: scratchSpace)
+                do {
+                    try survey(from: checkpoint.input, after: count, accepted: { add in
+                        try store.forEachSeenIdHashes { hashes in for hash in hashes { try add(hash) } }
+                    }, makeScratch: scratchSpace)
+                } catch is StopReading {
+                    return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
+                }
             } else {
                 try store.forEachSeenIdHashes(duplicates.restore)
             }
