@@ -342,9 +342,16 @@ struct ApplyCommand {
             case .planning: throw CommandError("the plan in \(statePath) is not finished; `idpipe resume --state \(statePath)` completes it")
             case .stoppedByGuard: throw fail("the plan was stopped by a guard and may not be applied: \(run.guardVerdict ?? "")", code: Exit.stoppedByGuard)
             case .applied:
-                // With the pipeline's report settings, as the apply that finished used them (the defaults when the file
-                // can no longer be read): the same reports as that apply's, which a kill may have kept it from writing.
-                try writeReports(store, settings: (try? PipelineContext(path: run.pipelinePath))?.definition.report ?? ReportConfig())
+                // With the pipeline's report settings, as the apply that finished used them (the defaults, said so, when
+                // the file can no longer be read): the same reports as that apply's, which a kill may have kept it from writing.
+                let settings: ReportConfig
+                do {
+                    settings = try PipelineContext(path: run.pipelinePath).definition.report
+                } catch {
+                    Console.error("idpipe: \(error); the reports are written with the default report settings")
+                    settings = ReportConfig()
+                }
+                try writeReports(store, settings: settings)
                 Console.out("Every action of this run is already final; nothing to do. The reports were written again.")
                 return
             case .planned, .applying: break

@@ -193,6 +193,12 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(rerunOutput.contains("already holds a finished plan"), "\(rerunOutput)")
         #expect(!FileManager.default.fileExists(atPath: out + "/state.sqlite.unsynced"))
         #expect(try sandbox.ledger().count == before)
+        // With the pipeline file gone, the reports are written again with the default report settings, as it says.
+        Binary.removeVariant(pipeline)
+        try FileManager.default.removeItem(atPath: out + "/report.md")
+        let (orphan, orphanOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
+        #expect(orphan == 0 && orphanOutput.contains("the reports are written with the default report settings"), "\(orphanOutput)")
+        #expect(try String(contentsOfFile: out + "/report.md", encoding: .utf8) == report)
     }
 
     @Test func theDeletionCapStopsBeforeTheFirstDeletionBeyondIt() throws {
