@@ -71,7 +71,8 @@ struct PlanExecution {
     var applyRequested = false
     /// `run --yes --max-deletions N`: recorded from the start too, so that apply keeps to it.
     var maxDeletions: Int?
-    /// Asked after each committed batch: true stops the plan there (Ctrl-C).
+    /// Asked after each committed batch, and after each batch the duplicate check's survey reads: true stops the plan
+    /// there (Ctrl-C).
     var shouldStop: (() -> Bool)?
     /// Renders the reports' bodies as the batches are committed.
     var reportFollower: StreamedReports?

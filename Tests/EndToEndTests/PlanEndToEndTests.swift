@@ -133,15 +133,20 @@ struct Binary {
         let (code, output) = try Binary.run(plan + ["--out", reference])
         #expect(code == 1 && !output.contains("reading again"), "\(output)")
         var readAgain = 0
+        // Each size also with the duplicate check reading the rest for repeats after the first chunk, which meets the
+        // broken quote in its own reading.
         for size in ["2500", "3000", "4096"] {
-            let out = Binary.temporaryDirectory()
-            let (chunkedCode, chunkedOutput) = try Binary.run(plan + ["--out", out], environment: ["IDPIPE_BATCH_BYTES": size])
-            #expect(chunkedCode == 1, "\(chunkedOutput)")
-            if chunkedOutput.contains("reading again from line") { readAgain += 1 }
-            for file in ["plan.md", "plan.json", "ledger.csv"] {
-                let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
-                let b = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
-                #expect(a == b, "\(file) differs in chunks of \(size) bytes")
+            for idsInMemory in [nil, "5"] {
+                let out = Binary.temporaryDirectory()
+                let environment = ["IDPIPE_BATCH_BYTES": size, "IDPIPE_IDS_IN_MEMORY": idsInMemory].compactMapValues { $0 }
+                let (chunkedCode, chunkedOutput) = try Binary.run(plan + ["--out", out], environment: environment)
+                #expect(chunkedCode == 1 && (idsInMemory == nil) != chunkedOutput.contains("the duplicate check holds"), "\(chunkedOutput)")
+                if chunkedOutput.contains("reading again from line") { readAgain += 1 }
+                for file in ["plan.md", "plan.json", "ledger.csv"] {
+                    let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
+                    let b = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
+                    #expect(a == b, "\(file) differs in chunks of \(size) bytes, \(idsInMemory ?? "every") id(s) held")
+                }
             }
         }
         #expect(readAgain > 0, "some chunk size must meet a wrong guess, or this test proves nothing about it")
@@ -246,17 +251,19 @@ struct Binary {
     /// keeps only those that repeat (`DuplicateCheck`). On a generated export with duplicate ids and side inputs, the
     /// plan is the same byte for byte: with the survey early or halfway, and stopped and resumed, where the resumed plan
     /// surveys from the ids its store holds. The scratch file leaves nothing behind.
-    @Test(arguments: ["json", "csv"])
-    func aDuplicateCheckThatReadsTheRestForRepeatsGivesTheSamePlan(format: String) throws {
-        let pipeline = try generatedPlan(format)
+    /// A migration (which writes an import file and takes the full path for every account) too.
+    @Test(arguments: ["json", "csv"], [false, true])
+    func aDuplicateCheckThatReadsTheRestForRepeatsGivesTheSamePlan(format: String, migration: Bool) throws {
+        let pipeline = try generatedPlan(format, extra: migration ? "output: {import_json: import.json}" : "")
         let plan = ["plan", pipeline, "--as-of", asOf, "--verbose"]
+        let files = ["plan.md", "plan.json", "ledger.csv"] + (migration ? ["import.json"] : [])
         let reference = Binary.temporaryDirectory()
         let (referenceCode, referenceOutput) = try Binary.run(plan + ["--out", reference])
         #expect(referenceCode == 1 && !referenceOutput.contains("the duplicate check holds"), "\(referenceOutput)")
         let report = try String(contentsOfFile: "\(reference)/plan.md", encoding: .utf8)
         #expect(report.contains("duplicate: an earlier row has the same id") && report.contains("| `inputs.deletion_requests` |"), "\(report)")
         func expectSame(_ out: String, _ label: String) throws {
-            for file in ["plan.md", "plan.json", "ledger.csv"] {
+            for file in files {
                 let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
                 let b = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
                 #expect(a == b, "\(label): \(file) differs")
@@ -479,6 +486,15 @@ struct Binary {
         let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
         #expect(code == 1, "\(output)")
         #expect(output.contains("\(rows.count + 2) accounts read, 2 quarantined"), "\(output)")
+        // The same plan with the duplicate check reading the rest of the table for repeats after its first chunk.
+        let surveyed = Binary.temporaryDirectory()
+        let (surveyedCode, surveyedOutput) = try Binary.run(["plan", pipeline, "--out", surveyed, "--as-of", asOf, "--verbose"],
+                                                            environment: ["IDPIPE_BATCH_BYTES": "2048", "IDPIPE_IDS_IN_MEMORY": "3"])
+        #expect(surveyedCode == 1 && surveyedOutput.contains("the duplicate check holds"), "\(surveyedOutput)")
+        for file in ["plan.md", "plan.json", "ledger.csv"] {
+            #expect(try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8) == String(contentsOfFile: "\(surveyed)/\(file)", encoding: .utf8),
+                    "\(file) differs with the survey")
+        }
 
         let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as! [String: Any]
         let totals = report["totals"] as! [String: Int]

@@ -70,6 +70,37 @@ import Testing
         #expect(found.repeated.contains(0) && found.repeated.contains(1 << 56 | 5) && !found.repeated.contains(2 << 56 | 5))
     }
 
+    /// A store that holds only accepted ids, a batch's at a time.
+    final class SeenStore: PlanStore {
+        let batches: [[UInt64]]
+        init(_ batches: [[UInt64]]) { self.batches = batches }
+        func loadRun() throws -> RunRecord? { nil }
+        func saveRun(_ run: RunRecord) throws {}
+        func loadCheckpoint() throws -> PlanCheckpoint? { nil }
+        func seenIdCount() throws -> Int { batches.reduce(0) { $0 + $1.count } }
+        func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws { for batch in batches { try body(batch) } }
+        func commit(_ batch: consuming PlanBatch) throws {}
+    }
+
+    /// Past a survey, the accepted ids are read back from the store at the plan's end: the side inputs' ids that no
+    /// accepted account has are counted from them, and an id accepted twice (the input read a second time held other
+    /// records than the plan read) fails the plan.
+    @Test func theAcceptedIdsAreCheckedOnceMoreFromTheStore() throws {
+        let inputs = SideInputs(deletionRequests: ["a": DeletionRequest(requestedAt: 0, source: "test"), "gone": DeletionRequest(requestedAt: 0, source: "test")],
+                                protectedIds: ["b", "also-gone", "c"])
+        let accepted = [[IdHash.of("a"), IdHash.of("b")], [IdHash.of("c"), IdHash.of("d")]]
+        let counts = try PlanRunner.unmatchedAfterSurvey(inputs, store: SeenStore(accepted), scratch: MemoryScratch(), path: "accounts.json", limit: 3)
+        #expect(counts == ["deletion_requests": 1, "protected_accounts": 1])
+        #expect(try PlanRunner.unmatchedAfterSurvey(SideInputs(), store: SeenStore(accepted), scratch: MemoryScratch(), path: "accounts.json", limit: 3) == nil)
+        do {
+            _ = try PlanRunner.unmatchedAfterSurvey(inputs, store: SeenStore(accepted + [[IdHash.of("e"), IdHash.of("b")]]), scratch: MemoryScratch(),
+                                                    path: "accounts.json", limit: 3)
+            Issue.record("an id accepted twice must fail the plan")
+        } catch let error as PlanError {
+            #expect(error.description.hasPrefix("accounts.json: 1 ids were accepted twice"), "\(error)")
+        }
+    }
+
     /// The plan's use: ids accepted one by one; past the limit, the ids accepted so far and the rest of the stream go
     /// through the spill, and the check goes on with what it found. Every answer equals the one a set of all ids gives.
     @Test(arguments: [0, 1, 999, 20_000])

@@ -27,8 +27,14 @@ final class DuplicateCheck {
     var surveyed: Bool { all == nil }
     /// How many ids the set of every id holds (0 after the survey).
     var count: Int { all?.count ?? 0 }
-    /// Whether the set of every id has grown past `limit`.
-    var isFull: Bool { count > limit }
+    /// Whether the set of every id has grown past `limit` (and no survey gave up: `keepEveryId`).
+    var isFull: Bool { !keepsEveryId && count > limit }
+    private var keepsEveryId = false
+
+    /// After a survey that could not read the input to its end: the check goes on holding every id, as it did.
+    func keepEveryId() {
+        keepsEveryId = true
+    }
 
     /// Takes ids accepted by committed batches, as a resumed plan reads them back.
     func restore(_ hashes: [UInt64]) {
@@ -47,7 +53,7 @@ final class DuplicateCheck {
         all?.warm(upcoming)
     }
 
-    /// Whether an id with this hash was accepted, while the check still holds every id (nil after the survey).
+    /// The set of every accepted id, while the check holds it (nil after the survey).
     var acceptedIds: IdHashSet? { all }
 
     /// Hands over every accepted id's hash (before the survey).
@@ -155,7 +161,9 @@ extension PlanRunner {
     /// `start` the hashes that occur more than once (`DuplicateCheck`). The records are read and decoded the way the
     /// plan reads them, on its workers (behind the parts already queued), two batches at a time; a batch that does not
     /// start where the one before it ended is read again, as the plan does. `progress` gets the offset reached after each
-    /// batch, and may throw to stop.
+    /// batch, and may throw to stop. Throws `SurveyIncomplete` when a record cannot be read, a batch read again does not
+    /// follow either, or reading ends before the end of the file: the main pass decides what that means, and the check
+    /// keeps every id.
     func surveyIds(from start: InputCheckpoint, makeScratch: () throws -> any ScratchSpace,
                    openSource: (InputCheckpoint) throws -> any AccountSource, queue: PartQueue,
                    accepted: ((UInt64) throws -> Void) throws -> Void, progress: (Int64) throws -> Void) throws -> HashSpill.Repeats {
@@ -163,47 +171,66 @@ extension PlanRunner {
         try accepted { try spill.add($0, accepted: true) }
         let source = try openSource(start)
         let (processor, records, parts) = (self.processor, batchRecords, workers * 4)
-        func read() throws -> PendingBatch<[UInt64]>? {
+        func read() throws -> PendingBatch<SurveyedPart>? {
             guard let batch = try source.nextBatch(records: records, parts: parts) else { return nil }
             let pending = PendingBatch(batch) { batch, part in Self.idHashes(batch, part: part, processor: processor) }
             queue.start(pending)
             return pending
         }
         var readAgainFrom: Int64 = -1
+        var reached = start
         var current = try read()
         while let batch = current {
             let upcoming = try read()
             for part in batch.takeParts() {
-                for hash in part { try spill.add(hash, accepted: false) }
+                guard let hashes = part.hashes else {
+                    _ = upcoming?.takeParts()
+                    throw SurveyIncomplete(reason: "a record after line \(reached.line) cannot be read")
+                }
+                for hash in hashes { try spill.add(hash, accepted: false) }
             }
-            try progress(batch.batch.checkpoint.offset)
+            reached = batch.batch.checkpoint
+            try progress(reached.offset)
             guard let upcoming, !source.follows(upcoming.batch, after: batch.batch) else {
                 current = upcoming
                 continue
             }
             // Read after a wrong guess of where `batch` ends: its parts are waited for and dropped.
             _ = upcoming.takeParts()
-            let end = batch.batch.checkpoint
-            guard end.offset != readAgainFrom else {
-                throw PlanError.input(InputError(path: source.path, message: "cannot read on after line \(end.line): "
-                    + "the batch read from there does not start where the one before it ended"))
+            guard reached.offset != readAgainFrom else {
+                throw SurveyIncomplete(reason: "the batch read again after line \(reached.line) does not follow either")
             }
-            readAgainFrom = end.offset
+            readAgainFrom = reached.offset
             source.readAgain(after: batch.batch)
             current = try read()
+        }
+        if source.totalBytes > 0 && reached.offset != source.totalBytes {
+            throw SurveyIncomplete(reason: "reading ended at byte \(reached.offset) of \(source.totalBytes)")
         }
         return try spill.repeats()
     }
 
+    /// A survey that could not read the rest of the input as the plan reads it.
+    struct SurveyIncomplete: Error {
+        var reason: String
+    }
+
+    /// One part's ids, nil when a record could not be read (`.fatal`: the part stops there).
+    struct SurveyedPart: Sendable {
+        var hashes: [UInt64]?
+    }
+
     /// The hashes of the ids of one part's records, in order: every record with an id, whatever the plan makes of it.
-    static func idHashes(_ batch: any RawBatch, part: Int, processor: AccountProcessor) -> [UInt64] {
+    static func idHashes(_ batch: any RawBatch, part: Int, processor: AccountProcessor) -> SurveyedPart {
         var hashes: [UInt64] = []
+        var readable = true
         batch.decode(part: part, fastPath: processor, each: { record in
             switch consume record {
             case .account(let account, _), .normalized(let account, _): hashes.append(IdHash.of(account.localId))
-            case .malformed, .fatal: break
+            case .malformed: break
+            case .fatal: readable = false
             }
         }, plain: { record in hashes.append(record.account.idHash) })
-        return hashes
+        return SurveyedPart(hashes: readable ? hashes : nil)
     }
 }

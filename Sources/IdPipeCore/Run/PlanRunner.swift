@@ -82,8 +82,8 @@ public final class PlanRunner {
     public var batchRecords = 1024
     public var logger: Logger
     public var progress: ((PlanProgress) -> Void)?
-    /// Asked after each batch is handed to the store, with the count of batches so far: true stops there, as an
-    /// interruption (Ctrl-C, or a test's stop after N batches).
+    /// Asked after each batch is handed to the store, and after each batch the duplicate check's survey reads, with the
+    /// count of batches handed so far: true stops there, as an interruption (Ctrl-C, or a test's stop after N batches).
     public var shouldStop: ((Int) -> Bool)?
     /// Whether decoders may take the fast path for accounts that need nothing (`AccountProcessor.fastPath`). Off, every
     /// account goes the full way: the same plan, more slowly (tests compare the two).
@@ -157,29 +157,48 @@ public final class PlanRunner {
         let partQueue = PartQueue(width: width)
         // Runs after the read-ahead has stopped: parts still queued then belong to batches that will not be merged.
         defer { partQueue.finish(cancel: true) }
-        /// Reads the rest of the input from `start` for the duplicate check, its progress shown as the plan's. Asked to stop
-        /// (`shouldStop`), it stops after a batch: the plan stops, as interrupted, and the next one reads the rest again.
+        /// Reads the rest of the input from `start` for the duplicate check (`surveyIds`), its progress shown as the plan's.
+        /// Asked to stop (`shouldStop`), it stops after a batch: the plan stops, as interrupted, and the next one reads the
+        /// rest again. False when it could not read the input to its end: the check then keeps every id, as it says.
         func survey(from start: InputCheckpoint, after count: Int, accepted: ((UInt64) throws -> Void) throws -> Void,
-                    makeScratch: () throws -> any ScratchSpace) throws {
+                    makeScratch: () throws -> any ScratchSpace) throws -> Bool {
             logger.info("""
                 \(count) ids accepted, more than the \(duplicates.limit) the duplicate check holds: reading the rest of the input \
                 once for its ids, so that it holds only those that repeat
                 """)
-            let found = try surveyIds(from: start, makeScratch: makeScratch, openSource: openSource, queue: partQueue, accepted: accepted) { offset in
-                progress?(PlanProgress(records: checkpoint.input.records, bytes: checkpoint.input.offset, totalBytes: source.totalBytes,
-                                       quarantined: tally.quarantineRows, elapsedSeconds: clock() - started, surveyedBytes: offset))
-                if shouldStop?(batches) == true { throw StopReading() }
+            do {
+                let found = try surveyIds(from: start, makeScratch: makeScratch, openSource: openSource, queue: partQueue, accepted: accepted) { offset in
+                    try committer.check()
+                    progress?(PlanProgress(records: checkpoint.input.records, bytes: checkpoint.input.offset, totalBytes: source.totalBytes,
+                                           quarantined: tally.quarantineRows, elapsedSeconds: clock() - started, surveyedBytes: offset))
+                    if shouldStop?(batches) == true { throw StopReading() }
+                }
+                duplicates.narrow(to: found)
+                return true
+            } catch let incomplete as SurveyIncomplete {
+                logger.warning("the duplicate check goes on holding every id: reading the rest of the input for its ids stopped short (\(incomplete.reason))")
+                duplicates.keepEveryId()
+                return false
             }
-            duplicates.narrow(to: found)
         }
         if resumed {
-            if let scratchSpace, source.rereadable, case let count = try store.seenIdCount(), count > duplicates.limit {
-                do {
-                    try survey(from: checkpoint.input, after: count, accepted: { add in
-                        try store.forEachSeenIdHashes { hashes in for hash in hashes { try add(hash) } }
-                    }, makeScratch: scratchSpace)
-                } catch is StopReading {
-                    return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
+            let count = try store.seenIdCount()
+            if let scratchSpace, source.rereadable, count > duplicates.limit {
+                if source.totalBytes > 0 && checkpoint.input.offset >= source.totalBytes {
+                    // Nothing is left to read, so no id can be a duplicate: the check holds none, and the plan's end reads the
+                    // accepted ids from the store.
+                    duplicates.narrow(to: HashSpill.Repeats())
+                } else {
+                    do {
+                        let accepted: ((UInt64) throws -> Void) throws -> Void = { add in
+                            try self.store.forEachSeenIdHashes { hashes in for hash in hashes { try add(hash) } }
+                        }
+                        if try !survey(from: checkpoint.input, after: count, accepted: accepted, makeScratch: scratchSpace) {
+                            try store.forEachSeenIdHashes(duplicates.restore)
+                        }
+                    } catch is StopReading {
+                        return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
+                    }
                 }
             } else {
                 try store.forEachSeenIdHashes(duplicates.restore)
@@ -275,8 +294,9 @@ public final class PlanRunner {
             next.checkpoint = checkpoint
             committer.submit(next)
             batches += 1
-            if let scratchSpace, duplicates.isFull, source.rereadable {
-                try survey(from: input, after: duplicates.count, accepted: duplicates.forEachAccepted, makeScratch: scratchSpace)
+            // Not past the last batch: with nothing left to read, the set already holds every id the plan accepts.
+            if let scratchSpace, duplicates.isFull, source.rereadable, input.offset < source.totalBytes {
+                _ = try survey(from: input, after: duplicates.count, accepted: duplicates.forEachAccepted, makeScratch: scratchSpace)
             }
             progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
                                    quarantined: tally.quarantineRows, elapsedSeconds: clock() - started))
@@ -318,11 +338,16 @@ public final class PlanRunner {
             return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
         }
         // Counted while the store writes the last batches (about 6 ms of a 1M-account plan, on one core, after them); from
-        // the ids the store holds, once written, when the check no longer holds them all.
+        // the ids the store holds, once written, when the check no longer holds them all (it narrowed, given a scratch space).
         let counted = duplicates.acceptedIds.map { Self.unmatched(processor.sideInputs, accepted: $0.contains) }
         try committer.drain()
         let unmatched: [String: Int]?
-        if let counted { unmatched = counted } else { unmatched = try Self.unmatched(processor.sideInputs, acceptedIn: store) }
+        if let counted {
+            unmatched = counted
+        } else {
+            unmatched = try Self.unmatchedAfterSurvey(processor.sideInputs, store: store, scratch: try scratchSpace!(),
+                                                      path: source.path, limit: duplicates.limit)
+        }
         // A file is read to its end: a source set back to the wrong place (`readAgain`) must not end a plan early in silence.
         if source.totalBytes > 0 && checkpoint.input.offset != source.totalBytes {
             throw PlanError.input(InputError(path: source.path, message: "reading ended at byte \(checkpoint.input.offset) of "
@@ -585,13 +610,28 @@ extension PlanRunner {
         return counts.isEmpty ? nil : counts
     }
 
-    /// The same, from the accepted ids the store holds: those of them that a side input names are gathered first.
-    static func unmatched(_ inputs: SideInputs, acceptedIn store: any PlanStore) throws -> [String: Int]? {
+    /// The same after a survey (`DuplicateCheck`), from the accepted ids the store holds, which are checked on the way:
+    /// no id may have been accepted twice. One that was means the input read a second time held other records than the
+    /// plan read (a file changed while the plan ran), and the plan fails rather than pass a duplicate in silence.
+    static func unmatchedAfterSurvey(_ inputs: SideInputs, store: any PlanStore, scratch: any ScratchSpace, path: String,
+                                     limit: Int) throws -> [String: Int]? {
         let named = IdHashSet()
         for (_, hashes) in sideInputHashes(inputs) { for hash in hashes { _ = named.insert(hash) } }
         let matched = IdHashSet()
+        let spill = HashSpill(scratch)
         try store.forEachSeenIdHashes { hashes in
-            for hash in hashes where named.contains(hash) { _ = matched.insert(hash) }
+            for hash in hashes {
+                try spill.add(hash, accepted: true)
+                if named.contains(hash) { _ = matched.insert(hash) }
+            }
+        }
+        let twice = try spill.repeats().repeated.count
+        guard twice == 0 else {
+            throw PlanError.input(InputError(path: path, message: """
+                \(twice) ids were accepted twice: the input, read a second time for the duplicate check past \(limit) ids, held other \
+                records than the plan read (did the file change while the plan ran?); the plan is not finished: plan again into a \
+                new state store
+                """))
         }
         return unmatched(inputs, accepted: matched.contains)
     }

@@ -26,8 +26,8 @@ public enum UnnamedFile {
     }
 }
 
-/// The duplicate check's scratch space (`ScratchSpace`): an unnamed file beside the state store, 8 bytes an account
-/// past the first two million, gone when the plan ends.
+/// The duplicate check's scratch space (`ScratchSpace`): an unnamed file beside the state store, gone when the plan
+/// ends. A survey writes 8 bytes for each id accepted before it and each record after it (80 MB for 10M accounts).
 public final class ScratchFile: ScratchSpace {
     private let folder: String
     private let descriptor: Int32
@@ -35,7 +35,11 @@ public final class ScratchFile: ScratchSpace {
 
     public init(folder: String) throws(UnnamedFile.Failure) {
         self.folder = folder
-        descriptor = try UnnamedFile.make(in: folder, fallbackName: ".idpipe-scratch").descriptor
+        do {
+            descriptor = try UnnamedFile.make(in: folder, fallbackName: ".idpipe-scratch").descriptor
+        } catch {
+            throw UnnamedFile.Failure(description: "cannot make the duplicate check's scratch file: \(error.description)")
+        }
     }
 
     deinit { close(descriptor) }
@@ -64,7 +68,7 @@ public final class ScratchFile: ScratchSpace {
     }
 
     private func failure(_ verb: String, _ count: Int) -> UnnamedFile.Failure {
-        let reason = count < 0 ? String(cString: strerror(errno)) : "the file ended"
+        let reason = count < 0 ? String(cString: strerror(errno)) : verb == "read" ? "the file ended" : "nothing was written"
         return UnnamedFile.Failure(description: "cannot \(verb) the duplicate check's scratch file in \(folder): \(reason)")
     }
 }
