@@ -20,3 +20,11 @@ extension AccountProcessor: FastPathCheck {
     static var enabled: Bool { true }
     func verdict(_ account: borrowing AccountBytes) -> FastPathVerdict { fastPath(account) }
 }
+
+/// The duplicate check's survey (`RawBatch.decodeIds`): every record read as bytes is taken, with only its id's hash.
+struct IdsOnly: FastPathCheck {
+    static var enabled: Bool { true }
+    func verdict(_ account: borrowing AccountBytes) -> FastPathVerdict {
+        .plain(PlainAccount(idHash: IdHash.of(account.localId)))
+    }
+}

@@ -44,6 +44,10 @@ public protocol RawBatch: Sendable {
     /// all in input order. Without its own, a batch
     /// hands every record to `each`.
     func decode(part: Int, fastPath: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void)
+    /// Decodes one part for its ids alone (the duplicate check's survey, `PlanRunner.surveyIds`): a record the decoder
+    /// can read as bytes goes to `plain` with only its id's hash set (`PlainRecord.account.idHash`), the others to
+    /// `each`, as `decode` hands them over. Without its own, a batch hands every record to `each`.
+    func decodeIds(part: Int, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void)
     /// Where the input stands after this batch.
     var checkpoint: InputCheckpoint { get }
     /// Asked once its parts are decoded: when a part did not end where the next one began, as reading the whole batch
@@ -60,6 +64,10 @@ extension RawBatch {
     public var inputBytes: (bytes: [UInt8], start: Int64)? { nil }
 
     public func decode(part: Int, fastPath _: AccountProcessor, each: (consuming DecodedRecord) -> Void, plain _: (borrowing PlainRecord) -> Void) {
+        decode(part: part, each: each)
+    }
+
+    public func decodeIds(part: Int, each: (consuming DecodedRecord) -> Void, plain _: (borrowing PlainRecord) -> Void) {
         decode(part: part, each: each)
     }
 }

@@ -92,32 +92,40 @@ final class HashSpill {
     private static let chunk = 2048
 
     private let space: any ScratchSpace
-    private var buffers: [[UInt64]]
+    /// Partition p gathers its hashes in `buffers[p * chunk ..< p * chunk + filled[p]]`. Raw memory: an array of arrays
+    /// cost a uniqueness check and an exclusivity check on each hash added (3 % of a plan that surveys its whole input).
+    private let buffers = UnsafeMutableBufferPointer<UInt64>.allocate(capacity: partitions * chunk)
+    private let filled = UnsafeMutableBufferPointer<Int>.allocate(capacity: partitions)
     /// Where each partition's written chunks are: offset in the space and count of hashes.
-    private var chunks: [[(offset: Int64, count: Int)]]
+    private var chunks: [[(offset: Int64, count: Int)]] = Array(repeating: [], count: partitions)
 
     init(_ space: any ScratchSpace) {
         self.space = space
-        buffers = (0..<Self.partitions).map { _ in
-            var buffer: [UInt64] = []
-            buffer.reserveCapacity(Self.chunk)
-            return buffer
-        }
-        chunks = Array(repeating: [], count: Self.partitions)
+        filled.initialize(repeating: 0)
+    }
+
+    deinit {
+        buffers.deallocate()
+        filled.deallocate()
+    }
+
+    private func buffer(_ partition: Int) -> UnsafeMutableBufferPointer<UInt64> {
+        UnsafeMutableBufferPointer(rebasing: buffers[partition * Self.chunk..<partition * Self.chunk + filled[partition]])
     }
 
     /// Adds a hash, marked `accepted` or not. The partition keeps the other 56 bits, shifted up past the mark.
     @inline(__always)
     func add(_ hash: UInt64, accepted: Bool) throws {
         let partition = Int(truncatingIfNeeded: hash >> 56)
-        buffers[partition].append(hash << 8 | (accepted ? 1 : 0))
-        if buffers[partition].count == Self.chunk { try flush(partition) }
+        buffers[partition * Self.chunk + filled[partition]] = hash << 8 | (accepted ? 1 : 0)
+        filled[partition] += 1
+        if filled[partition] == Self.chunk { try flush(partition) }
     }
 
     private func flush(_ partition: Int) throws {
-        let offset = try buffers[partition].withUnsafeBytes { try space.append($0) }
-        chunks[partition].append((offset, buffers[partition].count))
-        buffers[partition].removeAll(keepingCapacity: true)
+        let offset = try space.append(UnsafeRawBufferPointer(buffer(partition)))
+        chunks[partition].append((offset, filled[partition]))
+        filled[partition] = 0
     }
 
     /// Reads each partition back, sorted, and keeps the hashes found more than once.
@@ -125,15 +133,15 @@ final class HashSpill {
         let found = Repeats()
         for partition in 0..<Self.partitions {
             var values = [UInt64](repeating: 0, count: chunks[partition].reduce(0) { $0 + $1.count })
-            var filled = 0
+            var read = 0
             try values.withUnsafeMutableBytes { bytes in
                 for (offset, count) in chunks[partition] {
-                    try space.read(into: UnsafeMutableRawBufferPointer(rebasing: bytes[filled * 8..<(filled + count) * 8]), from: offset)
-                    filled += count
+                    try space.read(into: UnsafeMutableRawBufferPointer(rebasing: bytes[read * 8..<(read + count) * 8]), from: offset)
+                    read += count
                 }
             }
-            values.append(contentsOf: buffers[partition])
-            buffers[partition] = []
+            values.append(contentsOf: buffer(partition))
+            filled[partition] = 0
             values.sort()
             var index = 0
             while index < values.count {
@@ -158,8 +166,9 @@ final class HashSpill {
 
 extension PlanRunner {
     /// Reads the input from `start` to its end once, for its records' ids only, and finds with the ids accepted before
-    /// `start` the hashes that occur more than once (`DuplicateCheck`). The records are read and decoded the way the
-    /// plan reads them, on its workers (behind the parts already queued), two batches at a time; a batch that does not
+    /// `start` the hashes that occur more than once (`DuplicateCheck`). The records are read as the plan reads them and
+    /// decoded by its decoders for their ids alone (`RawBatch.decodeIds`), on its workers (behind the parts already
+    /// queued), two batches at a time; a batch that does not
     /// start where the one before it ended is read again, as the plan does. `progress` gets the offset reached after each
     /// batch, and may throw to stop. Throws `SurveyIncomplete` when a record cannot be read, a batch read again does not
     /// follow either, or reading ends before the end of the file: the main pass decides what that means, and the check
@@ -170,10 +179,10 @@ extension PlanRunner {
         let spill = HashSpill(try makeScratch())
         try accepted { try spill.add($0, accepted: true) }
         let source = try openSource(start)
-        let (processor, records, parts) = (self.processor, batchRecords, workers * 4)
+        let (records, parts) = (batchRecords, workers * 4)
         func read() throws -> PendingBatch<SurveyedPart>? {
             guard let batch = try source.nextBatch(records: records, parts: parts) else { return nil }
-            let pending = PendingBatch(batch) { batch, part in Self.idHashes(batch, part: part, processor: processor) }
+            let pending = PendingBatch(batch) { batch, part in Self.idHashes(batch, part: part) }
             queue.start(pending)
             return pending
         }
@@ -221,10 +230,10 @@ extension PlanRunner {
     }
 
     /// The hashes of the ids of one part's records, in order: every record with an id, whatever the plan makes of it.
-    static func idHashes(_ batch: any RawBatch, part: Int, processor: AccountProcessor) -> SurveyedPart {
+    static func idHashes(_ batch: any RawBatch, part: Int) -> SurveyedPart {
         var hashes: [UInt64] = []
         var readable = true
-        batch.decode(part: part, fastPath: processor, each: { record in
+        batch.decodeIds(part: part, each: { record in
             switch consume record {
             case .account(let account, _), .normalized(let account, _): hashes.append(IdHash.of(account.localId))
             case .malformed: break

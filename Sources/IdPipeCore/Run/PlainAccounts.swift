@@ -94,6 +94,13 @@ public struct PlainAccount: Sendable, Equatable {
     public var name: Name
 }
 
+extension PlainAccount {
+    /// An account known by its id alone (the duplicate check's survey reads nothing else).
+    public init(idHash: UInt64) {
+        self.init(idHash: idHash, providers: 0, disabled: false, relay: nil, name: .notAsked)
+    }
+}
+
 /// What the fast path needs from a pipeline, worked out once.
 struct PlainRules: Sendable {
     /// False when the fast path cannot be taken at all (the pipeline does not normalize: the full path then keeps

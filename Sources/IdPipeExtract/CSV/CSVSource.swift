@@ -201,6 +201,10 @@ final class CSVBatch: RawBatch {
         read(part: part, fastPath: fastPath, each: each, plain: plain)
     }
 
+    func decodeIds(part: Int, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void) {
+        read(part: part, fastPath: IdsOnly(), each: each, plain: plain)
+    }
+
     private func read(part: Int, fastPath: some FastPathCheck, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void) {
         let last = part == partCount - 1
         var scanned = AccountBytes()

@@ -32,6 +32,12 @@ struct ExportJSONBatch: RawBatch {
         }
     }
 
+    func decodeIds(part: Int, each: (consuming DecodedRecord) -> Void, plain: (borrowing PlainRecord) -> Void) {
+        bytes.withUnsafeBufferPointer { buffer in
+            decode(buffer, part: part, fastPath: IdsOnly(), each: each, plain: plain)
+        }
+    }
+
     private func decode(_ buffer: UnsafeBufferPointer<UInt8>, part: Int, fastPath: some FastPathCheck, each: (consuming DecodedRecord) -> Void,
                         plain: (borrowing PlainRecord) -> Void) {
         var cursor = JSONCursor(bytes: buffer, start: boundaries[part], end: boundaries[part + 1])
