@@ -7,6 +7,8 @@
 /// once in all of it, so it cannot be a duplicate, and nothing needs to be kept of it. The check then holds only the
 /// repeated hashes: memory grows with the number of duplicates, not of accounts. The survey reads every record's id,
 /// rows the plan will quarantine for something else included: a hash counted twice for nothing is only kept for nothing.
+/// That the second reading found the records the plan read is checked at the plan's end, from the accepted ids in the
+/// store (`PlanRunner.unmatchedAfterSurvey`).
 final class DuplicateCheck {
     /// The default `limit`: the set of 2M hashes takes 22 to 42 MB.
     static let defaultLimit = 2_000_000
