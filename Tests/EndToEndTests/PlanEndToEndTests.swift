@@ -54,6 +54,18 @@ struct Binary {
         return text
     }
 
+    static let reportFiles = ["plan.md", "plan.json", "ledger.csv"]
+
+    /// Expects each report in `out` to be the one in `reference`, byte for byte; `label` says which run `out` holds.
+    func expectSameReports(_ reference: String, _ out: String, _ label: String, files: [String] = reportFiles,
+                           sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for file in files {
+            let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
+            let b = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
+            #expect(a == b, "\(file) differs \(label)", sourceLocation: sourceLocation)
+        }
+    }
+
     @Test func jsonAndCSVSamplesGiveTheSameReport() throws {
         let csvPipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "accounts.json", with: "accounts.csv")
         defer { Binary.removeVariant(csvPipeline) }
@@ -109,11 +121,7 @@ struct Binary {
         let (code, output) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", interrupted, "--as-of", asOf],
                                             environment: small)
         #expect(code == 1, "\(output)")
-        for file in ["plan.md", "plan.json", "ledger.csv"] {
-            let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
-            let b = try String(contentsOfFile: "\(interrupted)/\(file)", encoding: .utf8)
-            #expect(a == b, "\(file) differs after kill and resume")
-        }
+        try expectSameReports(reference, interrupted, "after kill and resume")
     }
 
     /// The CSV source reads each chunk from where it guesses the one before ends (its last newline with the quotes
@@ -142,11 +150,7 @@ struct Binary {
                 let (chunkedCode, chunkedOutput) = try Binary.run(plan + ["--out", out], environment: environment)
                 #expect(chunkedCode == 1 && (idsInMemory == nil) != chunkedOutput.contains("the duplicate check holds"), "\(chunkedOutput)")
                 if chunkedOutput.contains("reading again from line") { readAgain += 1 }
-                for file in ["plan.md", "plan.json", "ledger.csv"] {
-                    let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
-                    let b = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
-                    #expect(a == b, "\(file) differs in chunks of \(size) bytes, \(idsInMemory ?? "every") id(s) held")
-                }
+                try expectSameReports(reference, out, "in chunks of \(size) bytes, \(idsInMemory ?? "every") id(s) held")
             }
         }
         #expect(readAgain > 0, "some chunk size must meet a wrong guess, or this test proves nothing about it")
@@ -156,11 +160,7 @@ struct Binary {
         #expect(stopCode == 130)
         let (resumeCode, resumeOutput) = try Binary.run(plan + ["--out", resumed], environment: small)
         #expect(resumeCode == 1 && resumeOutput.contains("Resumed an interrupted plan"), "\(resumeOutput)")
-        for file in ["plan.md", "plan.json", "ledger.csv"] {
-            let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
-            let b = try String(contentsOfFile: "\(resumed)/\(file)", encoding: .utf8)
-            #expect(a == b, "\(file) differs after a stop and a resume")
-        }
+        try expectSameReports(reference, resumed, "after a stop and a resume")
     }
 
     /// A migration stopped midway resumes its import file where it stood; a file removed or cut since is refused, where
@@ -201,11 +201,7 @@ struct Binary {
         #expect(code == 1, "\(output)")
         #expect(output.contains("Resumed an interrupted plan"))
         #expect(output.contains("300 accounts read, 10 quarantined"), "\(output)")
-        for file in ["plan.md", "plan.json", "ledger.csv"] {
-            let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
-            let b = try String(contentsOfFile: "\(stopped)/\(file)", encoding: .utf8)
-            #expect(a == b, "\(file) differs after a stop at the end of the input")
-        }
+        try expectSameReports(reference, stopped, "after a stop at the end of the input")
     }
 
     /// The fast path only counts accounts that need nothing: planning every account the full way gives the same three
@@ -239,11 +235,7 @@ struct Binary {
             let (fastCode, fastOutput) = try Binary.run(["plan", plan, "--out", fast, "--as-of", asOf])
             let (fullCode, fullOutput) = try Binary.run(["plan", plan, "--out", full, "--as-of", asOf], environment: ["IDPIPE_FULL_PATH": "1"])
             #expect(fastCode == 1 && fullCode == 1, "both hold quarantined rows: \(fastOutput)\n\(fullOutput)")
-            for file in ["plan.md", "plan.json", "ledger.csv"] {
-                let a = try String(contentsOfFile: "\(fast)/\(file)", encoding: .utf8)
-                let b = try String(contentsOfFile: "\(full)/\(file)", encoding: .utf8)
-                #expect(a == b, "\(plan): \(file) differs between the fast and the full path")
-            }
+            try expectSameReports(fast, full, "between the fast and the full path (\(plan))")
         }
     }
 
@@ -256,18 +248,14 @@ struct Binary {
     func aDuplicateCheckThatReadsTheRestForRepeatsGivesTheSamePlan(format: String, migration: Bool) throws {
         let pipeline = try generatedPlan(format, extra: migration ? "output: {import_json: import.json}" : "")
         let plan = ["plan", pipeline, "--as-of", asOf, "--verbose"]
-        let files = ["plan.md", "plan.json", "ledger.csv"] + (migration ? ["import.json"] : [])
+        let files = Self.reportFiles + (migration ? ["import.json"] : [])
         let reference = Binary.temporaryDirectory()
         let (referenceCode, referenceOutput) = try Binary.run(plan + ["--out", reference])
         #expect(referenceCode == 1 && !referenceOutput.contains("the duplicate check holds"), "\(referenceOutput)")
         let report = try String(contentsOfFile: "\(reference)/plan.md", encoding: .utf8)
         #expect(report.contains("duplicate: an earlier row has the same id") && report.contains("| `inputs.deletion_requests` |"), "\(report)")
         func expectSame(_ out: String, _ label: String) throws {
-            for file in files {
-                let a = try String(contentsOfFile: "\(reference)/\(file)", encoding: .utf8)
-                let b = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
-                #expect(a == b, "\(label): \(file) differs")
-            }
+            try expectSameReports(reference, out, label, files: files)
             let left = try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.hasPrefix(".idpipe") }
             #expect(left.isEmpty, "\(label): \(left)")
         }
@@ -333,10 +321,7 @@ struct Binary {
         #expect(stopCode == 130)
         let (resumeCode, resumeOutput) = try Binary.run(["plan", plans[0], "--out", resumed, "--as-of", asOf] + flags, environment: small)
         #expect(resumeCode == 1 && resumeOutput.contains("Resumed an interrupted plan"), "\(resumeOutput)")
-        for file in ["plan.md", "plan.json", "ledger.csv"] {
-            #expect(try String(contentsOfFile: "\(whole)/\(file)", encoding: .utf8) == (try String(contentsOfFile: "\(resumed)/\(file)", encoding: .utf8)),
-                    "\(file) differs after a resume")
-        }
+        try expectSameReports(whole, resumed, "after a resume")
         // The bodies are written to files with no name: nothing is left beside the reports.
         let left = try FileManager.default.contentsOfDirectory(atPath: resumed).filter { $0.hasPrefix(".") || $0.contains("partial") }
         #expect(left.isEmpty, "\(left)")
@@ -491,10 +476,7 @@ struct Binary {
         let (surveyedCode, surveyedOutput) = try Binary.run(["plan", pipeline, "--out", surveyed, "--as-of", asOf, "--verbose"],
                                                             environment: ["IDPIPE_BATCH_BYTES": "2048", "IDPIPE_IDS_IN_MEMORY": "3"])
         #expect(surveyedCode == 1 && surveyedOutput.contains("the duplicate check holds"), "\(surveyedOutput)")
-        for file in ["plan.md", "plan.json", "ledger.csv"] {
-            #expect(try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8) == String(contentsOfFile: "\(surveyed)/\(file)", encoding: .utf8),
-                    "\(file) differs with the survey")
-        }
+        try expectSameReports(out, surveyed, "with the survey")
 
         let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as! [String: Any]
         let totals = report["totals"] as! [String: Int]

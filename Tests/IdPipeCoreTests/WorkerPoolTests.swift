@@ -67,15 +67,21 @@ import IdPipeTestSupport
     }
 
     @Test func startsFromTheHashesOfACheckpoint() {
+        /// As a resumed plan fills it: sized for the hashes its store holds, then each inserted.
+        func restored(_ saved: [UInt64]) -> IdHashSet {
+            let set = IdHashSet(capacity: saved.count)
+            for hash in saved { _ = set.insert(hash) }
+            return set
+        }
         let saved: [UInt64] = [0, 5, 1 << 40, 5]
-        let set = IdHashSet(saved)
+        let set = restored(saved)
         #expect(set.count == 3)
         #expect(!set.insert(0) && !set.insert(1 << 40) && set.insert(6))
 
         // Enough hashes that the tables start larger than the smallest, some all in one table (the same top byte).
         var random = SeededGenerator(seed: 5)
         let many = (0..<60_000).map { index -> UInt64 in index % 3 == 0 ? UInt64(index) << 8 | 0xAB : random.next() }
-        let large = IdHashSet(many + [0])
+        let large = restored(many + [0])
         #expect(large.count == Set(many + [0]).count)
         #expect(many.allSatisfy(large.contains) && large.contains(0))
         #expect(!large.contains(0xDEAD_BEEF_0000_0001) && large.insert(0xDEAD_BEEF_0000_0001) && large.contains(0xDEAD_BEEF_0000_0001))

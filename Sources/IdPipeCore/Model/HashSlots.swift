@@ -99,12 +99,12 @@ final class IdHashSet {
     private var hasZero = false
     private(set) var count = 0
 
-    init(_ saved: [UInt64] = []) {
+    /// Tables sized for `capacity` hashes from the start (a resumed plan knows how many its store holds).
+    init(capacity: Int = 0) {
         var size = 64
-        while saved.count * 4 > (size << Self.tableBits) * 3 { size *= 2 }
+        while capacity * 4 > (size << Self.tableBits) * 3 { size *= 2 }
         tables = (0..<(1 << Self.tableBits)).map { _ in Self.emptyTable(size) }
         filled = [Int](repeating: 0, count: 1 << Self.tableBits)
-        for hash in saved { _ = insert(hash) }
     }
 
     deinit {

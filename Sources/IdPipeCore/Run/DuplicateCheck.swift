@@ -25,8 +25,6 @@ final class DuplicateCheck {
         self.limit = limit
     }
 
-    /// Whether the check holds only the repeated hashes (the survey has run).
-    var surveyed: Bool { all == nil }
     /// How many ids the set of every id holds (0 after the survey).
     var count: Int { all?.count ?? 0 }
     /// Whether the set of every id has grown past `limit` (and no survey gave up: `keepEveryId`).
@@ -38,9 +36,10 @@ final class DuplicateCheck {
         keepsEveryId = true
     }
 
-    /// Takes ids accepted by committed batches, as a resumed plan reads them back.
-    func restore(_ hashes: [UInt64]) {
-        for hash in hashes { _ = insert(hash) }
+    /// Takes the ids accepted by committed batches, as a resumed plan reads them back: `count` of them, in batches.
+    func restore(count: Int, from batches: ((([UInt64]) throws -> Void)) throws -> Void) rethrows {
+        if let all, all.count == 0 { self.all = IdHashSet(capacity: count) }
+        try batches { hashes in for hash in hashes { _ = insert(hash) } }
     }
 
     /// True when no earlier accepted id has this hash; the id is accepted then.

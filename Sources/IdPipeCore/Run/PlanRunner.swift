@@ -157,11 +157,13 @@ public final class PlanRunner {
         let partQueue = PartQueue(width: width)
         // Runs after the read-ahead has stopped: parts still queued then belong to batches that will not be merged.
         defer { partQueue.finish(cancel: true) }
+        // The duplicate check may read the input a second time (`DuplicateCheck`) given scratch space and a file.
+        let surveyScratch = source.rereadable ? scratchSpace : nil
         /// Reads the rest of the input from `start` for the duplicate check (`surveyIds`), its progress shown as the plan's.
         /// Asked to stop (`shouldStop`), it stops after a batch: the plan stops, as interrupted, and the next one reads the
         /// rest again. False when it could not read the input to its end: the check then keeps every id, as it says.
         func survey(from start: InputCheckpoint, after count: Int, accepted: ((UInt64) throws -> Void) throws -> Void,
-                    makeScratch: () throws -> any ScratchSpace) throws -> Bool {
+                    into makeScratch: () throws -> any ScratchSpace) throws -> Bool {
             logger.info("""
                 \(count) ids accepted, more than the \(duplicates.limit) the duplicate check holds: reading the rest of the input \
                 once for its ids, so that it holds only those that repeat
@@ -183,7 +185,8 @@ public final class PlanRunner {
         }
         if resumed {
             let count = try store.seenIdCount()
-            if let scratchSpace, source.rereadable, count > duplicates.limit {
+            let restore = { try duplicates.restore(count: count, from: self.store.forEachSeenIdHashes) }
+            if let surveyScratch, count > duplicates.limit {
                 if source.totalBytes > 0 && checkpoint.input.offset >= source.totalBytes {
                     // Nothing is left to read, so no id can be a duplicate: the check holds none, and the plan's end reads the
                     // accepted ids from the store.
@@ -193,15 +196,13 @@ public final class PlanRunner {
                         let accepted: ((UInt64) throws -> Void) throws -> Void = { add in
                             try self.store.forEachSeenIdHashes { hashes in for hash in hashes { try add(hash) } }
                         }
-                        if try !survey(from: checkpoint.input, after: count, accepted: accepted, makeScratch: scratchSpace) {
-                            try store.forEachSeenIdHashes(duplicates.restore)
-                        }
+                        if try !survey(from: checkpoint.input, after: count, accepted: accepted, into: surveyScratch) { try restore() }
                     } catch is StopReading {
                         return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
                     }
                 }
             } else {
-                try store.forEachSeenIdHashes(duplicates.restore)
+                try restore()
             }
         }
         // Reads the batches and queues their parts for the workers, handing each batch to `merge`.
@@ -295,8 +296,8 @@ public final class PlanRunner {
             committer.submit(next)
             batches += 1
             // Not past the last batch: with nothing left to read, the set already holds every id the plan accepts.
-            if let scratchSpace, duplicates.isFull, source.rereadable, input.offset < source.totalBytes {
-                _ = try survey(from: input, after: duplicates.count, accepted: duplicates.forEachAccepted, makeScratch: scratchSpace)
+            if let surveyScratch, duplicates.isFull, input.offset < source.totalBytes {
+                _ = try survey(from: input, after: duplicates.count, accepted: duplicates.forEachAccepted, into: surveyScratch)
             }
             progress?(PlanProgress(records: input.records, bytes: input.offset, totalBytes: source.totalBytes,
                                    quarantined: tally.quarantineRows, elapsedSeconds: clock() - started))
@@ -338,14 +339,14 @@ public final class PlanRunner {
             return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, interrupted: true)
         }
         // Counted while the store writes the last batches (about 6 ms of a 1M-account plan, on one core, after them); from
-        // the ids the store holds, once written, when the check no longer holds them all (it narrowed, given a scratch space).
+        // the ids the store holds, once written, when the check no longer holds them all (it narrowed: `surveyScratch`).
         let counted = duplicates.acceptedIds.map { Self.unmatched(processor.sideInputs, accepted: $0.contains) }
         try committer.drain()
         let unmatched: [String: Int]?
         if let counted {
             unmatched = counted
         } else {
-            unmatched = try Self.unmatchedAfterSurvey(processor.sideInputs, store: store, scratch: try scratchSpace!(),
+            unmatched = try Self.unmatchedAfterSurvey(processor.sideInputs, store: store, scratch: try surveyScratch!(),
                                                       path: source.path, limit: duplicates.limit)
         }
         // A file is read to its end: a source set back to the wrong place (`readAgain`) must not end a plan early in silence.

@@ -46,14 +46,9 @@ public final class ScratchFile: ScratchSpace {
 
     public func append(_ bytes: UnsafeRawBufferPointer) throws -> Int64 {
         let start = length
-        var done = 0
-        while done < bytes.count {
-            let count = pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(length))
-            if count < 0 && errno == EINTR { continue }
-            guard count > 0 else { throw failure("write", count) }
-            done += count
-            length += Int64(count)
-        }
+        errno = 0
+        guard FileInfo.writeAll(descriptor, bytes, at: start) else { throw failure("write", errno == 0 ? 0 : -1) }
+        length += Int64(bytes.count)
         return start
     }
 
