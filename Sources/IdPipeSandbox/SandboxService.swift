@@ -154,8 +154,9 @@ public final class SandboxService: Sendable {
     public init(config: SandboxConfig, ledgerPath: String? = nil) throws {
         var state = State(config: config, random: SeededRandom(state: config.faults.seed))
         if let ledgerPath {
-            FileManager.default.createFile(atPath: ledgerPath, contents: nil)
-            guard let handle = FileHandle(forWritingAtPath: ledgerPath) else { throw SandboxError("cannot write the ledger file \(ledgerPath)") }
+            guard FileManager.default.createFile(atPath: ledgerPath, contents: nil), let handle = FileHandle(forWritingAtPath: ledgerPath) else {
+                throw SandboxError("cannot write the ledger file \(ledgerPath)")
+            }
             state.ledgerFile = handle
         }
         self.state = Mutex(state)
@@ -170,7 +171,7 @@ public final class SandboxService: Sendable {
         let document: SJSON
         do { document = try SJSON.parse(bytes) } catch { throw SandboxError("\(file): not JSON: \(error)") }
         guard let users = document["users"]?.array else { throw SandboxError("\(file): no \"users\" list") }
-        return try state.withLock { state in
+        return state.withLock { state in
             var skipped = 0
             for user in users {
                 guard let members = user.members, let uid = user["localId"]?.string, !uid.isEmpty else {
