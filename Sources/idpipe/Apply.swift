@@ -226,7 +226,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         }
         Console.endProgress()
         if outcome.interrupted || interruption.isRaised {
-            Console.error("idpipe: interrupted after \(outcome.tally["accounts.read"]) accounts; "
+            Console.error("idpipe: interrupted after \(Console.count(outcome.tally["accounts.read"], "account")); "
                 + "the same command, or `idpipe resume --state \(statePath)`, continues from there")
             return Exit.interrupted
         }
@@ -254,12 +254,12 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             }
         }
         if outcome.resumed { Console.out("Resumed an interrupted plan.") }
-        Console.out("\(tally["accounts.read"]) accounts read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
+        Console.out("\(Console.count(tally["accounts.read"], "account")) read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
         for path in written { Console.out("report: \(path)") }
         if let output = context.definition.output.importJSON {
             Console.out("import file: \(out)/\(output)")
             if tally["import.cli-refused"] > 0 {
-                Console.error("idpipe: \(tally["import.cli-refused"]) accounts in it would stop `firebase auth:import` "
+                Console.error("idpipe: \(Console.count(tally["import.cli-refused"], "account")) in it would stop `firebase auth:import` "
                     + "(links beyond google.com, facebook.com, twitter.com and github.com, or MFA); "
                     + "see the Import file section of \(out)/plan.md")
             }
@@ -271,7 +271,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         }
         if tally.quarantineRows > 0 {
             let cut = tally.inputEndsEarly ? " (the input ends early)" : ""
-            Console.error("idpipe: \(tally.quarantineRows) input rows were quarantined\(cut); see the Quarantine section of \(out)/plan.md")
+            Console.error("idpipe: \(Console.count(tally.quarantineRows, "input row")) \(tally.quarantineRows == 1 ? "was" : "were") quarantined\(cut); see the Quarantine section of \(out)/plan.md")
             return Exit.doneWithFailures
         }
         return nil

@@ -38,6 +38,11 @@ enum Console {
         guard stderrIsTerminal else { return }
         writeAll(2, "\r\u{1B}[K")
     }
+
+    /// "1 account", "2 accounts": a count with its noun, for the summary lines.
+    static func count(_ number: Int, _ noun: String) -> String {
+        "\(number) " + (number == 1 ? noun : noun + "s")
+    }
 }
 
 /// A buffered file for reports. A failed write (a full disk) is remembered and reported by `close`, so a truncated

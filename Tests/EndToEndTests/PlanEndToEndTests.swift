@@ -530,6 +530,16 @@ struct Binary {
         }
     }
 
+    /// The summary lines count in the singular too: "1 account read", "1 input row was quarantined".
+    @Test func summaryLinesSayOneInTheSingular() throws {
+        let data = Binary.temporaryDirectory()
+        try "onlyRow1,a@example.com,true\n".write(toFile: data + "/one.csv", atomically: true, encoding: .utf8)
+        let (code, output) = try planVariant(replacing: Self.exportLine, with: "path: \(data)/one.csv\n  format: auth-export-csv")
+        #expect(code == 1, "\(output)")
+        #expect(output.contains("1 account read, 1 quarantined"), "\(output)")
+        #expect(output.contains("idpipe: 1 input row was quarantined;"), "\(output)")
+    }
+
     /// Plans a variant that must be refused as bad input (exit 2), saying `message`.
     func expectRefused(replacing old: String, with new: String, saying message: String,
                        sourceLocation: SourceLocation = #_sourceLocation) throws {
