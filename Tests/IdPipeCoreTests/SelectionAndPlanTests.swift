@@ -3,41 +3,90 @@ import IdPipeTestSupport
 @testable import IdPipeCore
 
 @Suite struct SelectionTests {
-    let asOf = Timestamp.parseRFC3339("2026-11-21T00:00:00Z")!
-    let day: Int64 = 86_400_000
+    static let asOf = Timestamp.parseRFC3339("2026-11-21T00:00:00Z")!
+    static let day: Int64 = 86_400_000
+    static let recent = asOf - 10 * day, old = asOf - 800 * day
+    static let appleLink = [ProviderLink(providerId: "apple.com", rawId: "001.a.1")]
 
-    @Test func selectsByEachRuleAndProtects() {
+    /// Deletion requests, disabled accounts and no sign-in for 730 days; two ids and an email domain protected (one id
+    /// from the pipeline, one from a protected-accounts side input); `providers`, when given, filters.
+    static func selector(providers: [String]) -> Selector {
         var config = SelectionConfig()
         config.deletionRequested = true
         config.disabled = true
         config.inactiveForDays = 730
         config.protectedIds = ["vip"]
-        config.protectedEmailDomains = ["corp.example"]
-        let selector = Selector(config: config, asOf: asOf)
-        let request = DeletionRequest(requestedAt: asOf - day, source: "app")
-        let recent = asOf - 10 * day, old = asOf - 800 * day
-        let cases: [(Account, DeletionRequest?, SelectionOutcome)] = [
-            (Account(localId: "a", lastSignedInAt: recent), nil, .notSelected),
-            (Account(localId: "b", lastSignedInAt: recent), request, .selected(.deletionRequested)),
-            (Account(localId: "c", lastSignedInAt: recent, disabled: true), nil, .selected(.disabled)),
-            (Account(localId: "d", lastSignedInAt: old), nil, .selected(.inactive)),
-            (Account(localId: "e", createdAt: old), nil, .selected(.inactive)),
-            (Account(localId: "vip", lastSignedInAt: old), nil, .protected(.inactive, why: "protected account id")),
-            (Account(localId: "f", email: "boss@corp.example", lastSignedInAt: recent), request, .protected(.deletionRequested, why: "protected email domain")),
-        ]
-        for (account, request, expected) in cases {
-            #expect(selector.select(account, deletionRequest: request) == expected, "\(account.localId)")
-        }
+        config.protectedEmailDomains = ["corp.example", "xn--bcher-kva.example"]  // as the pipeline file's parser leaves them
+        config.providers = providers
+        return Selector(config: config, asOf: asOf, extraProtectedIds: ["listed"])
     }
 
-    @Test func providerFilterExcludes() {
-        var config = SelectionConfig()
-        config.disabled = true
-        config.providers = ["apple.com"]
-        let selector = Selector(config: config, asOf: asOf)
-        #expect(selector.select(Account(localId: "a", disabled: true), deletionRequest: nil) == .filteredByProvider(.disabled))
-        let apple = Account(localId: "b", disabled: true, providers: [ProviderLink(providerId: "apple.com", rawId: "1")])
-        #expect(selector.select(apple, deletionRequest: nil) == .selected(.disabled))
+    /// Each case: what it shows, the account, whether it has a deletion request, the provider filter, the outcome.
+    static let cases: [(String, Account, Bool, [String], SelectionOutcome)] = [
+        ("no rule matches", Account(localId: "a", lastSignedInAt: recent), false, [], .notSelected),
+        ("deletion requested", Account(localId: "b", lastSignedInAt: recent), true, [], .selected(.deletionRequested)),
+        ("disabled", Account(localId: "c", lastSignedInAt: recent, disabled: true), false, [], .selected(.disabled)),
+        ("last sign-in 800 days ago", Account(localId: "d", lastSignedInAt: old), false, [], .selected(.inactive)),
+        ("never signed in, created 800 days ago", Account(localId: "e", createdAt: old), false, [], .selected(.inactive)),
+        ("last sign-in exactly 730 days ago: not older", Account(localId: "f", lastSignedInAt: asOf - 730 * day), false, [], .notSelected),
+        ("last sign-in 730 days and 1 ms ago", Account(localId: "g", lastSignedInAt: asOf - 730 * day - 1), false, [], .selected(.inactive)),
+        ("a sign-in counts before the creation", Account(localId: "h", lastSignedInAt: recent, createdAt: old), false, [], .notSelected),
+        ("every rule at once", Account(localId: "i", lastSignedInAt: old, disabled: true), true, [],
+         .selected([.deletionRequested, .disabled, .inactive])),
+        ("protected id", Account(localId: "vip", lastSignedInAt: old), true, [], .protected([.deletionRequested, .inactive], why: "protected account id")),
+        ("protected id from the side input", Account(localId: "listed", disabled: true), false, [], .protected(.disabled, why: "protected account id")),
+        ("protected email domain, in any case", Account(localId: "j", email: "boss@Corp.Example", lastSignedInAt: recent), true, [],
+         .protected(.deletionRequested, why: "protected email domain")),
+        ("a subdomain of a protected domain", Account(localId: "k", email: "x@eu.corp.example"), true, [], .protected(.deletionRequested, why: "protected email domain")),
+        ("a domain that only ends alike", Account(localId: "k2", email: "x@notcorp.example"), true, [], .selected(.deletionRequested)),
+        ("a protected domain inside another", Account(localId: "k3", email: "x@corp.example.net"), true, [], .selected(.deletionRequested)),
+        ("an IDN domain, normalized", Account(localId: "k4", email: "x@xn--bcher-kva.example"), true, [], .protected(.deletionRequested, why: "protected email domain")),
+        ("an IDN domain as written (normalize off)", Account(localId: "k5", email: "x@Bücher.Example"), true, [], .protected(.deletionRequested, why: "protected email domain")),
+        ("provider filter, not linked", Account(localId: "l", disabled: true), false, ["apple.com"], .filteredByProvider(.disabled)),
+        ("provider filter, linked", Account(localId: "m", disabled: true, providers: appleLink), false, ["apple.com"], .selected(.disabled)),
+        ("provider filter, one of several", Account(localId: "n", providers: appleLink), true, ["facebook.com", "apple.com"],
+         .selected(.deletionRequested)),
+        ("provider filter, no rule matches", Account(localId: "o", providers: appleLink), false, ["apple.com"], .notSelected),
+    ]
+
+    @Test(arguments: cases)
+    func selects(_ what: String, account: Account, requested: Bool, providers: [String], expected: SelectionOutcome) {
+        let request = requested ? DeletionRequest(requestedAt: Self.asOf - Self.day, source: "app") : nil
+        #expect(Self.selector(providers: providers).select(account, deletionRequest: request) == expected, "\(what)")
+    }
+
+    /// A protected account is never revoked or deleted, whatever selects it; it stays, so its name is still filled.
+    /// The same account unprotected is revoked and deleted.
+    @Test func aProtectedAccountGetsNoRevocationOrDeletion() throws {
+        let pipeline = try PipelineDefinition.parse(yaml: """
+            version: 1
+            name: cleanup
+            source: {path: a.json}
+            select: {deletion_requested: true, disabled: true, protect: {uids: [vip]}}
+            stages:
+              backfill_names: {sources: [legacy]}
+              revoke: true
+              delete: {when_not_revocable: delete}
+            """, file: "p.yaml")
+        let request = DeletionRequest(requestedAt: Self.asOf - Self.day, source: "app")
+        let token = StoredCredentials(apple: StoredAppleToken(kind: .refreshToken, token: Secret(value: "r1", fingerprint: "f00"), capturedAt: Self.recent))
+        let name = LegacyName(givenName: "Jane", familyName: "Doe", consent: true)
+        let sideInputs = SideInputs(legacyNames: ["vip": name, "other": name], deletionRequests: ["vip": request, "other": request],
+                                    credentials: ["vip": token, "other": token])
+        let processor = AccountProcessor(pipeline: pipeline, sideInputs: sideInputs, asOf: Self.asOf)
+        func outcome(_ uid: String) throws -> AccountOutcome {
+            let account = Account(localId: uid, email: "\(uid)@example.com", disabled: true, providers: Self.appleLink)
+            guard case .account(let outcome) = processor.process(account, position: SourcePosition(file: "a.json", line: 1), sequence: 0) else {
+                throw ToolError("\(uid) was quarantined")
+            }
+            return outcome
+        }
+        let protected = try outcome("vip")
+        #expect(protected.selection == .protected([.deletionRequested, .disabled], why: "protected account id"))
+        #expect(protected.actions.map(\.kind) == [.updateName])
+        let other = try outcome("other")
+        #expect(other.selection == .selected([.deletionRequested, .disabled]))
+        #expect(other.actions.map(\.kind) == [.revokeApple, .deleteAccount])
     }
 }
 
@@ -155,6 +204,10 @@ import IdPipeTestSupport
         // Larger, it overflowed the selector's arithmetic (a trap at plan time, after validate had passed it).
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 106751991168}", "select.inactive_for_days: must be at most 36500 (100 years)"),
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 0}", "must be at least 1"),
+        // A protected domain that could match no address would protect nobody, without a word.
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {email_domains: ['@corp.example']}}",
+         "p.yaml:4: select.protect.email_domains[0]: '@corp.example' is not an email domain: domain '@corp.example' contains '@'"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {email_domains: [corp]}}", "'corp' is not an email domain"),
     ])
     func rejects(yaml: String, message: String) {
         do {
@@ -170,7 +223,7 @@ import IdPipeTestSupport
             version: 1
             name: cleanup
             source: {path: a.csv}
-            select: {deletion_requested: true, inactive_for_days: 30, protect: {uids: [a], email_domains: [Corp.Example]}}
+            select: {deletion_requested: true, inactive_for_days: 30, protect: {uids: [a], email_domains: [Corp.Example, " Bücher.example"]}}
             stages:
               backfill_names: {sources: [legacy, provider:google.com, email-local-part]}
               revoke: {facebook: false}
@@ -180,7 +233,8 @@ import IdPipeTestSupport
         let pipeline = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
         #expect(pipeline.source.format == .authExportCSV)
         #expect(pipeline.selection.inactiveForDays == 30)
-        #expect(pipeline.selection.protectedEmailDomains == ["corp.example"])
+        // As the normalize stage writes an email's domain: lower case, Unicode labels in their xn-- form.
+        #expect(pipeline.selection.protectedEmailDomains == ["corp.example", "xn--bcher-kva.example"])
         #expect(pipeline.stages.backfillNames == [.legacy, .provider("google.com"), .emailLocalPart])
         #expect(pipeline.stages.revoke == RevokeConfig(apple: true, facebook: false, firebaseSessions: true))
         #expect(pipeline.stages.delete?.whenNotRevocable == .delete)

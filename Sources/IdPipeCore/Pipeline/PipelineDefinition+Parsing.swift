@@ -127,7 +127,17 @@ extension PipelineDefinition {
         if let protect = keys["protect"] {
             let entries = try protect.mapping(allowed: ["uids", "email_domains"])
             selection.protectedIds = try entries["uids"]?.stringList() ?? []
-            selection.protectedEmailDomains = try entries["email_domains"]?.stringList().map { $0.lowercased() } ?? []
+            // Written as the normalize stage writes an email's domain (lower case, Unicode labels in their xn-- form), so
+            // that `Bücher.example` protects `boss@bücher.example`, which the stage turns into `boss@xn--bcher-kva.example`.
+            // A domain that could match no address (`@corp.example`, `corp`) would protect nobody, silently: refused.
+            selection.protectedEmailDomains = try (entries["email_domains"]?.list() ?? []).map { item in
+                let written = try item.string()
+                var repairs = RepairSet()
+                switch EmailNormalizer.normalizeDomain(TextScan.trimmingWhitespace(Substring(written)), repairs: &repairs) {
+                case .success(let domain): return domain
+                case .failure(let reason): throw item.error("'\(written)' is not an email domain: \(reason)")
+                }
+            }
         }
         return selection
     }

@@ -56,11 +56,21 @@ public struct Selector: Sendable {
             return .filteredByProvider(reasons)
         }
         if protectedIds.contains(account.localId) { return .protected(reasons, why: "protected account id") }
-        if !config.protectedEmailDomains.isEmpty, let email = account.email, let at = email.lastIndex(of: "@") {
-            let domain = email[email.index(after: at)...].lowercased()
-            if config.protectedEmailDomains.contains(domain) { return .protected(reasons, why: "protected email domain") }
+        if !config.protectedEmailDomains.isEmpty, let email = account.email, isProtected(domainOf: email) {
+            return .protected(reasons, why: "protected email domain")
         }
         return .selected(reasons)
+    }
+
+    /// Whether the address is at a protected domain or at a subdomain of one (`corp.example` protects
+    /// `x@eu.corp.example`): a protection errs on the side of keeping an account. The domain is compared as the
+    /// normalize stage writes it, as the protected domains are, so that it matches whether or not that stage ran.
+    func isProtected(domainOf email: String) -> Bool {
+        guard let at = email.lastIndex(of: "@") else { return false }
+        let raw = TextScan.trimmingWhitespace(email[email.index(after: at)...])
+        var repairs = RepairSet()
+        let domain = (try? EmailNormalizer.normalizeDomain(raw, repairs: &repairs).get()) ?? raw.lowercased()
+        return config.protectedEmailDomains.contains { domain == $0 || domain.hasSuffix("." + $0) }
     }
 
     /// Which rules match an account with these facts (before the provider filter and the protections).
