@@ -86,41 +86,119 @@ struct Binary {
         let csvLedger = try String(contentsOfFile: csvOut + "/ledger.csv", encoding: .utf8)
         #expect(jsonLedger == csvLedger)
         #expect(jsonLedger.contains("revoke-apple"))
+        // plan.json too, with the source positions taken out; each quarantine entry names its file and line.
+        let jsonPlan = try planJSON(jsonOut), csvPlan = try planJSON(csvOut)
+        #expect(!((jsonPlan["accounts"] as? [Any])?.isEmpty ?? true))
+        #expect(withoutSourcePositions(jsonPlan) == withoutSourcePositions(csvPlan))
+        for plan in [jsonPlan, csvPlan] {
+            let input = try #require((plan["run"] as? [String: Any])?["input"] as? String)
+            let quarantine = try #require(plan["quarantine"] as? [[String: Any]])
+            #expect(quarantine.count == 10)
+            #expect(quarantine.allSatisfy { $0["file"] as? String == input && ($0["line"] as? Int ?? 0) > 0 }, "\(quarantine)")
+        }
     }
 
+    func planJSON(_ out: String) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as? [String: Any])
+    }
+
+    /// plan.json without what differs between the JSON and the CSV form of one export: where each row stands (file,
+    /// line, column), and the input's and the pipeline's names, sizes and digests.
+    func withoutSourcePositions(_ plan: [String: Any]) -> NSDictionary {
+        var plan = plan
+        plan["accounts"] = (plan["accounts"] as? [[String: Any]])?.map { $0.filter { $0.key != "source" } }
+        plan["quarantine"] = (plan["quarantine"] as? [[String: Any]])?.map { entry in
+            var entry = entry.filter { $0.key != "file" && $0.key != "line" }
+            entry["reason"] = (entry["reason"] as? String).map(normalized)
+            return entry
+        }
+        let positions: Set = ["pipelinePath", "pipelineSha256", "input", "inputFormat", "inputSha256", "inputBytes"]
+        plan["run"] = (plan["run"] as? [String: Any])?.filter { !positions.contains($0.key) }
+        return plan as NSDictionary
+    }
+
+    /// No token reaches the plan's output (with --verbose), its reports or any file it leaves (the store, and a WAL or
+    /// lock beside it); and by default no email, name or phone number of the samples shows as it is in a report. The
+    /// same plan with --reveal-personal-data shows them: the check looks for what a report would show.
     @Test func reportsNeverHoldTokensAndMaskPersonalData() throws {
         let out = Binary.temporaryDirectory()
-        try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf])
+        let (code, log) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf, "--verbose"])
+        #expect(code == 1, "\(log)")
         let tokens = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path, encoding: .utf8)
             .split(separator: "\n").compactMap { line -> String? in
                 guard let data = line.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
                 return object["token"] as? String
             }
-        #expect(!tokens.isEmpty)
-        for file in ["plan.md", "plan.json", "ledger.csv", "state.sqlite"] {
-            let data = try Data(contentsOf: URL(fileURLWithPath: "\(out)/\(file)"))
-            let text = String(decoding: data, as: UTF8.self)
-            for token in tokens { #expect(!text.contains(token), "\(file) must not hold a token") }
+        #expect(tokens.count > 10)
+        #expect(log.contains("plan"), "the verbose log is read: \(log)")
+        #expect(!tokens.contains { log.contains($0) }, "the plan's output must not hold a token")
+        let files = try FileManager.default.contentsOfDirectory(atPath: out)
+        #expect(Set(Self.reportFiles + ["state.sqlite"]).isSubset(of: files), "\(files)")
+        for file in files {
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: "\(out)/\(file)")), as: UTF8.self)
+            #expect(!tokens.contains { text.contains($0) }, "\(file) must not hold a token")
+        }
+        let personal = try samplePersonalData()
+        for file in Self.reportFiles {
+            let text = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
+            let shown = personal.filter { text.contains($0) }
+            #expect(shown.isEmpty, "\(file) shows personal data unmasked: \(shown.prefix(5))")
         }
         let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
         #expect(report.contains("•••@privaterelay.appleid.com"))
+        let revealed = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", revealed, "--as-of", asOf, "--reveal-personal-data"])
+        let shown = try String(contentsOfFile: revealed + "/plan.json", encoding: .utf8)
+        #expect(personal.filter { shown.contains($0) }.count > 50, "revealed, the plan shows the samples' personal data")
     }
 
-    @Test func killedAndResumedGivesTheSameReport() throws {
-        // Small batches (the JSON sample is about 40 of 4 KiB), so the stop and the kill fall in the middle.
-        let small = ["IDPIPE_BATCH_RECORDS": "7", "IDPIPE_BATCH_BYTES": "4096"]
+    /// The emails, names and phone numbers of the sample export and of its legacy names table (3 characters or more,
+    /// trimmed), as an unmasked report would show them.
+    func samplePersonalData() throws -> Set<String> {
+        let data = try Data(contentsOf: Binary.root.appendingPathComponent("Samples/accounts.json"))
+        let users = try #require((try JSONSerialization.jsonObject(with: data) as? [String: Any])?["users"] as? [Any])
+        var values: Set<String> = []
+        for case let user as [String: Any] in users {
+            let providers = (user["providerUserInfo"] as? [[String: Any]]) ?? []
+            for record in [user] + providers {
+                for key in ["email", "displayName", "phoneNumber"] {
+                    if let value = record[key] as? String { values.insert(value.trimmingCharacters(in: .whitespaces)) }
+                }
+            }
+        }
+        let names = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/legacy-names.csv").path, encoding: .utf8)
+        for row in names.split(separator: "\n").dropFirst() {
+            let fields = row.split(separator: ",", omittingEmptySubsequences: false)
+            if fields.count > 2 { values.insert("\(fields[1]) \(fields[2])".trimmingCharacters(in: .whitespaces)) }
+        }
+        return values.filter { $0.count >= 3 }
+    }
+
+    /// A plan killed with SIGKILL at random moments, started again each time with the same state, ends with the reports
+    /// of an uninterrupted plan. Its batches (2 KiB: about 40 of the CSV sample, 75 of the JSON one) are slowed down to
+    /// 30 ms each, so that every kill lands mid-plan, whatever it was doing; the test checks that each one did (a kill
+    /// that came after the plan had ended would prove nothing).
+    @Test(arguments: ["accounts.json", "accounts.csv"])
+    func killedAndResumedGivesTheSameReport(export: String) throws {
+        let pipeline = try Binary.pipelineVariant("review-relay-accounts.yaml", replacing: "accounts.json", with: export)
+        defer { Binary.removeVariant(pipeline) }
+        let small = ["IDPIPE_BATCH_BYTES": "2048"]
         let reference = Binary.temporaryDirectory()
-        try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", reference, "--as-of", asOf], environment: small)
+        try Binary.run(["plan", pipeline, "--out", reference, "--as-of", asOf], environment: small)
         let interrupted = Binary.temporaryDirectory()
-        // Stop after a few batches (a clean cut), then kill -9 at a random moment, then finish.
-        let (stopCode, _) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", interrupted, "--as-of", asOf],
+        // Stop after a few batches (a clean cut), then kill -9 three times at random moments, then finish.
+        let (stopCode, _) = try Binary.run(["plan", pipeline, "--out", interrupted, "--as-of", asOf],
                                            environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "5"]) { $1 })
         #expect(stopCode == 130)
-        try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", interrupted, "--as-of", asOf],
-                       environment: small, killAfter: Double.random(in: 0.05...0.4))
-        let (code, output) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", interrupted, "--as-of", asOf],
-                                            environment: small)
+        for _ in 0..<3 {
+            let moment = Double.random(in: 0.05...0.25)
+            let (status, output) = try Binary.run(["plan", pipeline, "--out", interrupted, "--as-of", asOf],
+                                                  environment: small.merging(["IDPIPE_TEST_BATCH_DELAY_MS": "30"]) { $1 }, killAfter: moment)
+            #expect(status == SIGKILL, "the plan to be killed after \(moment) s ended by itself first (exit \(status)): \(output)")
+        }
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", interrupted, "--as-of", asOf], environment: small)
         #expect(code == 1, "\(output)")
+        #expect(output.contains("Resumed an interrupted plan"), "\(output)")
         try expectSameReports(reference, interrupted, "after kill and resume")
     }
 
@@ -538,6 +616,81 @@ struct Binary {
         #expect(code == 1, "\(output)")
         #expect(output.contains("1 account read, 1 quarantined"), "\(output)")
         #expect(output.contains("idpipe: 1 input row was quarantined;"), "\(output)")
+    }
+
+    /// An export cut short (a copy that stopped midway), through the binary: every account it starts is read, the one
+    /// cut ends in the quarantine with its file, line and id, and the plan exits 1 saying the input ends early. One that
+    /// is not an export at all is refused (exit 2), naming the file and line.
+    @Test func aTruncatedOrGarbledExportSaysWhereAndExitsSo() throws {
+        let data = Binary.temporaryDirectory()
+        let whole = try String(contentsOf: Binary.root.appendingPathComponent("Samples/accounts.json"), encoding: .utf8)
+        // The cut falls in the 11th account, after its id.
+        var starts = whole.ranges(of: "\n{\n").map(\.upperBound)
+        starts.removeFirst(10)
+        let cutAt = try #require(whole.range(of: ",\n", range: starts[0]..<whole.endIndex)).upperBound
+        let cut = String(whole[..<cutAt]) + "  \"ema"
+        try cut.write(toFile: data + "/cut.json", atomically: true, encoding: .utf8)
+        let pipeline = try Binary.pipelineVariant("review-relay-accounts.yaml", replacing: "../Samples/accounts.json", with: data + "/cut.json")
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(code == 1, "\(output)")
+        #expect(output.contains("(the input ends early)"), "\(output)")
+        let plan = try planJSON(out)
+        let totals = try #require(plan["totals"] as? [String: Int])
+        let started = cut.ranges(of: "\"localId\"").count
+        #expect(totals["accounts.read"] == started && totals["accounts.read"] == totals["accounts.processed", default: 0] + totals["accounts.quarantined", default: 0],
+                "\(totals)")
+        // The line of the cut account's opening brace (`starts[0]` is just past it and its newline).
+        let cutLine = cut[..<starts[0]].split(separator: "\n", omittingEmptySubsequences: false).count - 1
+        let entries = try #require(plan["quarantine"] as? [[String: Any]])
+        let entry = try #require(entries.first { $0["line"] as? Int == cutLine }, "no quarantine entry on line \(cutLine): \(entries)")
+        #expect(entry["file"] as? String == data + "/cut.json")
+        #expect(entry["uid"] as? String != nil && (entry["reason"] as? String ?? "").contains("truncated"), "\(entry)")
+
+        try "hello, world\n".write(toFile: data + "/garbled.json", atomically: true, encoding: .utf8)
+        let garbled = try Binary.pipelineVariant("review-relay-accounts.yaml", replacing: "../Samples/accounts.json", with: data + "/garbled.json")
+        defer { Binary.removeVariant(garbled) }
+        let (refused, refusal) = try Binary.run(["plan", garbled, "--out", Binary.temporaryDirectory(), "--as-of", asOf])
+        #expect(refused == 2, "\(refusal)")
+        #expect(refusal.contains("\(data)/garbled.json:1: not an auth:export JSON file"), "\(refusal)")
+    }
+
+    /// The progress line is drawn on a terminal (stderr), rewritten in place and cleared at the end; piped, the output
+    /// has none of it.
+    @Test func theProgressLineIsOnlyOnATerminal() throws {
+        let slow = ["IDPIPE_BATCH_BYTES": "2048", "IDPIPE_TEST_BATCH_DELAY_MS": "5"]
+        let terminal = #"""
+            import os, pty, subprocess, sys
+            binary, out, as_of = sys.argv[1:4]
+            master, terminal = pty.openpty()
+            plan = subprocess.Popen([binary, "plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", as_of],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal)
+            os.close(terminal)
+            shown = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                shown += chunk
+            plan.wait()
+            sys.stdout.write(repr(shown))
+            sys.exit(plan.returncode)
+            """#
+        let (code, shown) = try runProgram("/usr/bin/env", ["python3", "-c", terminal, Binary.path, Binary.temporaryDirectory(), asOf], environment: slow)
+        #expect(code == 1, "\(shown)")
+        // Python's repr of the bytes: \r\x1b[K starts each rewrite.
+        let rewrites = shown.components(separatedBy: #"\r\x1b[Kplan: "#).count - 1
+        #expect(rewrites > 5, "\(shown)")
+        #expect(shown.contains("300 accounts"), "\(shown)")
+        #expect(shown.hasSuffix(#"\r\x1b[K'"#) || shown.contains(#"\r\x1b[Kidpipe: "#), "the line is cleared at the end: \(shown)")
+        let (pipedCode, piped) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", Binary.temporaryDirectory(), "--as-of", asOf],
+                                                environment: slow)
+        #expect(pipedCode == 1)
+        #expect(!piped.contains("\u{1B}[K") && !piped.contains("\r") && !piped.contains("plan: "), "\(piped)")
     }
 
     /// Plans a variant that must be refused as bad input (exit 2), saying `message`.
