@@ -161,9 +161,11 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let (sandbox, pipeline) = try sampleCleanup()
         defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
-        let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
+        let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf, "--verbose"])
         #expect(code == 1, "the samples hold quarantined rows: \(output)")
         #expect(output.contains("0 failed"), "\(output)")
+        // The tokens were sent to the sandbox; none shows in the log of every request (--verbose) or any file left.
+        try Binary.expectNoToken(try Binary.sampleTokens(), output: output, out: out)
         let rows = try ledgerRows(out + "/state.sqlite")
         let ledger = SandboxLedger(try sandbox.ledger())
         checkOrderAndOnce(rows, ledger)

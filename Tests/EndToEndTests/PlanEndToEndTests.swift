@@ -35,6 +35,25 @@ struct Binary {
         return relative
     }
 
+    /// Every token of the sample stored tokens: none may show in any output or file of idpipe's.
+    static func sampleTokens() throws -> [String] {
+        try String(contentsOfFile: root.appendingPathComponent("Samples/stored-tokens.jsonl").path, encoding: .utf8)
+            .split(separator: "\n").compactMap { line -> String? in
+                guard let data = line.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+                return object["token"] as? String
+            }
+    }
+
+    /// Expects no token in `output` nor in any file in the folder `out`.
+    static func expectNoToken(_ tokens: [String], output: String, out: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        #expect(tokens.count > 10, sourceLocation: sourceLocation)
+        #expect(!tokens.contains { output.contains($0) }, "the output must not hold a token", sourceLocation: sourceLocation)
+        for file in try FileManager.default.contentsOfDirectory(atPath: out) {
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: "\(out)/\(file)")), as: UTF8.self)
+            #expect(!tokens.contains { text.contains($0) }, "\(file) must not hold a token", sourceLocation: sourceLocation)
+        }
+    }
+
     /// Removes a copy that `pipelineVariant` made.
     static func removeVariant(_ relative: String) {
         try? FileManager.default.removeItem(atPath: root.appendingPathComponent(relative).path)
@@ -124,20 +143,10 @@ struct Binary {
         let out = Binary.temporaryDirectory()
         let (code, log) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf, "--verbose"])
         #expect(code == 1, "\(log)")
-        let tokens = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path, encoding: .utf8)
-            .split(separator: "\n").compactMap { line -> String? in
-                guard let data = line.data(using: .utf8), let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
-                return object["token"] as? String
-            }
-        #expect(tokens.count > 10)
         #expect(log.contains("plan"), "the verbose log is read: \(log)")
-        #expect(!tokens.contains { log.contains($0) }, "the plan's output must not hold a token")
         let files = try FileManager.default.contentsOfDirectory(atPath: out)
         #expect(Set(Self.reportFiles + ["state.sqlite"]).isSubset(of: files), "\(files)")
-        for file in files {
-            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: "\(out)/\(file)")), as: UTF8.self)
-            #expect(!tokens.contains { text.contains($0) }, "\(file) must not hold a token")
-        }
+        try Binary.expectNoToken(try Binary.sampleTokens(), output: log, out: out)
         let personal = try samplePersonalData()
         for file in Self.reportFiles {
             let text = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
