@@ -287,6 +287,10 @@ import IdPipeTestSupport
         #expect(masked.phone("+14155550100") == "+1••••••••00")
         #expect(shown.email("jane.doe@example.com") == "jane.doe@example.com")
         #expect(masked.quotedValues(in: "'jane@@x.com' has more than one @", field: "email") == "'j•••@x.com' has more than one @")
+        #expect(masked.quotedValues(in: "'Jane Doe' is too long", field: "displayName") == "'J••• D•••' is too long")
+        // The one character a syntax error quotes is no personal data: shown, so the reader sees what was found.
+        #expect(masked.quotedValues(in: "expected a key in double quotes, found ',' (line 8)", field: "email")
+            == "expected a key in double quotes, found ',' (line 8)")
     }
 
     /// The id column of a shifted or broken row may hold another field: masked as what it looks like, ids as they are.

@@ -136,10 +136,13 @@ extension Masking {
     }
 
     /// Quarantine reasons quote the bad value (`'x@@y' has more than one @`); mask it like the field it came from.
+    /// One character is shown as it is: it is what a syntax error quotes (`expected a key in double quotes, found ','`
+    /// while reading an email), and masking would show a value's first character anyway.
     public func quotedValues(in reason: String, field: String) -> String {
         guard !reveal, let open = reason.firstIndex(of: "'"),
               let close = reason[reason.index(after: open)...].firstIndex(of: "'") else { return reason }
         let value = String(reason[reason.index(after: open)..<close])
+        guard value.count > 1 else { return reason }
         let masked: String
         if field.hasSuffix("email") {
             masked = email(value)
