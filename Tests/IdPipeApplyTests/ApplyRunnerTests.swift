@@ -274,6 +274,10 @@ func aMissingClientNamesThePipelineKeys(kind: ActionKind, missing: String) {
         ([.done, .notPossible], .delete, .keep, "allow when_not_revocable: delete"),
         ([.failed, .notPossible], .delete, .keep, "block when_revocation_fails: keep"),
         ([.failed, .done], .keep, .delete, "allow when_revocation_fails: delete"),
+        // Both rules concern the account: keep in either keeps it.
+        ([.failed, .notPossible], .keep, .delete, "block when_not_revocable: keep"),
+        ([.notPossible, .failed], .keep, .delete, "block when_not_revocable: keep"),
+        ([.failed, .notPossible], .delete, .delete, "allow when_revocation_fails: delete (revoke-apple failed: why); when_not_revocable: delete (revoke-facebook not possible: why)"),
         ([.sent, .done], .delete, .delete, "wait"),
         ([], .keep, .keep, "allow no revocation planned"),
     ])

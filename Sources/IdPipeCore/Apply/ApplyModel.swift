@@ -88,23 +88,26 @@ public struct DeletionPolicy: Sendable, Equatable {
         case wait
     }
 
-    /// Judges an account's deletion on the final states of its revocations.
+    /// Judges an account's deletion on the final states of its revocations. When both rules apply (one revocation
+    /// failed, another was not possible), `keep` in either keeps the account: a deletion goes ahead only when every rule
+    /// that concerns it lets it.
     public func verdict(revocations: [PendingAction]) -> Verdict {
         if revocations.contains(where: \.isOpen) { return .wait }
-        // A failure is judged before a revocation that was never possible.
         let rules: [(ActionState, String, String, NotRevocablePolicy)] = [
             (.failed, "failed", "when_revocation_fails", whenRevocationFails),
             (.notPossible, "not possible", "when_not_revocable", whenNotRevocable),
         ]
+        var allowedBy: [String] = []
         for (state, label, key, policy) in rules {
             let held = revocations.filter { $0.state == state }
             guard !held.isEmpty else { continue }
             let reason = held.map { "\($0.kind.rawValue) \(label): \($0.reason ?? "no reason recorded")" }.joined(separator: "; ")
             switch policy {
             case .keep: return .block(policy: "\(key): keep", reason: reason)
-            case .delete: return .allow(policy: "\(key): delete (\(reason))")
+            case .delete: allowedBy.append("\(key): delete (\(reason))")
             }
         }
+        if !allowedBy.isEmpty { return .allow(policy: allowedBy.joined(separator: "; ")) }
         return .allow(policy: revocations.isEmpty ? "no revocation planned" : "revocations done")
     }
 }
