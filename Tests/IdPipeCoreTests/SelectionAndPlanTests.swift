@@ -31,6 +31,9 @@ import IdPipeTestSupport
         ("last sign-in exactly 730 days ago: not older", Account(localId: "f", lastSignedInAt: asOf - 730 * day), false, [], .notSelected),
         ("last sign-in 730 days and 1 ms ago", Account(localId: "g", lastSignedInAt: asOf - 730 * day - 1), false, [], .selected(.inactive)),
         ("a sign-in counts before the creation", Account(localId: "h", lastSignedInAt: recent, createdAt: old), false, [], .notSelected),
+        ("the later of the two decides: created since", Account(localId: "h2", lastSignedInAt: old, createdAt: recent), false, [], .notSelected),
+        ("a last sign-in of 0 is no time", Account(localId: "h3", lastSignedInAt: 0, createdAt: recent), false, [], .notSelected),
+        ("times of 0 only", Account(localId: "h4", lastSignedInAt: 0, createdAt: 0), false, [], .notSelected),
         ("every rule at once", Account(localId: "i", lastSignedInAt: old, disabled: true), true, [],
          .selected([.deletionRequested, .disabled, .inactive])),
         ("protected id", Account(localId: "vip", lastSignedInAt: old), true, [], .protected([.deletionRequested, .inactive], why: "protected account id")),
@@ -38,6 +41,10 @@ import IdPipeTestSupport
         ("protected email domain, in any case", Account(localId: "j", email: "boss@Corp.Example", lastSignedInAt: recent), true, [],
          .protected(.deletionRequested, why: "protected email domain")),
         ("a subdomain of a protected domain", Account(localId: "k", email: "x@eu.corp.example"), true, [], .protected(.deletionRequested, why: "protected email domain")),
+        ("a link's address at a protected domain",
+         Account(localId: "k6", providers: [ProviderLink(providerId: "facebook.com", rawId: "9", email: "boss@corp.example")]), true, [],
+         .protected(.deletionRequested, why: "protected email domain")),
+        ("a final dot (normalize off)", Account(localId: "k7", email: "boss@corp.example."), true, [], .protected(.deletionRequested, why: "protected email domain")),
         ("a domain that only ends alike", Account(localId: "k2", email: "x@notcorp.example"), true, [], .selected(.deletionRequested)),
         ("a protected domain inside another", Account(localId: "k3", email: "x@corp.example.net"), true, [], .selected(.deletionRequested)),
         ("an IDN domain, normalized", Account(localId: "k4", email: "x@xn--bcher-kva.example"), true, [], .protected(.deletionRequested, why: "protected email domain")),
@@ -208,6 +215,11 @@ import IdPipeTestSupport
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {email_domains: ['@corp.example']}}",
          "p.yaml:4: select.protect.email_domains[0]: '@corp.example' is not an email domain: domain '@corp.example' contains '@'"),
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {email_domains: [corp]}}", "'corp' is not an email domain"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {uids: ['vip ', b]}}",
+         "select.protect.uids[0]: 'vip ': a space in the id"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {uids: ['a,b']}}", "'a,b': , in the id"),
+        // An empty filter would read as none: every disabled account selected, whatever it is linked to.
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, providers: []}", "select.providers: is empty"),
     ])
     func rejects(yaml: String, message: String) {
         do {

@@ -203,6 +203,10 @@ import IdPipeTestSupport
             (Array("\"u1\"\n".utf8), "protected.txt:1: \" in the id: give one uid a line, as it is (no quotes, commas or spaces)"),
             (Array("u1\nu2,u3\n".utf8), "protected.txt:2: , in the id"),
             (Array("u1 u2\n".utf8), "protected.txt:1: a space in the id"),
+            // Characters that do not show: a zero-width space, a byte-order mark inside (two files put together), a NUL.
+            (Array("u1\nu2\u{200B}\n".utf8), "protected.txt:2: an invisible character (U+200B) in the id"),
+            ([0xEF, 0xBB, 0xBF] + Array("u1\n".utf8) + [0xEF, 0xBB, 0xBF] + Array("u2\n".utf8), "protected.txt:2: an invisible character (U+FEFF) in the id"),
+            (Array("u1".utf8) + [0] + Array("\n".utf8), "protected.txt:1: an invisible character (U+0) in the id"),
         ]
         for (bytes, message) in cases {
             let path = TemporaryFile.write(bytes, name: "protected.txt")

@@ -118,6 +118,8 @@ extension PipelineDefinition {
         selection.disabled = try keys["disabled"]?.bool() ?? false
         selection.inactiveForDays = try keys["inactive_for_days"]?.int(minimum: 1, maximum: 36_500, why: " (100 years)")
         if let providers = keys["providers"] {
+            // An empty list would read as "no filter": every account selected, whatever it is linked to.
+            guard !(try providers.list()).isEmpty else { throw providers.error("is empty: name the providers to act on, or leave the key out") }
             for item in try providers.list() {
                 let id = try item.string()
                 guard ProviderID.isKnown(id) else { throw item.error("'\(id)' is not a provider id (e.g. apple.com, facebook.com)") }
@@ -126,7 +128,11 @@ extension PipelineDefinition {
         }
         if let protect = keys["protect"] {
             let entries = try protect.mapping(allowed: ["uids", "email_domains"])
-            selection.protectedIds = try entries["uids"]?.stringList() ?? []
+            selection.protectedIds = try (entries["uids"]?.list() ?? []).map { item in
+                let uid = try item.string()
+                if let problem = Selector.problem(inProtectedId: uid) { throw item.error("'\(uid)': \(problem) (an id that matches no account protects nobody)") }
+                return uid
+            }
             // Written as the normalize stage writes an email's domain (lower case, Unicode labels in their xn-- form), so
             // that `Bücher.example` protects `boss@bücher.example`, which the stage turns into `boss@xn--bcher-kva.example`.
             // A domain that could match no address (`@corp.example`, `corp`) would protect nobody, silently: refused.

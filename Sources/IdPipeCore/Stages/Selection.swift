@@ -56,7 +56,8 @@ public struct Selector: Sendable {
             return .filteredByProvider(reasons)
         }
         if protectedIds.contains(account.localId) { return .protected(reasons, why: "protected account id") }
-        if !config.protectedEmailDomains.isEmpty, let email = account.email, isProtected(domainOf: email) {
+        // The account's own address and those of its links: a staff member signed in with Facebook only is staff too.
+        if !config.protectedEmailDomains.isEmpty, ([account.email] + account.providers.map(\.email)).contains(where: { $0.map(isProtected) == true }) {
             return .protected(reasons, why: "protected email domain")
         }
         return .selected(reasons)
@@ -64,21 +65,45 @@ public struct Selector: Sendable {
 
     /// Whether the address is at a protected domain or at a subdomain of one (`corp.example` protects
     /// `x@eu.corp.example`): a protection errs on the side of keeping an account. The domain is compared as the
-    /// normalize stage writes it, as the protected domains are, so that it matches whether or not that stage ran.
-    func isProtected(domainOf email: String) -> Bool {
+    /// normalize stage writes it, as the protected domains are, so that it matches whether or not that stage ran
+    /// (a final dot, which that stage would refuse, is dropped).
+    func isProtected(_ email: String) -> Bool {
         guard let at = email.lastIndex(of: "@") else { return false }
-        let raw = TextScan.trimmingWhitespace(email[email.index(after: at)...])
+        var raw = TextScan.trimmingWhitespace(email[email.index(after: at)...])
+        if raw.hasSuffix(".") { raw = raw.dropLast() }
         var repairs = RepairSet()
         let domain = (try? EmailNormalizer.normalizeDomain(raw, repairs: &repairs).get()) ?? raw.lowercased()
         return config.protectedEmailDomains.contains { domain == $0 || domain.hasSuffix("." + $0) }
     }
 
-    /// Which rules match an account with these facts (before the provider filter and the protections).
+    /// What keeps `uid` from being an account id as written in a protection list, or nil: a quote, a comma, a space, or
+    /// a character that does not show (a control or format character: a NUL, a zero-width space, a byte-order mark
+    /// inside a file made of two). Any of these makes an id that matches no account, and the account it meant would
+    /// be planned for deletion unprotected, without a word.
+    public static func problem(inProtectedId uid: String) -> String? {
+        for scalar in uid.unicodeScalars {
+            if scalar == "\"" || scalar == "'" || scalar == "," { return "\(scalar) in the id" }
+            if TextScan.isSpace(scalar) { return "a space in the id" }
+            switch scalar.properties.generalCategory {
+            case .control, .format:
+                return "an invisible character (U+\(String(scalar.value, radix: 16, uppercase: true))) in the id"
+            default: continue
+            }
+        }
+        return nil
+    }
+
+    /// Which rules match an account with these facts (before the provider filter and the protections). An account is
+    /// inactive by the later of its last sign-in and its creation (an import can leave a sign-in older than the
+    /// account), and a time of 0 is no time: an account is never taken for inactive on a value that says nothing.
     func reasons(deletionRequested: Bool, disabled: Bool, lastSignedInAt: Int64?, createdAt: Int64?) -> SelectionReasons {
         var reasons: SelectionReasons = []
         if config.deletionRequested && deletionRequested { reasons.insert(.deletionRequested) }
         if config.disabled && disabled { reasons.insert(.disabled) }
-        if let inactiveBefore, let last = lastSignedInAt ?? createdAt, last < inactiveBefore { reasons.insert(.inactive) }
+        if let inactiveBefore {
+            let last = max(lastSignedInAt ?? 0, createdAt ?? 0)
+            if last > 0 && last < inactiveBefore { reasons.insert(.inactive) }
+        }
         return reasons
     }
 }

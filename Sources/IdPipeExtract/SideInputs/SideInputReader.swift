@@ -123,9 +123,8 @@ public enum SideInputReader {
             }
             guard let line = String(validating: bytes, as: UTF8.self) else { throw fail("is not valid UTF-8") }
             let uid = line.split(separator: "#", maxSplits: 1, omittingEmptySubsequences: false).first.map { String($0).trimmingSpaces } ?? ""
-            if let odd = uid.unicodeScalars.first(where: { $0 == "\"" || $0 == "'" || $0 == "," || TextScan.isSpace($0) }) {
-                let what = TextScan.isSpace(odd) ? "a space" : "\(odd)"
-                throw fail("\(what) in the id: give one uid a line, as it is (no quotes, commas or spaces)")
+            if let problem = Selector.problem(inProtectedId: uid) {
+                throw fail("\(problem): give one uid a line, as it is (no quotes, commas or spaces)")
             }
             if !uid.isEmpty { result.insert(uid) }
         }
