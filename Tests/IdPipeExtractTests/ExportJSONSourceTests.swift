@@ -143,6 +143,32 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(summary(try readRecords(text, parts: 1)).first == "2:quarantine:providerUserInfo[0]")
     }
 
+    /// A key given twice would have had its second value replace the first without a word (an older last sign-in, a
+    /// provider list emptied, another id): the account is quarantined, naming the key.
+    @Test(arguments: [
+        ("\n  \"lastSignedInAt\": \"1763000000000\",\n  \"lastLoginAt\": \"1000000000000\",", "lastSignedInAt",
+         "is given twice (as lastSignedInAt or lastLoginAt)"),
+        ("\n  \"disabled\": true,\n  \"disabled\": false,", "disabled", "is given twice"),
+        ("\n  \"providerUserInfo\": [],", "providerUserInfo", "is given twice"),  // the fixture's own list comes after
+        ("\n  \"localId\": \"other\",", "localId", "is given twice"),
+    ])
+    func aKeyGivenTwiceQuarantinesTheAccount(extra: String, field: String, reason: String) throws {
+        let text = "{\"users\": [\n" + [users[0], exportUser("u2", extra: extra), users[2]].joined(separator: ",\n") + "]}"
+        let records = try readRecords(text, parts: 1)
+        #expect(summary(records).count == 3 && summary(records)[2].hasSuffix(":u3"), "\(summary(records))")
+        guard case .malformed(let entry) = records[1] else {
+            Issue.record("\(summary(records))")
+            return
+        }
+        #expect(entry.field == field && entry.reason == reason, "\(entry)")
+        let provider = "{\"users\": [\n{\"localId\": \"u9\", \"providerUserInfo\": [{\"providerId\": \"apple.com\", \"rawId\": \"a\", \"rawId\": \"b\"}]}\n]}"
+        guard case .malformed(let twice)? = try readRecords(provider, parts: 1).first else {
+            Issue.record("a rawId given twice was read")
+            return
+        }
+        #expect(twice.field == "providerUserInfo[0].rawId" && twice.reason == "is given twice", "\(twice)")
+    }
+
     @Test func minifiedLayoutIsReadOnOneCore() throws {
         let text = "{\"users\":[{\"localId\":\"a\"},{\"localId\":\"b\",\"email\":\"b@example.com\"}]}"
         #expect(summary(try readRecords(text, batchBytes: 16)) == ["1:a", "1:b"])
