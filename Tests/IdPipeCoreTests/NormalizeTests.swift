@@ -211,6 +211,15 @@ extension EmailNormalizerTests {
             }
             #expect(issue.field == "providerUserInfo[0].rawId" && issue.reason == "is empty")
         }
+        // An id with spaces around it, as the account's own id, is taken as written or refused: never trimmed.
+        for rawId in [" 456 ", "001.a.1\t", "\u{3000}x"] {
+            let account = Account(localId: "u1", providers: [ProviderLink(providerId: "facebook.com", rawId: "1"), ProviderLink(providerId: "apple.com", rawId: rawId)])
+            guard case .failure(let issue) = AccountNormalizer.normalize(account) else {
+                Issue.record("rawId '\(rawId)' should be rejected")
+                continue
+            }
+            #expect(issue.field == "providerUserInfo[1].rawId" && issue.reason == "has surrounding whitespace", "\(issue)")
+        }
     }
 
     @Test func repairsTimestampsInSecondsAndProviderIdCase() throws {

@@ -86,9 +86,13 @@ public enum AccountNormalizer {
                 return RecordIssue(field: "\(field).providerId", reason: "'\(lowered)' is not a provider Identity Platform knows")
             }
         }
-        guard TextScan.trimmedUTF8Count(link.rawId) > 0 else {
+        let rawIdLength = TextScan.trimmedUTF8Count(link.rawId)
+        guard rawIdLength > 0 else {
             return RecordIssue(field: "\(field).rawId", reason: "is empty")
         }
+        // As for the account's id: trimmed, it might name another user at the provider, and as it is, a revocation sent
+        // with it fails. (The fast path sends such an id here.)
+        if rawIdLength != link.rawId.utf8.count { return RecordIssue(field: "\(field).rawId", reason: "has surrounding whitespace") }
         // Compared byte for byte: `==` on strings also matches other spellings of the same characters (é as one scalar
         // or as e and an accent), which normalize to different bytes.
         // On the strings' storage: through the UTF-8 views it cost more than normalizing the address again.
