@@ -147,6 +147,31 @@ import IdPipeTestSupport
         }
     }
 
+    /// A pipeline that deletes with the revocation of a login switched off still names that login, as a revocation
+    /// not possible: its token would not be revoked before the deletion, so when_not_revocable decides (by default the
+    /// account stays). Before, the deletion was planned with no revocation at all. Without deletion, nothing is added.
+    @Test func aRevocationSwitchedOffInAPipelineThatDeletesIsNotPossible() {
+        func cleanup(revoke: RevokeConfig?, delete: NotRevocablePolicy?) -> [String] {
+            var stages = StagesConfig()
+            stages.revoke = revoke
+            stages.delete = delete.map { DeleteConfig(dataWebhook: nil, accounts: true, whenNotRevocable: $0) }
+            return Planner(stages: stages, asOf: asOf).cleanup(for: appleAndFacebook, credentials: nil)
+                .map { "\($0.kind.rawValue) \($0.state.rawValue)" + ($0.reason.map { ": \($0)" } ?? "") }
+        }
+        #expect(cleanup(revoke: nil, delete: .keep) == [
+            "revoke-apple not-possible: stages.revoke is off in the pipeline",
+            "revoke-facebook not-possible: stages.revoke is off in the pipeline",
+            "delete-account blocked: revoke-apple: stages.revoke is off in the pipeline; revoke-facebook: stages.revoke is off in the pipeline",
+        ])
+        #expect(cleanup(revoke: RevokeConfig(apple: false, facebook: true, firebaseSessions: false), delete: .keep) == [
+            "revoke-apple not-possible: stages.revoke.apple is off in the pipeline",
+            "revoke-facebook planned",
+            "delete-account blocked: revoke-apple: stages.revoke.apple is off in the pipeline",
+        ])
+        #expect(cleanup(revoke: nil, delete: .delete).last == "delete-account planned")
+        #expect(cleanup(revoke: nil, delete: nil) == [])
+    }
+
     /// The guards count accounts whose data or account the plan deletes, as apply's cap does: a plan that deletes
     /// data only passed them, and apply stopped it midway.
     @Test func guardsStopTooManyDeletions() {

@@ -26,19 +26,35 @@ public struct Planner: Sendable {
         return revocations + deletions
     }
 
+    /// The account's revocations. With the stage (or one provider's revocation) off in a pipeline that deletes, an
+    /// Apple or Facebook login is still named, as a revocation not possible: its token is not revoked before the
+    /// deletion, and `when_not_revocable` decides whether the account goes all the same (by default it stays).
     public func revocations(for account: Account, credentials: StoredCredentials?) -> [PlannedAction] {
-        guard let revoke = stages.revoke else { return [] }
+        let revoke = stages.revoke
         var actions: [PlannedAction] = []
-        if revoke.apple && account.isLinked(to: ProviderID.apple) {
-            actions.append(appleRevocation(credentials?.apple))
+        if account.isLinked(to: ProviderID.apple) {
+            if revoke?.apple == true {
+                actions.append(appleRevocation(credentials?.apple))
+            } else if stages.delete != nil {
+                actions.append(switchedOff(.revokeApple, detail: "auth/revoke", key: revoke == nil ? "stages.revoke" : "stages.revoke.apple"))
+            }
         }
-        if revoke.facebook, let link = account.provider(ProviderID.facebook) {
-            actions.append(facebookRevocation(link, stored: credentials?.facebook))
+        if let link = account.provider(ProviderID.facebook) {
+            if revoke?.facebook == true {
+                actions.append(facebookRevocation(link, stored: credentials?.facebook))
+            } else if stages.delete != nil {
+                actions.append(switchedOff(.revokeFacebook, detail: "DELETE /{app-scoped id}/permissions with the app token",
+                                           key: revoke == nil ? "stages.revoke" : "stages.revoke.facebook"))
+            }
         }
-        if revoke.firebaseSessions {
+        if revoke?.firebaseSessions == true {
             actions.append(PlannedAction(kind: .revokeSessions, state: .planned, detail: "accounts:update validSince"))
         }
         return actions
+    }
+
+    private func switchedOff(_ kind: ActionKind, detail: String, key: String) -> PlannedAction {
+        PlannedAction(kind: kind, state: .notPossible, detail: detail, reason: "\(key) is off in the pipeline")
     }
 
     private func appleRevocation(_ token: StoredAppleToken?) -> PlannedAction {
