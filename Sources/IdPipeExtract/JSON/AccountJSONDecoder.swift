@@ -31,49 +31,25 @@ enum AccountJSONDecoder {
             try cursor.expect(UInt8(ascii: ":"))
             cursor.currentKey = key
             switch key.count {
-            case 4 where matches(key, "salt"):
-                once(1, "salt")
-                account.salt = try cursor.stringOrNull()
-            case 5 where matches(key, "email"):
-                once(1 << 1, "email")
-                account.email = try cursor.stringOrNull()
+            case 4 where matches(key, "salt"): once(1, "salt"); account.salt = try cursor.stringOrNull()
+            case 5 where matches(key, "email"): once(1 << 1, "email"); account.email = try cursor.stringOrNull()
             case 7 where matches(key, "localId"):
                 once(1 << 2, "localId")
                 account.localId = try cursor.stringOrNull() ?? ""
                 sawLocalId = true
-            case 7 where matches(key, "mfaInfo"):
-                once(1 << 3, "mfaInfo")
-                account.mfaInfoJSON = try cursor.skipValue(capture: true)
-            case 8 where matches(key, "photoUrl"):
-                once(1 << 4, "photoUrl")
-                account.photoUrl = try cursor.stringOrNull()
-            case 8 where matches(key, "disabled"):
-                once(1 << 5, "disabled")
-                account.disabled = try cursor.bool()
-            case 9 where matches(key, "createdAt"):
-                once(1 << 6, "createdAt")
-                account.createdAt = try timestamp(&cursor, note: note)
-            case 11 where matches(key, "displayName"):
-                once(1 << 7, "displayName")
-                account.displayName = try cursor.stringOrNull()
-            case 11 where matches(key, "phoneNumber"):
-                once(1 << 8, "phoneNumber")
-                account.phoneNumber = try cursor.stringOrNull()
+            case 7 where matches(key, "mfaInfo"): once(1 << 3, "mfaInfo"); account.mfaInfoJSON = try cursor.skipValue(capture: true)
+            case 8 where matches(key, "photoUrl"): once(1 << 4, "photoUrl"); account.photoUrl = try cursor.stringOrNull()
+            case 8 where matches(key, "disabled"): once(1 << 5, "disabled"); account.disabled = try cursor.bool()
+            case 9 where matches(key, "createdAt"): once(1 << 6, "createdAt"); account.createdAt = try timestamp(&cursor, note: note)
+            case 11 where matches(key, "displayName"): once(1 << 7, "displayName"); account.displayName = try cursor.stringOrNull()
+            case 11 where matches(key, "phoneNumber"): once(1 << 8, "phoneNumber"); account.phoneNumber = try cursor.stringOrNull()
             case 11 where matches(key, "lastLoginAt"), 14 where matches(key, "lastSignedInAt"):
-                once(1 << 9, "lastSignedInAt")
-                account.lastSignedInAt = try timestamp(&cursor, note: note)
-            case 12 where matches(key, "passwordHash"):
-                once(1 << 10, "passwordHash")
-                account.passwordHash = try cursor.stringOrNull()
-            case 13 where matches(key, "emailVerified"):
-                once(1 << 11, "emailVerified")
-                account.emailVerified = try cursor.bool()
-            case 16 where matches(key, "customAttributes"):
-                once(1 << 12, "customAttributes")
-                account.customAttributes = try cursor.stringOrNull()
+                once(1 << 9, "lastSignedInAt"); account.lastSignedInAt = try timestamp(&cursor, note: note)
+            case 12 where matches(key, "passwordHash"): once(1 << 10, "passwordHash"); account.passwordHash = try cursor.stringOrNull()
+            case 13 where matches(key, "emailVerified"): once(1 << 11, "emailVerified"); account.emailVerified = try cursor.bool()
+            case 16 where matches(key, "customAttributes"): once(1 << 12, "customAttributes"); account.customAttributes = try cursor.stringOrNull()
             case 16 where matches(key, "providerUserInfo"):
-                once(1 << 13, "providerUserInfo")
-                account.providers = try providers(&cursor, of: account, note: note)
+                once(1 << 13, "providerUserInfo"); account.providers = try providers(&cursor, of: account, note: note)
             default: try cursor.skipValue()
             }
             if try cursor.peek() == UInt8(ascii: ",") {
@@ -309,18 +285,12 @@ enum AccountJSONDecoder {
                         once(1, "rawId")
                         links[index].rawId = try cursor.stringOrNull() ?? ""
                         sawRawId = true
-                    case 5 where matches(key, "email"):
-                        once(1 << 1, "email")
-                        links[index].email = try cursor.stringOrNull(sameAs: account.email)
+                    case 5 where matches(key, "email"): once(1 << 1, "email"); links[index].email = try cursor.stringOrNull(sameAs: account.email)
                     case 8 where matches(key, "photoUrl"):
-                        once(1 << 2, "photoUrl")
-                        links[index].photoUrl = try cursor.stringOrNull(sameAs: account.photoUrl)
-                    case 10 where matches(key, "providerId"):
-                        once(1 << 3, "providerId")
-                        links[index].providerId = try cursor.stringOrNull() ?? ""
+                        once(1 << 2, "photoUrl"); links[index].photoUrl = try cursor.stringOrNull(sameAs: account.photoUrl)
+                    case 10 where matches(key, "providerId"): once(1 << 3, "providerId"); links[index].providerId = try cursor.stringOrNull() ?? ""
                     case 11 where matches(key, "displayName"):
-                        once(1 << 4, "displayName")
-                        links[index].displayName = try cursor.stringOrNull(sameAs: account.displayName)
+                        once(1 << 4, "displayName"); links[index].displayName = try cursor.stringOrNull(sameAs: account.displayName)
                     default: try cursor.skipValue()
                     }
                     if try cursor.peek() == UInt8(ascii: ",") {
