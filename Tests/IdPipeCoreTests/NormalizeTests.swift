@@ -11,6 +11,12 @@ import IdPipeTestSupport
         ("x@münchen.DE", "x@xn--mnchen-3ya.de", [.emailDomainIDNA]),
         ("abc123@privaterelay.appleid.com", "abc123@privaterelay.appleid.com", []),
         ("\u{3000}mei@example.org", "mei@example.org", [.emailTrimmed]),
+        // One domain written another way gets the same form: decomposed (u and a combining diaeresis), fullwidth
+        // letters, an ideographic full stop for a dot.
+        ("anna@bu\u{0308}cher.example", "anna@xn--bcher-kva.example", [.emailDomainIDNA]),
+        ("anna@BU\u{0308}CHER.example", "anna@xn--bcher-kva.example", [.emailDomainIDNA]),
+        ("boss@ｃｏｒｐ.example", "boss@corp.example", [.emailDomainIDNA]),
+        ("taro@例え。jp", "taro@xn--r8jz45g.jp", [.emailDomainIDNA]),
     ])
     func repairs(input: String, expected: String, repairs expectedRepairs: [Repair]) {
         var repairs = RepairSet()

@@ -1,3 +1,5 @@
+import Foundation
+
 /// Emails: surrounding whitespace removed, the domain lower-cased and converted to IDNA; the rest validated.
 public enum EmailNormalizer {
     public static let maxLocalPartBytes = 64
@@ -110,7 +112,7 @@ public enum EmailNormalizer {
             if hasUpper { repairs.insert(.emailDomainLowercased) }
         } else {
             var labels: [String] = []
-            for label in domain.lowercased().split(separator: ".", omittingEmptySubsequences: false) {
+            for label in mapped(domain).split(separator: ".", omittingEmptySubsequences: false) {
                 if label.utf8.allSatisfy({ $0 < 0x80 }) {
                     labels.append(String(label))
                 } else {
@@ -123,6 +125,22 @@ public enum EmailNormalizer {
         }
         if let problem = checkDomainSyntax(result) { return .failure(problem) }
         return .success(result)
+    }
+
+    /// A Unicode domain as IDNA reads it before encoding (UTS #46, as browsers and mail systems map it): lower case,
+    /// compatibility forms folded (fullwidth `ｃｏｒｐ` is `corp`, a `u` with a combining diaeresis is `ü`), and the
+    /// ideographic full stops taken for dots. Without it, one domain written two ways got two `xn--` forms, and a
+    /// protected domain did not match an address written the other way. Foundation's mapping runs only when a
+    /// character asks for it: most Unicode domains are lower case and composed already.
+    static func mapped(_ domain: Substring) -> String {
+        let lowered = domain.lowercased()
+        let needsMapping = lowered.unicodeScalars.contains { scalar in
+            scalar.properties.changesWhenNFKCCaseFolded || scalar.properties.canonicalCombiningClass != .notReordered
+                || scalar == "\u{3002}" || scalar == "\u{FF61}"
+        }
+        guard needsMapping else { return lowered }
+        let dots = String(String.UnicodeScalarView(lowered.unicodeScalars.map { $0 == "\u{3002}" || $0 == "\u{FF61}" ? "." : $0 }))
+        return dots.precomposedStringWithCompatibilityMapping.lowercased()
     }
 
     private static func checkDomainSyntax(_ domain: String) -> RecordIssueReason? {
