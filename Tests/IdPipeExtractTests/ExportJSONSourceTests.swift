@@ -285,11 +285,14 @@ func summary(_ records: [DecodedRecord]) -> [String] {
     @Test func aRowOfFiftyTwoFieldsSaysAFieldMayBeMissing() throws {
         func short(_ fields: [Int: String]) -> String { String(row(fields).dropLast(2)) + "\n" }
         let missingEmail = [0: "u2", 1: "true", 22: "1608693364100"]  // emailVerified and createdAt, each one column early
+        // The empty customAttributes column left out: the Apple id and email move one column to the left.
+        let missingClaims = [0: "u4", 1: "b@example.com", 27: "000001.abcdef.1", 28: "b@example.com"]
         let text = short([0: "u1", 1: "a@example.com", 23: "1608693364100"]) + short(missingEmail) + short([0: "u3", 26: "sometimes"])
+            + short(missingClaims) + short([0: "u5", 1: "c@example.com", 27: "\"{\"\"role\"\":\"\"admin\"\"}\""])
         let path = TemporaryFile.write(text, name: "export.csv")
         let batch = try #require(try CSVSource.authExport(path: path).nextBatch(records: 10, parts: 1))
         let records = batch.decode(part: 0)
-        #expect(summary(records) == ["1:u1", "2:quarantine:email", "3:quarantine:disabled"])
+        #expect(summary(records) == ["1:u1", "2:quarantine:email", "3:quarantine:disabled", "4:quarantine:customAttributes", "5:u5"])
         let hint = "; the row has one field too few (52, and no empty field after a trailing comma): a field may be missing and the columns after it shifted"
         guard case .malformed(let second) = records[1], case .malformed(let third) = records[2] else { return }
         #expect(second.reason == "has no @ (column 2)" + hint)

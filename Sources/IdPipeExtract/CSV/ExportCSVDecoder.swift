@@ -62,6 +62,11 @@ struct ExportCSVDecoder: CSVRecordDecoder {
         account.photoUrl = record.text(6)
         account.phoneNumber = record.text(25)
         account.customAttributes = record.text(27)
+        // Custom claims are a JSON object. In a row one field short, the Apple columns after them shift into their
+        // place (an Apple id read as the claims, the Apple email as its id): a value that cannot be claims says so.
+        if count == Self.columnCount, let claims = account.customAttributes, !(claims.hasPrefix("{") && claims.hasSuffix("}")) {
+            return .failure(RecordIssue(field: "customAttributes", reason: "'\(claims)' is not a JSON object (column 28)"))
+        }
         do {
             account.emailVerified = try CSVFields.bool(record.text(2), field: "emailVerified", column: "column 3")
             account.disabled = try CSVFields.bool(record.text(26), field: "disabled", column: "column 27")
