@@ -143,6 +143,20 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(summary(try readRecords(text, parts: 1)).first == "2:quarantine:providerUserInfo[0]")
     }
 
+    /// A stray comma, or a missing one, between two accounts costs the account after it: the quarantine names that
+    /// account's id (it named only the line of the fault), and the reading goes on with the next.
+    @Test(arguments: [(",,\n", "expected a user object, found ','"), ("\n", "expected ',' between user objects")])
+    func aFaultBetweenAccountsNamesTheAccountItCosts(separator: String, message: String) throws {
+        let text = "{\"users\": [\n" + users[0] + ",\n" + users[1] + separator + users[2] + ",\n" + users[3] + "]}"
+        let records = try readRecords(text, parts: 1)
+        #expect(summary(records).first == "2:u1" && summary(records).last == "35:u4", "\(summary(records))")
+        let entries = records.compactMap { record -> QuarantineEntry? in
+            if case .malformed(let entry) = record { return entry }
+            return nil
+        }
+        #expect(entries.count == 1 && entries[0].localId == "u3" && entries[0].reason.hasPrefix(message), "\(entries)")
+    }
+
     /// A key given twice would have had its second value replace the first without a word (an older last sign-in, a
     /// provider list emptied, another id): the account is quarantined, naming the key.
     @Test(arguments: [

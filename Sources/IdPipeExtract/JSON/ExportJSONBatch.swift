@@ -120,7 +120,10 @@ struct ExportJSONBatch: RawBatch {
             } catch {
                 let errorLine = baseLine + cursor.newlines
                 let where_ = position(startOffset, line: startLine)
-                let uid = Self.peekLocalId(buffer, from: startOffset, to: min(cursor.position + 1, boundaries[part + 1]))
+                let resume = exportLayout ? Self.nextClosingLine(buffer, from: error.position, end: boundaries[part + 1]) : nil
+                // The id is looked for up to where reading goes on: an account swallowed by a fault before it (a stray
+                // comma, a missing one) is named, not only the line of the fault.
+                let uid = Self.peekLocalId(buffer, from: startOffset, to: resume ?? min(cursor.position + 1, boundaries[part + 1]))
                 if error.atEnd && lastPart {
                     each(.malformed(QuarantineEntry(position: where_, localId: uid, field: error.field, reason: "the file ends inside this account (truncated)")))
                     // And the file's own row, as for a file cut between accounts: the report then says the input ends early.
@@ -128,7 +131,7 @@ struct ExportJSONBatch: RawBatch {
                                                     reason: "the file ends inside an account (truncated?)")))
                     return
                 }
-                guard exportLayout, let resume = Self.nextClosingLine(buffer, from: error.position, end: boundaries[part + 1]) else {
+                guard let resume else {
                     each(fatal(position(error.position, line: errorLine), "\(error.field): \(error.message); cannot find where the next account starts"))
                     return
                 }
