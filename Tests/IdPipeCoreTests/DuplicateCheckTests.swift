@@ -82,6 +82,21 @@ import Testing
         func commit(_ batch: consuming PlanBatch) throws {}
     }
 
+    /// The unmatched ids of a side input are counted, and the first ten named in the file's order (the protected ids,
+    /// a set, in sorted order), so a reviewer can look for a mistyped one.
+    @Test func theFirstUnmatchedIdsAreNamedInTheFilesOrder() {
+        let request = DeletionRequest(requestedAt: 0, source: "test")
+        var requests = KeyedRows<DeletionRequest>()
+        for index in (1...12).reversed() { requests["r\(index)"] = request }
+        requests["kept"] = request
+        let inputs = SideInputs(deletionRequests: requests, protectedIds: ["p2", "kept", "p1"])
+        let unmatched = PlanRunner.unmatched(inputs) { $0 == IdHash.of("kept") }
+        #expect(unmatched?["deletion_requests"] == .init(count: 12, first: (3...12).reversed().map { "r\($0)" }))
+        #expect(unmatched?["protected_accounts"] == .init(count: 2, first: ["p1", "p2"]))
+        #expect(unmatched?.count == 2)
+        #expect(PlanRunner.unmatched(inputs) { _ in true } == nil)
+    }
+
     /// Past a survey, the accepted ids are read back from the store at the plan's end: the side inputs' ids that no
     /// accepted account has are counted from them, and an id accepted twice (the input read a second time held other
     /// records than the plan read) fails the plan.
@@ -89,8 +104,8 @@ import Testing
         let inputs = SideInputs(deletionRequests: ["a": DeletionRequest(requestedAt: 0, source: "test"), "gone": DeletionRequest(requestedAt: 0, source: "test")],
                                 protectedIds: ["b", "also-gone", "c"])
         let accepted = [[IdHash.of("a"), IdHash.of("b")], [IdHash.of("c"), IdHash.of("d")]]
-        let counts = try PlanRunner.unmatchedAfterSurvey(inputs, store: SeenStore(accepted), scratch: MemoryScratch(), path: "accounts.json", limit: 3)
-        #expect(counts == ["deletion_requests": 1, "protected_accounts": 1])
+        let unmatched = try PlanRunner.unmatchedAfterSurvey(inputs, store: SeenStore(accepted), scratch: MemoryScratch(), path: "accounts.json", limit: 3)
+        #expect(unmatched == ["deletion_requests": .init(count: 1, first: ["gone"]), "protected_accounts": .init(count: 1, first: ["also-gone"])])
         #expect(try PlanRunner.unmatchedAfterSurvey(SideInputs(), store: SeenStore(accepted), scratch: MemoryScratch(), path: "accounts.json", limit: 3) == nil)
         do {
             _ = try PlanRunner.unmatchedAfterSurvey(inputs, store: SeenStore(accepted + [[IdHash.of("e"), IdHash.of("b")]]), scratch: MemoryScratch(),

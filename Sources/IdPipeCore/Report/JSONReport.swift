@@ -56,6 +56,10 @@ public struct JSONReport {
             out.write(", \"unmatchedSideInputIds\": {" + unmatched.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }
                 .joined(separator: ", ") + "}")
         }
+        if let first = run.unmatchedSideInputIdsFirst {
+            out.write(", \"unmatchedSideInputIdsFirst\": {" + first.sorted { $0.key < $1.key }
+                .map { "\(JSONText.string($0.key)): [" + $0.value.map(JSONText.string).joined(separator: ", ") + "]" }.joined(separator: ", ") + "}")
+        }
         out.write("},\n  \"totals\": {")
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
         out.write("}")

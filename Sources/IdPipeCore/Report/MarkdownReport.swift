@@ -42,7 +42,11 @@ public struct MarkdownReport {
         if let unmatched = run.unmatchedSideInputIds {
             out.write("\n**Side-input ids that match no processed account** (an id not in the export, a quarantined account, or a "
                 + "mistyped id): their rows change nothing.\n\n")
-            table(&out, ["side input", "ids"], unmatched.sorted { $0.key < $1.key }.map { ["`inputs.\($0.key)`", "\($0.value)"] })
+            let first = run.unmatchedSideInputIdsFirst ?? [:]
+            table(&out, ["side input", "ids", "the first of them"], unmatched.sorted { $0.key < $1.key }.map { role, count in
+                let named = first[role] ?? []
+                return ["`inputs.\(role)`", "\(count)", named.map { "`\($0)`" }.joined(separator: " ") + (count > named.count ? " …" : "")]
+            })
         }
         if tally.inputEndsEarly {
             out.write("\n**The input ends early** (truncated?): the export may hold accounts that were not read. See the Quarantine section.\n")

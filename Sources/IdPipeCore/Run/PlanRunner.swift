@@ -342,7 +342,7 @@ public final class PlanRunner {
         // the ids the store holds, once written, when the check no longer holds them all (it narrowed: `surveyScratch`).
         let counted = duplicates.acceptedIds.map { Self.unmatched(processor.sideInputs, accepted: $0.contains) }
         try committer.drain()
-        let unmatched: [String: Int]?
+        let unmatched: [String: Unmatched]?
         if let counted {
             unmatched = counted
         } else {
@@ -355,7 +355,8 @@ public final class PlanRunner {
                 + "\(source.totalBytes) (line \(checkpoint.input.line)), before the end of the file; the plan is incomplete"))
         }
         try sink?.finish()
-        run.unmatchedSideInputIds = unmatched
+        run.unmatchedSideInputIds = unmatched?.mapValues(\.count)
+        run.unmatchedSideInputIdsFirst = unmatched?.mapValues(\.first)
         run.sourceSHA256 = try fingerprint.advance(to: source.totalBytes)
         run.guardVerdict = Guards.verdict(pipeline.guards, tally: tally)
         run.status = run.guardVerdict == nil ? .planned : .stoppedByGuard
@@ -600,24 +601,37 @@ public enum Guards {
 }
 
 extension PlanRunner {
-    /// How many ids of each side input are no processed account's: an id missing from the export, a quarantined
-    /// account, or a mistyped id. Such a deletion request or protection does nothing, which the reviewer is told.
-    static func unmatched(_ inputs: SideInputs, accepted: (UInt64) -> Bool) -> [String: Int]? {
-        var counts: [String: Int] = [:]
-        for (role, hashes) in sideInputHashes(inputs) {
-            let missing = hashes.reduce(0) { $0 + (accepted($1) ? 0 : 1) }
-            if missing > 0 { counts[role] = missing }
+    /// The ids of a side input that are no processed account's: how many, and the first few in the file's order.
+    public struct Unmatched: Sendable, Equatable {
+        public var count = 0
+        public var first: [String] = []
+        /// How many ids the reports name for each side input.
+        public static let named = 10
+    }
+
+    /// The ids of each side input that are no processed account's: an id missing from the export, a quarantined
+    /// account, or a mistyped id. Such a deletion request or protection does nothing, which the reviewer is told, with
+    /// the first ids to look for (a protected id mistyped leaves the account it meant unprotected).
+    static func unmatched(_ inputs: SideInputs, accepted: (UInt64) -> Bool) -> [String: Unmatched]? {
+        var result: [String: Unmatched] = [:]
+        for (role, hashes, id) in sideInputIds(inputs) {
+            var unmatched = Unmatched()
+            for index in hashes.indices where !accepted(hashes[index]) {
+                unmatched.count += 1
+                if unmatched.first.count < Unmatched.named { unmatched.first.append(id(index)) }
+            }
+            if unmatched.count > 0 { result[role] = unmatched }
         }
-        return counts.isEmpty ? nil : counts
+        return result.isEmpty ? nil : result
     }
 
     /// The same after a survey (`DuplicateCheck`), from the accepted ids the store holds, which are checked on the way:
     /// no id may have been accepted twice. One that was means the input read a second time held other records than the
     /// plan read (a file changed while the plan ran), and the plan fails rather than pass a duplicate in silence.
     static func unmatchedAfterSurvey(_ inputs: SideInputs, store: any PlanStore, scratch: any ScratchSpace, path: String,
-                                     limit: Int) throws -> [String: Int]? {
+                                     limit: Int) throws -> [String: Unmatched]? {
         let named = IdHashSet()
-        for (_, hashes) in sideInputHashes(inputs) { for hash in hashes { _ = named.insert(hash) } }
+        for (_, hashes, _) in sideInputIds(inputs) { for hash in hashes { _ = named.insert(hash) } }
         let matched = IdHashSet()
         let spill = HashSpill(scratch)
         try store.forEachSeenIdHashes { hashes in
@@ -637,10 +651,14 @@ extension PlanRunner {
         return unmatched(inputs, accepted: matched.contains)
     }
 
-    /// Each side input's id hashes, by role.
-    private static func sideInputHashes(_ inputs: SideInputs) -> [(String, ContiguousArray<UInt64>)] {
-        [("legacy_names", inputs.legacyNames.hashes), ("deletion_requests", inputs.deletionRequests.hashes),
-         ("stored_tokens", inputs.credentials.hashes), ("protected_accounts", ContiguousArray(inputs.protectedIds.map(IdHash.of)))]
+    /// Each side input's id hashes, by role, and its ids by the same index: in the file's order (the protected ids,
+    /// a set, sorted).
+    private static func sideInputIds(_ inputs: SideInputs) -> [(String, ContiguousArray<UInt64>, (Int) -> String)] {
+        let protected = inputs.protectedIds.sorted()
+        return [("legacy_names", inputs.legacyNames.hashes, { inputs.legacyNames.keys[$0] }),
+                ("deletion_requests", inputs.deletionRequests.hashes, { inputs.deletionRequests.keys[$0] }),
+                ("stored_tokens", inputs.credentials.hashes, { inputs.credentials.keys[$0] }),
+                ("protected_accounts", ContiguousArray(protected.map(IdHash.of)), { protected[$0] })]
     }
 
     /// The account as the import file gets it: cleaned, with the name the plan fills in (a migration carries the

@@ -23,6 +23,9 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var maxDeletions: Int?
     /// How many ids of each side input are no processed account's, by role (`deletion_requests`: 2); nil when all match.
     public var unmatchedSideInputIds: [String: Int]?
+    /// The first of those ids (`PlanRunner.Unmatched.named`), in the side input's order, by role; nil in a store
+    /// planned before they were kept.
+    public var unmatchedSideInputIdsFirst: [String: [String]]?
 
     public init(pipelineName: String, pipelinePath: String, pipelineSHA256: String, asOf: Int64, createdAt: Int64,
                 status: RunStatus, sourcePath: String, sourceFormat: String, sourceSHA256: String? = nil, sourceSize: Int64,
