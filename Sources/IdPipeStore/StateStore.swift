@@ -184,6 +184,18 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         try queue.read { db in try Int.fetchOne(db, sql: "SELECT coalesce(sum(length(hashes)), 0) / 8 FROM seen_ids") ?? 0 }
     }
 
+    public func plannedDeletionsOfRepeatedIds() throws -> Int {
+        let deletions = ActionKind.allCases.filter(\.isDeletion).map { "'\($0.rawValue)'" }.joined(separator: ", ")
+        return try queue.read { db in
+            // Most plans quarantine no repeated id: then the actions are not looked at.
+            let repeated = "SELECT uid FROM quarantine WHERE field = 'localId' AND reason = ?"
+            guard try Bool.fetchOne(db, sql: "SELECT EXISTS (\(repeated))", arguments: [PlanRunner.repeatedIdReason]) == true else { return 0 }
+            return try Int.fetchOne(db, sql: """
+                SELECT count(DISTINCT uid) FROM action WHERE state = 'planned' AND kind IN (\(deletions)) AND uid IN (\(repeated))
+                """, arguments: [PlanRunner.repeatedIdReason]) ?? 0
+        }
+    }
+
     /// One batch's blob at a time: a resumed 10M-account plan does not hold its 80 MB of hashes at once.
     public func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws {
         try queue.read { db in

@@ -630,6 +630,37 @@ struct Binary {
         #expect(output.contains("idpipe: 1 input row was quarantined;"), "\(output)")
     }
 
+    /// An id given twice, its first row selected for deletion and its second (quarantined) at a protected domain: the
+    /// plan had deleted the account on the first row's word. It now stops as a guard stops it (exit 3), and apply
+    /// refuses it. An id given twice with no deletion planned is only quarantined (exit 1).
+    @Test func anIdGivenTwiceStopsAPlanThatWouldDeleteIt() throws {
+        let data = Binary.temporaryDirectory()
+        func user(_ uid: String, _ email: String, disabled: Bool) -> String {
+            "{\n  \"localId\": \"\(uid)\",\n  \"email\": \"\(email)\",\n  \"disabled\": \(disabled)\n}"
+        }
+        let pipeline = "Pipelines/.test-\(UUID().uuidString).yaml"
+        try """
+            version: 1
+            name: repeated
+            source: {path: \(data)/export.json}
+            select: {disabled: true, protect: {email_domains: [corp.example]}}
+            stages: {delete: {when_not_revocable: delete}}
+            """.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
+        defer { Binary.removeVariant(pipeline) }
+        for (first, code) in [(true, Int32(3)), (false, Int32(1))] {
+            let users = [user("dup1", "a@example.com", disabled: first), user("dup1", "boss@corp.example", disabled: true), user("ok2", "b@example.com", disabled: true)]
+            try ("{\"users\": [\n" + users.joined(separator: ",\n") + "]}\n").write(toFile: data + "/export.json", atomically: true, encoding: .utf8)
+            let out = Binary.temporaryDirectory()
+            let (planned, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+            #expect(planned == code, "\(output)")
+            let said = output.contains("stopped by a guard: the input gives 1 id twice with a deletion planned for the first row")
+            #expect(said == first, "\(output)")
+            guard first else { continue }
+            let (applied, applyOutput) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
+            #expect(applied != 0 && applyOutput.contains("guard"), "\(applyOutput)")
+        }
+    }
+
     /// An export cut short (a copy that stopped midway), through the binary: every account it starts is read, the one
     /// cut ends in the quarantine with its file, line and id, and the plan exits 1 saying the input ends early. One that
     /// is not an export at all is refused (exit 2), naming the file and line.

@@ -358,7 +358,7 @@ public final class PlanRunner {
         run.unmatchedSideInputIds = unmatched?.mapValues(\.count)
         run.unmatchedSideInputIdsFirst = unmatched?.mapValues(\.first)
         run.sourceSHA256 = try fingerprint.advance(to: source.totalBytes)
-        run.guardVerdict = Guards.verdict(pipeline.guards, tally: tally)
+        run.guardVerdict = try Guards.verdict(pipeline.guards, tally: tally) ?? Self.repeatedIdVerdict(store.plannedDeletionsOfRepeatedIds())
         run.status = run.guardVerdict == nil ? .planned : .stoppedByGuard
         try store.saveRun(run)
         return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, reportBodiesComplete: follower != nil)
@@ -503,7 +503,7 @@ struct ProcessedPart: Sendable {
                                reason: ProcessedPart.duplicateReason)
     }
 
-    static let duplicateReason = "duplicate: an earlier row has the same id"
+    static let duplicateReason = PlanRunner.repeatedIdReason
 
     /// Decodes and processes part `part` of `batch`, one record at a time; with `fastPath`, plain accounts are only
     /// counted (`AccountProcessor.fastPath`).
@@ -601,6 +601,18 @@ public enum Guards {
 }
 
 extension PlanRunner {
+    /// The quarantine's reason for a row whose id an earlier row has.
+    public static let repeatedIdReason = "duplicate: an earlier row has the same id"
+
+    /// The plan stops as a guard stops it when an id the input gives twice has a deletion planned: the plan acted on
+    /// the first row, and the second, quarantined, may say otherwise (an address at a protected domain, another
+    /// account altogether). The export is to be fixed first; apply refuses such a plan.
+    static func repeatedIdVerdict(_ count: Int) -> String? {
+        guard count > 0 else { return nil }
+        return "the input gives \(count) \(count == 1 ? "id" : "ids") twice with a deletion planned for the first row, while the second "
+            + "(quarantined) may say otherwise, a protection for one; fix the export and plan again"
+    }
+
     /// The ids of a side input that are no processed account's: how many, and the first few in the file's order.
     public struct Unmatched: Sendable, Equatable {
         public var count = 0

@@ -140,4 +140,7 @@ public protocol PlanStore: AnyObject, Sendable {
     func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws
     /// Takes the batch over: the store may move its accounts out as it writes them.
     func commit(_ batch: consuming PlanBatch) throws
+    /// How many ids the quarantine holds as given again (`PlanRunner.repeatedIdReason`) while a deletion is planned
+    /// for the account of their earlier row.
+    func plannedDeletionsOfRepeatedIds() throws -> Int
 }
