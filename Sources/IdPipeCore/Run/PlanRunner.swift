@@ -257,7 +257,7 @@ public final class PlanRunner {
                         if !duplicates.insert(hash) {
                             let outcome = parts[index].outcomes[entry]
                             let duplicate = QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
-                                                            reason: ProcessedPart.duplicateReason)
+                                                            reason: PlanRunner.repeatedIdReason)
                             counter.count(outcome, by: -1)
                             counter.count(duplicate)
                             next.quarantine.append((sequence, duplicate))
@@ -500,10 +500,8 @@ struct ProcessedPart: Sendable {
         let plain = plains[index]
         return QuarantineEntry(position: SourcePosition(file: plainFile, line: plain.line, byteOffset: plain.byteOffset),
                                localId: String(decoding: plainIds[plain.idStart..<plain.idEnd], as: UTF8.self), field: "localId",
-                               reason: ProcessedPart.duplicateReason)
+                               reason: PlanRunner.repeatedIdReason)
     }
-
-    static let duplicateReason = PlanRunner.repeatedIdReason
 
     /// Decodes and processes part `part` of `batch`, one record at a time; with `fastPath`, plain accounts are only
     /// counted (`AccountProcessor.fastPath`).
