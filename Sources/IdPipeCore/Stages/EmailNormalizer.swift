@@ -134,12 +134,13 @@ public enum EmailNormalizer {
     /// character asks for it: most Unicode domains are lower case and composed already.
     static func mapped(_ domain: Substring) -> String {
         let lowered = domain.lowercased()
+        // The ideographic and halfwidth ideographic full stops, which NFKC leaves as they are.
+        func isFullStop(_ scalar: Unicode.Scalar) -> Bool { scalar == "\u{3002}" || scalar == "\u{FF61}" }
         let needsMapping = lowered.unicodeScalars.contains { scalar in
-            scalar.properties.changesWhenNFKCCaseFolded || scalar.properties.canonicalCombiningClass != .notReordered
-                || scalar == "\u{3002}" || scalar == "\u{FF61}"
+            scalar.properties.changesWhenNFKCCaseFolded || scalar.properties.canonicalCombiningClass != .notReordered || isFullStop(scalar)
         }
         guard needsMapping else { return lowered }
-        let dots = String(String.UnicodeScalarView(lowered.unicodeScalars.map { $0 == "\u{3002}" || $0 == "\u{FF61}" ? "." : $0 }))
+        let dots = String(String.UnicodeScalarView(lowered.unicodeScalars.map { isFullStop($0) ? "." : $0 }))
         return dots.precomposedStringWithCompatibilityMapping.lowercased()
     }
 

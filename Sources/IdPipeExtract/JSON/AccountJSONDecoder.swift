@@ -15,10 +15,9 @@ enum AccountJSONDecoder {
         }
         // A key given twice would leave its second value in place of the first without a word (an older last sign-in, a
         // provider list emptied): the record goes to the quarantine. lastLoginAt, the API's name, is lastSignedInAt.
-        var seen: UInt16 = 0
+        var keys = KeysRead()
         func once(_ bit: UInt16, _ field: String) {
-            if seen & bit != 0 { note(field, bit == 1 << 9 ? "is given twice (as lastSignedInAt or lastLoginAt)" : "is given twice") }
-            seen |= bit
+            if !keys.first(bit) { note(field, bit == 1 << 9 ? "is given twice (as lastSignedInAt or lastLoginAt)" : "is given twice") }
         }
         cursor.enterRecord()
         try cursor.expect(UInt8(ascii: "{"))
@@ -73,12 +72,9 @@ enum AccountJSONDecoder {
     static func scanPlain(_ cursor: inout JSONCursor, into account: inout AccountBytes) throws(JSONCursor.SyntaxError) -> Bool {
         try cursor.expect(UInt8(ascii: "{"))
         if try cursor.peek() == UInt8(ascii: "}") { return false }
-        var seen: UInt16 = 0
-        /// Marks a key read; false when it was read before (the decoder keeps the last value, the fast path none).
-        func first(_ bit: UInt16) -> Bool {
-            defer { seen |= bit }
-            return seen & bit == 0
-        }
+        // A key read before sends the record to `decode`, which quarantines it.
+        var keys = KeysRead()
+        func first(_ bit: UInt16) -> Bool { keys.first(bit) }
         while true {
             let key = try cursor.key()
             try cursor.expect(UInt8(ascii: ":"))
@@ -136,7 +132,7 @@ enum AccountJSONDecoder {
                 continue
             }
             try cursor.expect(UInt8(ascii: "}"))
-            return seen & 2 != 0
+            return keys.bits & 2 != 0
         }
     }
 
@@ -270,10 +266,9 @@ enum AccountJSONDecoder {
             cursor.currentKey = nil
             try cursor.expect(UInt8(ascii: "{"))
             var sawRawId = false
-            var seen: UInt8 = 0
-            func once(_ bit: UInt8, _ key: String) {
-                if seen & bit != 0 { note("providerUserInfo[\(index)].\(key)", "is given twice") }
-                seen |= bit
+            var keys = KeysRead()
+            func once(_ bit: UInt16, _ key: String) {
+                if !keys.first(bit) { note("providerUserInfo[\(index)].\(key)", "is given twice") }
             }
             if try cursor.peek() != UInt8(ascii: "}") {
                 while true {
@@ -334,5 +329,17 @@ enum AccountJSONDecoder {
     @inline(__always)
     private static func matches(_ key: UnsafeBufferPointer<UInt8>, _ word: StaticString) -> Bool {
         memcmp(key.baseAddress!, word.utf8Start, key.count) == 0
+    }
+}
+
+/// The keys of one object read so far, a bit each: how both readers of a user object find a key given twice.
+struct KeysRead {
+    private(set) var bits: UInt16 = 0
+
+    /// Marks the key read; false when it was read before.
+    @inline(__always)
+    mutating func first(_ bit: UInt16) -> Bool {
+        defer { bits |= bit }
+        return bits & bit == 0
     }
 }
