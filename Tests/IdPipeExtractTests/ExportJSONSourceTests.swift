@@ -183,6 +183,22 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(twice.field == "providerUserInfo[0].rawId" && twice.reason == "is given twice", "\(twice)")
     }
 
+    /// Every line at column 0 (Python's `json.dump(indent=0)`): nested objects close with `}` at a line start too, and
+    /// an account with two logins has a `},` line inside it. The file was taken for the export's layout, cut into
+    /// parts inside an account, and the plan stopped ("cannot find where the next account starts").
+    @Test(arguments: [64, 200, 4 << 20])
+    func unindentedLayoutIsReadWhole(batchBytes: Int) throws {
+        let unindented = (1...5).map { index in
+            "{\n\"localId\": \"u\(index)\",\n\"providerUserInfo\": [\n{\n\"providerId\": \"apple.com\",\n\"rawId\": \"001.u\(index)\"\n},\n"
+                + "{\n\"providerId\": \"facebook.com\",\n\"rawId\": \"\(index)\"\n}\n]\n}"
+        }
+        let text = "{\n\"users\": [\n" + unindented.joined(separator: ",\n") + "\n]\n}\n"
+        let expected = ["3:u1", "16:u2", "29:u3", "42:u4", "55:u5"]
+        #expect(summary(try readRecords(text, batchBytes: batchBytes)) == expected)
+        let crlf = text.utf8.flatMap { $0 == 0x0A ? [0x0D, 0x0A] : [$0] }
+        #expect(summary(try readRecords(crlf, batchBytes: batchBytes)) == expected)
+    }
+
     @Test func minifiedLayoutIsReadOnOneCore() throws {
         let text = "{\"users\":[{\"localId\":\"a\"},{\"localId\":\"b\",\"email\":\"b@example.com\"}]}"
         #expect(summary(try readRecords(text, batchBytes: 16)) == ["1:a", "1:b"])

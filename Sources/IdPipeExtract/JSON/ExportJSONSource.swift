@@ -70,7 +70,7 @@ public final class ExportJSONSource: AccountSource {
             prologueEnd = offset
             line = 1 + cursor.newlines
             let rest = UnsafeBufferPointer(rebasing: buffer[cursor.position..<count])
-            layout = rest.starts(with: Array("\n{".utf8)) || rest.starts(with: Array("\r\n{".utf8)) ? .export : .generic
+            layout = Self.opensInExportLayout(rest) ? .export : .generic
         }
     }
 
@@ -127,6 +127,14 @@ public final class ExportJSONSource: AccountSource {
     }
 
     // MARK: - Finding object boundaries
+
+    /// Whether the first object starts as the export writes it: `{` at the start of a line, its first key indented by
+    /// two spaces. A line start alone is not enough: in `json.dump(indent=0)` output every `}`, nested ones too,
+    /// starts a line, and parts cut there began inside an account (the plan stopped, "cannot find where the next
+    /// account starts").
+    static func opensInExportLayout(_ rest: UnsafeBufferPointer<UInt8>) -> Bool {
+        rest.starts(with: "\n{\n  \"".utf8) || rest.starts(with: "\r\n{\r\n  \"".utf8)
+    }
 
     /// Just past the last `}` that starts a line and is followed by a comma, a newline or the closing bracket.
     static func lastExportBoundary(_ buffer: [UInt8]) -> Int? {
