@@ -140,6 +140,38 @@ import IdPipeTestSupport
         #expect(action?.reason == "Facebook Limited Login cannot be revoked from a server")
     }
 
+    /// A token stored for an account with no such login any more is still revoked (unlinking in Firebase revokes
+    /// nothing at Apple or Facebook): before, it was passed over and the account deleted with the grant alive.
+    @Test func aStoredTokenWithoutItsLoginIsStillRevoked() {
+        let bare = Account(localId: "u")
+        let stored = StoredCredentials(apple: StoredAppleToken(kind: .refreshToken, token: secret("t"), capturedAt: asOf),
+                                       facebook: StoredFacebookLogin(facebookId: "987", login: .classic, accessToken: nil))
+        let actions = planner(.keep).cleanup(for: bare, credentials: stored)
+        #expect(actions.map(\.kind) == [.revokeApple, .revokeFacebook, .deleteData, .deleteAccount])
+        #expect(actions.allSatisfy { $0.state == .planned })
+        #expect(actions[0].detail.hasSuffix("(from the stored-tokens file: the account has no such login)"))
+        #expect(actions[1].value == "987")
+        #expect(planner(.keep).cleanup(for: bare, credentials: nil).map(\.kind) == [.deleteData, .deleteAccount])
+        #expect(!planner(.keep).cleanup(for: appleAndFacebook, credentials: stored)[0].detail.contains("stored-tokens"))
+    }
+
+    /// A stored Facebook entry whose id is not the account's login describes another user (its login kind too): the
+    /// revocation is not possible, so `when_not_revocable` decides, where before the entry's kind was taken for the
+    /// account's. The same id, or none on either side, plans as before.
+    @Test(arguments: [
+        ("123", ActionState.planned, nil as String?, "123" as String?),
+        ("124", .notPossible, "the stored-tokens file gives another facebook_id than the account's facebook.com login", nil),
+    ])
+    func aStoredFacebookIdMustBeTheLogins(storedId: String, state: ActionState, reason: String?, value: String?) {
+        let stored = StoredCredentials(facebook: StoredFacebookLogin(facebookId: storedId, login: .classic, accessToken: nil))
+        let actions = planner(.keep).cleanup(for: appleAndFacebook, credentials: stored)
+        let facebook = actions.first { $0.kind == .revokeFacebook }
+        #expect(facebook?.state == state)
+        #expect(facebook?.reason == reason)
+        #expect(facebook?.value == value)
+        #expect(actions.last?.state == .blocked)  // the Apple token is missing either way
+    }
+
     @Test func policyDecidesWhetherANotRevocableAccountIsDeleted() {
         for (policy, expected) in [(NotRevocablePolicy.keep, ActionState.blocked), (.delete, .planned)] {
             let plan = planner(policy)

@@ -89,6 +89,15 @@ import IdPipeTestSupport
         // A key given twice is refused, named when it is one of the known ones: the last uid used to win.
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\",\"uid\":\"u2\"}\n", ":1: uid: appears twice on the line"),
         ("tokens", "{\"uid\":\"u1\",\"t-secret\":\"1\",\"t-secret\":\"2\"}\n", ":1: a key appears twice on the line"),
+        // A token or id with white space at an end is a copy-paste slip that apply would send as it is; never quoted.
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\" t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
+         ":1: token: has white space or a control character at its start or end"),
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\\n\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
+         ":1: token: has white space or a control character at its start or end"),
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"123 \",\"login\":\"classic\"}\n",
+         ":1: facebook_id: has white space or a control character at its start or end"),
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"123\",\"login\":\"classic\",\"token\":\"t-secret\\t\"}\n",
+         ":1: token: has white space or a control character at its start or end"),
     ])
     func badRowsNameTheirPlace(file: String, text: String, expected: String) throws {
         let path = TemporaryFile.write(text, name: "\(file).txt")

@@ -29,21 +29,26 @@ public struct Planner: Sendable {
     /// The account's revocations. With the stage (or one provider's revocation) off in a pipeline that deletes, an
     /// Apple or Facebook login is still named, as a revocation not possible: its token is not revoked before the
     /// deletion, and `when_not_revocable` decides whether the account goes all the same (by default it stays).
+    ///
+    /// A token the stored-tokens file holds for the account counts as a login even when the account has no such link
+    /// any more: unlinking in Firebase revokes nothing at Apple or Facebook, and the app still holds the grant.
     public func revocations(for account: Account, credentials: StoredCredentials?) -> [PlannedAction] {
         let revoke = stages.revoke
         var actions: [PlannedAction] = []
-        if account.isLinked(to: ProviderID.apple) {
+        let appleLinked = account.isLinked(to: ProviderID.apple)
+        if appleLinked || credentials?.apple != nil {
             if revoke?.apple == true {
-                actions.append(appleRevocation(credentials?.apple))
+                actions.append(appleRevocation(credentials?.apple, linked: appleLinked))
             } else if stages.delete != nil {
                 actions.append(switchedOff(.revokeApple, detail: "auth/revoke", key: revoke == nil ? "stages.revoke" : "stages.revoke.apple"))
             }
         }
-        if let link = account.provider(ProviderID.facebook) {
+        let facebookLink = account.provider(ProviderID.facebook)
+        if facebookLink != nil || credentials?.facebook != nil {
             if revoke?.facebook == true {
-                actions.append(facebookRevocation(link, stored: credentials?.facebook))
+                actions.append(facebookRevocation(facebookLink, stored: credentials?.facebook))
             } else if stages.delete != nil {
-                actions.append(switchedOff(.revokeFacebook, detail: "DELETE /{app-scoped id}/permissions with the app token",
+                actions.append(switchedOff(.revokeFacebook, detail: Self.facebookDetail,
                                            key: revoke == nil ? "stages.revoke" : "stages.revoke.facebook"))
             }
         }
@@ -53,15 +58,19 @@ public struct Planner: Sendable {
         return actions
     }
 
+    static let facebookDetail = "DELETE /{app-scoped id}/permissions with the app token"
+    /// Said of a revocation whose only ground is the stored-tokens file.
+    static let storedOnly = " (from the stored-tokens file: the account has no such login)"
+
     private func switchedOff(_ kind: ActionKind, detail: String, key: String) -> PlannedAction {
         PlannedAction(kind: kind, state: .notPossible, detail: detail, reason: "\(key) is off in the pipeline")
     }
 
-    private func appleRevocation(_ token: StoredAppleToken?) -> PlannedAction {
+    private func appleRevocation(_ token: StoredAppleToken?, linked: Bool) -> PlannedAction {
         guard let token else {
             return PlannedAction(kind: .revokeApple, state: .notPossible, detail: "auth/revoke", reason: "no stored Apple token")
         }
-        let detail = "auth/revoke \(token.kind.rawValue) sha256:\(token.token.fingerprint)"
+        let detail = "auth/revoke \(token.kind.rawValue) sha256:\(token.token.fingerprint)" + (linked ? "" : Self.storedOnly)
         // A code lives 5 minutes: at 5:00 it is gone.
         if token.kind == .authorizationCode && asOf - token.capturedAt >= Self.authorizationCodeLifetimeMs {
             return PlannedAction(kind: .revokeApple, state: .notPossible, detail: detail, reason: "authorization code older than 5 minutes")
@@ -69,11 +78,18 @@ public struct Planner: Sendable {
         return PlannedAction(kind: .revokeApple, state: .planned, detail: detail)
     }
 
-    private func facebookRevocation(_ link: ProviderLink, stored: StoredFacebookLogin?) -> PlannedAction {
-        let detail = "DELETE /{app-scoped id}/permissions with the app token"
+    private func facebookRevocation(_ link: ProviderLink?, stored: StoredFacebookLogin?) -> PlannedAction {
+        let detail = Self.facebookDetail + (link == nil ? Self.storedOnly : "")
         // The provider link's rawId is the app-scoped id Facebook gave the app; apply sends it.
-        let id = link.rawId.isEmpty ? stored?.facebookId : link.rawId
-        guard let id, !id.isEmpty else {
+        let linkedId = link.map(\.rawId) ?? ""
+        let storedId = stored?.facebookId ?? ""
+        if !linkedId.isEmpty, !storedId.isEmpty, linkedId != storedId {
+            // The stored entry describes another Facebook user (its login kind too): neither id is taken on trust.
+            return PlannedAction(kind: .revokeFacebook, state: .notPossible, detail: detail,
+                                 reason: "the stored-tokens file gives another facebook_id than the account's facebook.com login")
+        }
+        let id = linkedId.isEmpty ? storedId : linkedId
+        guard !id.isEmpty else {
             return PlannedAction(kind: .revokeFacebook, state: .notPossible, detail: detail, reason: "no Facebook app-scoped id")
         }
         guard let stored else {
