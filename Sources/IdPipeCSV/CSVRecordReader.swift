@@ -18,13 +18,13 @@ public final class CSVRecordReader {
     private var finished = false
 
     /// Opens `path` and starts at `offset`, which is the start of line `line` (both from an earlier record's end).
-    public init(path: String, offset: Int64 = 0, line: Int = 1, chunkSize: Int = 1 << 20, maxRecordBytes: Int = 64 << 10, maxRecordLines: Int = 64) throws {
+    public init(path: String, offset: Int64 = 0, line: Int = 1, chunkSize: Int = 1 << 20, maxRecordBytes: Int = 64 << 10) throws {
         self.path = path
         fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw CSVReadError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         chunk = [UInt8](repeating: 0, count: chunkSize)
         do {
-            scanner = try CSVScanner(offset: offset, line: line, maxRecordBytes: maxRecordBytes, maxRecordLines: maxRecordLines)
+            scanner = try CSVScanner(offset: offset, line: line, maxRecordBytes: maxRecordBytes)
         } catch {
             close(fd)
             throw CSVReadError(path: path, message: error.message)

@@ -10,9 +10,10 @@ import Glibc
 /// never closes (an unbalanced quote) is reported as a malformed record covering its first line, and reading starts
 /// again on the next line: one bad row costs one row. So does a quote inside an unquoted field.
 public final class CSVScanner {
-    /// A record longer than this is taken to be an unbalanced quote swallowing the rows after it.
+    /// A record longer than this is taken to be an unbalanced quote swallowing the rows after it. Bytes only, not
+    /// lines: a quoted name may hold many line breaks, and a limit of 64 lines cut a legal 132-character name with 65
+    /// of them, read the rest of it as rows, and planned the deletion of an account its text made up.
     public let maxRecordBytes: Int
-    public let maxRecordLines: Int
 
     private var parser = csv_parser()
     /// libcsv's callbacks write here. A struct behind a pointer: a class's fields would be checked for exclusive
@@ -31,9 +32,8 @@ public final class CSVScanner {
     private var recordBytes = 0
 
     /// Starts at `offset`, the start of line `line`, between records.
-    public init(offset: Int64, line: Int, maxRecordBytes: Int = 64 << 10, maxRecordLines: Int = 64) throws(CSVReadError) {
+    public init(offset: Int64, line: Int, maxRecordBytes: Int = 64 << 10) throws(CSVReadError) {
         self.maxRecordBytes = maxRecordBytes
-        self.maxRecordLines = maxRecordLines
         self.line = line - 1
         recordStartLine = line
         recordStartOffset = offset
@@ -78,6 +78,13 @@ public final class CSVScanner {
         if consumed < bytes.count || csv_error(&parser) != 0 {
             return malformed("malformed quoting (a quote inside an unquoted field, or text after a closing quote)", lastLine: line, emit)
         }
+        // A line that ends with a line feed ends at most one record, there. Two (or one and the start of the next) mean
+        // a carriage return outside quotes ended a record inside the line: `Evil\rVictimUid,…` was read as a row
+        // `Evil` and a row of `VictimUid`, and the plan deleted the account that uid names.
+        let completed = sink.pointee.recordEnds
+        if completed > 0, bytes.last == 0x0A, completed > 1 || parser.pstate != 0 {
+            return malformed("a carriage return (CR) outside quotes splits the row", lastLine: line, emit)
+        }
         let end = offset + Int64(bytes.count)
         emitRecords(lastLine: line, endOffset: end, emit)
         if parser.pstate == 0 {
@@ -85,7 +92,7 @@ public final class CSVScanner {
             recordStartOffset = end
             recordBytes = 0
             awaitingFirstLine = true
-        } else if recordBytes > maxRecordBytes || line - recordStartLine + 1 > maxRecordLines {
+        } else if recordBytes > maxRecordBytes {
             return malformed("a quoted field is not closed (unbalanced quote)", lastLine: recordStartLine, emit)
         }
         return .nextLine

@@ -50,13 +50,27 @@ func readAll(_ contents: String) throws -> [CSVItem] {
         #expect(lines == ["1:u1", "2:malformed", "3:u3"])
     }
 
-    /// A lone CR ends a record inside a line; the fields after it start the next record, which may go on over lines.
-    @Test func aLoneCREndsARecordAndTheLineGoesOn() throws {
-        let items = try readAll("x,y\rz,\"multi\nline\"\nlast,one\n")
-        let records = items.compactMap { if case .record(let record) = $0 { record } else { nil } }
-        #expect(records.map { record in (0..<record.count).map { record.field($0)! } } == [["x", "y"], ["z", "multi\nline"], ["last", "one"]])
-        #expect(records.map(\.firstLine) == [1, 1, 3])
-        #expect(records[1].lastLine == 2)
+    /// A CR outside quotes inside a line that ends with a line feed splits the row: libcsv ends a record there, so
+    /// `Evil\rVictimUid,…` was read as two rows, the second one with another account's id. The line is malformed, and
+    /// reading goes on with the next line (where the rest of a record that went on over lines is malformed too).
+    /// A CR inside quotes is text, and a file whose lines all end with a CR alone is read as before.
+    @Test func aLoneCRInsideALineIsMalformed() throws {
+        func read(_ text: String) throws -> [String] {
+            try readAll(text).map { item in
+                switch item {
+                case .record(let record): "\(record.firstLine):" + (0..<record.count).map { record.field($0)! }.joined(separator: "|")
+                case .malformed(let bad): "\(bad.firstLine):malformed: \(bad.reason)"
+                }
+            }
+        }
+        let split = "a carriage return (CR) outside quotes splits the row"
+        #expect(try read("u1,a\nEvil\rVictim,b\nu3,c\n") == ["1:u1|a", "2:malformed: \(split)", "3:u3|c"])
+        #expect(try read("u1,a\r\nEvil\rVictim,b\r\nu3,c\r\n") == ["1:u1|a", "2:malformed: \(split)", "3:u3|c"])
+        #expect(try read("x,y\rz,\"multi\nline\"\nlast,one\n").prefix(1) == ["1:malformed: \(split)"])
+        #expect(try read("x,y\rz,\"multi\nline\"\nlast,one\n").last == "3:last|one")
+        #expect(try read("u1,\"in\rside\"\nu2,b\n") == ["1:u1|in\rside", "2:u2|b"])
+        #expect(try read("x,y\rz,w\rlast,one") == ["1:x|y", "1:z|w", "1:last|one"])
+        #expect(try read("x,y\r\rz,w\r") == ["1:x|y", "1:z|w"])
     }
 
     @Test func crlfAndMissingFinalNewline() throws {
@@ -86,7 +100,7 @@ func readAll(_ contents: String) throws -> [CSVItem] {
         ("a,b ", "a|b "), ("a  b,c\n", "a  b|c"), ("\ta,b\tc,d\t\n", "\ta|b\tc|d\t"), ("a, ,b\n", "a| |b"),
         ("\"a b\",c\n", "a b|c"), ("\" a \",c\n", " a |c"), ("\"a, b\",c\n", "a, b|c"), ("\"x \"\" y\",c\n", "x \" y|c"),
         ("\"two\n lines \",c\n", "two\n lines |c"), ("\"a\" ,b\n", "malformed"), (" \"a\",b\n", "malformed"),
-        ("\"a\"\t,b\n", "malformed"), ("\"a\" b,c\n", "malformed"), ("a,\"b\" \n", "malformed"), ("x\r y,z\n", "x/ y|z"),
+        ("\"a\"\t,b\n", "malformed"), ("\"a\" b,c\n", "malformed"), ("a,\"b\" \n", "malformed"), ("x\r y,z\n", "malformed"),
     ])
     func spacesAreText(_ csv: String, _ expected: String) throws {
         let read = try readAll(csv).map { item -> String in

@@ -329,6 +329,43 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(third.reason.hasSuffix(hint) && third.reason.hasPrefix("'sometimes'"), "\(third.reason)")
     }
 
+    /// The rows of a file agree on their field count. In a file of 53-field rows (the trailing comma), a 52-field row
+    /// lost a field: with the empty Apple name left out, a Microsoft email moved into the Microsoft rawId, and the
+    /// account was no longer covered by its protected domain. In a file saved without the trailing commas, a 53-field
+    /// row gained one. Either is quarantined; a file with as many of each is read as before.
+    @Test func aRowWithAnotherFieldCountThanTheFilesIsQuarantined() throws {
+        let shifted = [0: "u2", 1: "r@privaterelay.appleid.com", 28: "001.a.2", 29: "r@privaterelay.appleid.com", 31: "ms-2", 32: "boss@corp.example"]
+        func short(_ fields: [Int: String]) -> String { String(row(fields).dropLast(2)) + "\n" }
+        func read(_ text: String) throws -> [String] {
+            let path = TemporaryFile.write(text, name: "export.csv")
+            let batch = try #require(try CSVSource.authExport(path: path).nextBatch(records: 10, parts: 1))
+            return summary(batch.decode(part: 0))
+        }
+        #expect(try read(row([0: "u1"]) + short(shifted) + row([0: "u3"])) == ["1:u1", "2:quarantine:record", "3:u3"])
+        #expect(try read(short([0: "u1"]) + row([0: "u2"]) + short([0: "u3"])) == ["1:u1", "2:quarantine:record", "3:u3"])
+        // A tie: the file says nothing, each row is read on its own.
+        #expect(try read(row([0: "u1"]) + short([0: "u2"])) == ["1:u1", "2:u2"])
+        let path = TemporaryFile.write(row([0: "u1"]) + row([0: "u3"]) + short(shifted), name: "export.csv")
+        let batch = try #require(try CSVSource.authExport(path: path).nextBatch(records: 10, parts: 1))
+        guard case .malformed(let entry) = batch.decode(part: 0).last else { Issue.record("expected a quarantined row"); return }
+        #expect(entry.localId == "u2")
+        #expect(entry.reason == "has 52 fields where the rows of this file have 52 and a trailing comma: a field is missing and the columns after it shifted")
+    }
+
+    /// A quoted name may hold any number of line breaks: at 65 (over a limit of 64 lines there was), the record was
+    /// taken for an unbalanced quote, read again from its second line, and a row written inside the name became an
+    /// account planned for deletion.
+    @Test func aNameWithManyLineBreaksIsOneField() throws {
+        let phantom = (0..<52).map { $0 == 0 ? "PhantomUid" : $0 == 26 ? "true" : "" }.joined(separator: ",")
+        let name = "\"L" + String(repeating: "\n", count: 70) + phantom + "\n\""
+        let path = TemporaryFile.write(row([0: "u1", 5: name, 26: "false"]) + row([0: "u2"]), name: "export.csv")
+        let batch = try #require(try CSVSource.authExport(path: path).nextBatch(records: 10, parts: 1))
+        let records = batch.decode(part: 0)
+        #expect(summary(records) == ["1:u1", "73:u2"])
+        guard case .account(let account, _) = records.first else { return }
+        #expect(account.displayName?.hasSuffix(phantom + "\n") == true)
+    }
+
     /// Seconds too large for milliseconds are quarantined (the conversion trapped, and every resume trapped again).
     @Test func epochSecondsTooLargeAreQuarantined() throws {
         let text = "id,since\nu1,1600000000\nu2,9223372036854775807\nu3,-9223372036854775808\n"

@@ -52,7 +52,7 @@ public final class CSVSource: AccountSource {
 
     /// A `firebase auth:export` CSV: no header, 52 columns and a trailing comma.
     public static func authExport(path: String, checkpoint: InputCheckpoint = InputCheckpoint(), batchBytes: Int = defaultBatchBytes) throws -> CSVSource {
-        try CSVSource(path: path, checkpoint: checkpoint, decoder: ExportCSVDecoder(), batchBytes: batchBytes)
+        try CSVSource(path: path, checkpoint: checkpoint, decoder: ExportCSVDecoder.forFile(path), batchBytes: batchBytes)
     }
 
     /// A CSV with a header row, read through a column mapping. The header is read again on resume.

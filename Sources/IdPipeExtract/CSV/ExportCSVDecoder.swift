@@ -17,6 +17,12 @@ struct ExportCSVDecoder: CSVRecordDecoder {
 
     static let providerFields = ["rawId", "email", "displayName", "photoUrl"]
 
+    /// How many fields the rows of this file have: 53 (the trailing comma, as the CLI writes), 52 (saved again without
+    /// it), or nil when it could not be told. A row with the other count has lost or gained a field: in a file of
+    /// 53-field rows, a 52-field row missing an empty field among the logins shifted a Microsoft email into a rawId,
+    /// and the account, protected by its domain, was planned for deletion.
+    var fieldsPerRow: Int?
+
     /// A column's field as the JSON export names it (the convention of every quarantine entry); the column number goes
     /// in the reason. A provider's columns are named by its place among the providers the row links, as in JSON.
     static func fieldName(_ index: Int, in record: CSVRecord) -> String {
@@ -33,7 +39,7 @@ struct ExportCSVDecoder: CSVRecordDecoder {
         let result = decodeColumns(record)
         // 52 fields is a row without its trailing comma (a file saved again by a spreadsheet), or a row missing a
         // field, whose later columns then hold their neighbours' values: a fault found in it says so.
-        guard record.count == Self.columnCount, case .failure(var issue) = result else { return result }
+        guard record.count == Self.columnCount, fieldsPerRow != Self.columnCount + 1, case .failure(var issue) = result else { return result }
         issue.reason += "; the row has one field too few (52, and no empty field after a trailing comma): a field may be missing and the columns after it shifted"
         return .failure(issue)
     }
@@ -42,6 +48,11 @@ struct ExportCSVDecoder: CSVRecordDecoder {
         let count = record.count
         guard count == Self.columnCount + 1 || count == Self.columnCount else {
             return .failure(RecordIssue(field: "record", reason: "has \(count) fields; an auth:export row has 52 and a trailing comma"))
+        }
+        if let expected = fieldsPerRow, count != expected {
+            return .failure(RecordIssue(field: "record", reason: expected == Self.columnCount + 1
+                ? "has 52 fields where the rows of this file have 52 and a trailing comma: a field is missing and the columns after it shifted"
+                : "has 53 fields where the rows of this file have 52 (no trailing comma): a field too many, and the columns after it shifted"))
         }
         if count == Self.columnCount + 1 && !record.fieldBytes(Self.columnCount).isEmpty {
             return .failure(RecordIssue(field: "column 53", reason: "should be empty (the trailing comma)"))
@@ -89,6 +100,25 @@ struct ExportCSVDecoder: CSVRecordDecoder {
 }
 
 extension ExportCSVDecoder {
+    /// The decoder for the export at `path`, told how many fields its rows have: the count most of its first 100
+    /// well-formed rows have (52, or 53 with the last empty); nil on a tie.
+    static func forFile(_ path: String) throws -> ExportCSVDecoder {
+        var withComma = 0, without = 0
+        do {
+            let reader = try CSVRecordReader(path: path)
+            while withComma + without < 100, let item = try reader.next() {
+                guard case .record(let record) = item else { continue }
+                if record.count == columnCount { without += 1 }
+                if record.count == columnCount + 1 && record.fieldBytes(columnCount).isEmpty { withComma += 1 }
+            }
+        } catch let error as CSVReadError {
+            throw InputError(path: path, message: error.message)
+        }
+        var decoder = ExportCSVDecoder()
+        if withComma != without { decoder.fieldsPerRow = withComma > without ? columnCount + 1 : columnCount }
+        return decoder
+    }
+
     /// The first column of each provider of `providerColumns`: read for every row, where walking `providerColumns`
     /// retained and released each id string.
     static let providerFirstColumns = providerColumns.map(\.1)
