@@ -96,6 +96,9 @@ import Testing
         #expect(unmatched?["protected_accounts"] == .init(count: 2, first: ["p1", "p2"]))
         #expect(unmatched?.count == 2)
         #expect(PlanRunner.unmatched(inputs) { _ in true } == nil)
+        // The pipeline's protected uids as written: an address there protects nobody, and the reviewer is told.
+        let withConfig = PlanRunner.unmatched(inputs, protectUids: ["boss@corp.example", "kept"]) { $0 == IdHash.of("kept") }
+        #expect(withConfig?["select.protect.uids"] == .init(count: 1, first: ["boss@corp.example"]))
     }
 
     /// Past a survey, the accepted ids are read back from the store at the plan's end: the side inputs' ids that no

@@ -58,7 +58,8 @@ public struct JSONReport {
         }
         if let first = run.unmatchedSideInputIdsFirst {
             out.write(", \"unmatchedSideInputIdsFirst\": {" + first.sorted { $0.key < $1.key }
-                .map { "\(JSONText.string($0.key)): [" + $0.value.map(JSONText.string).joined(separator: ", ") + "]" }.joined(separator: ", ") + "}")
+                .map { "\(JSONText.string($0.key)): [" + $0.value.map { JSONText.string(masking.quarantinedId($0) ?? $0) }.joined(separator: ", ") + "]" }
+                .joined(separator: ", ") + "}")
         }
         out.write("},\n  \"totals\": {")
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))

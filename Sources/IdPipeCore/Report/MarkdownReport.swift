@@ -40,12 +40,13 @@ public struct MarkdownReport {
             ["with no exported provider", "\(tally["accounts.no-providers"])"],
         ])
         if let unmatched = run.unmatchedSideInputIds {
-            out.write("\n**Side-input ids that match no processed account** (an id not in the export, a quarantined account, or a "
-                + "mistyped id): their rows change nothing.\n\n")
+            out.write("\n**Side-input ids (and protected uids) that match no processed account** (an id not in the export, a "
+                + "quarantined account, or a mistyped id): their rows change nothing.\n\n")
             let first = run.unmatchedSideInputIdsFirst ?? [:]
             table(&out, ["side input", "ids", "the first of them"], unmatched.sorted { $0.key < $1.key }.map { role, count in
                 let named = first[role] ?? []
-                return ["`inputs.\(role)`", "\(count)", named.map { "`\($0)`" }.joined(separator: " ") + (count > named.count ? " …" : "")]
+                // An id that looks like an address or a number (a file keyed by email) is masked as one.
+                return ["`\(role == PlanRunner.protectUidsRole ? role : "inputs." + role)`", "\(count)", named.map { "`\(masking.quarantinedId($0) ?? $0)`" }.joined(separator: " ") + (count > named.count ? " …" : "")]
             })
         }
         if tally.inputEndsEarly {

@@ -138,6 +138,10 @@ extension Masking {
     /// Quarantine reasons quote the bad value (`'x@@y' has more than one @`); mask it like the field it came from.
     /// One character is shown as it is: it is what a syntax error quotes (`expected a key in double quotes, found ','`
     /// while reading an email), and masking would show a value's first character anyway.
+    ///
+    /// A value of another field is masked when it has a letter in it: a column mapped wrongly, or a row shifted,
+    /// puts a name or an address where a time or a flag belongs (`'Lily Doe' is not a rfc3339 timestamp`). Ids are
+    /// masked as `quarantinedId` masks them, and values without letters (a time, a number) are shown.
     public func quotedValues(in reason: String, field: String) -> String {
         guard !reveal, let open = reason.firstIndex(of: "'"),
               let close = reason[reason.index(after: open)...].firstIndex(of: "'") else { return reason }
@@ -150,8 +154,12 @@ extension Masking {
             masked = phone(value)
         } else if field.hasSuffix("displayName") {
             masked = name(value)
+        } else if field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId") {
+            masked = quarantinedId(value) ?? value
+        } else if value.contains(where: \.isLetter) {
+            masked = value.contains("@") ? email(value) : name(value)
         } else {
-            return reason
+            masked = quarantinedId(value) ?? value
         }
         return String(reason[..<open]) + "'" + masked + "'" + reason[reason.index(after: close)...]
     }

@@ -340,13 +340,14 @@ public final class PlanRunner {
         }
         // Counted while the store writes the last batches (about 6 ms of a 1M-account plan, on one core, after them); from
         // the ids the store holds, once written, when the check no longer holds them all (it narrowed: `surveyScratch`).
-        let counted = duplicates.acceptedIds.map { Self.unmatched(processor.sideInputs, accepted: $0.contains) }
+        let protectUids = processor.pipeline.selection.protectedIds
+        let counted = duplicates.acceptedIds.map { Self.unmatched(processor.sideInputs, protectUids: protectUids, accepted: $0.contains) }
         try committer.drain()
         let unmatched: [String: Unmatched]?
         if let counted {
             unmatched = counted
         } else {
-            unmatched = try Self.unmatchedAfterSurvey(processor.sideInputs, store: store, scratch: try surveyScratch!(),
+            unmatched = try Self.unmatchedAfterSurvey(processor.sideInputs, protectUids: protectUids, store: store, scratch: try surveyScratch!(),
                                                       path: source.path, limit: duplicates.limit)
         }
         // A file is read to its end: a source set back to the wrong place (`readAgain`) must not end a plan early in silence.
@@ -621,10 +622,12 @@ extension PlanRunner {
 
     /// The ids of each side input that are no processed account's: an id missing from the export, a quarantined
     /// account, or a mistyped id. Such a deletion request or protection does nothing, which the reviewer is told, with
-    /// the first ids to look for (a protected id mistyped leaves the account it meant unprotected).
-    static func unmatched(_ inputs: SideInputs, accepted: (UInt64) -> Bool) -> [String: Unmatched]? {
+    /// the first ids to look for (a protected id mistyped leaves the account it meant unprotected). The pipeline's own
+    /// `select.protect.uids` are counted too, under that name (an address written there for a uid protected nobody, and
+    /// nothing said so).
+    static func unmatched(_ inputs: SideInputs, protectUids: [String] = [], accepted: (UInt64) -> Bool) -> [String: Unmatched]? {
         var result: [String: Unmatched] = [:]
-        for (role, hashes, id) in sideInputIds(inputs) {
+        for (role, hashes, id) in sideInputIds(inputs, protectUids: protectUids) {
             var unmatched = Unmatched()
             for index in hashes.indices where !accepted(hashes[index]) {
                 unmatched.count += 1
@@ -638,10 +641,10 @@ extension PlanRunner {
     /// The same after a survey (`DuplicateCheck`), from the accepted ids the store holds, which are checked on the way:
     /// no id may have been accepted twice. One that was means the input read a second time held other records than the
     /// plan read (a file changed while the plan ran), and the plan fails rather than pass a duplicate in silence.
-    static func unmatchedAfterSurvey(_ inputs: SideInputs, store: any PlanStore, scratch: any ScratchSpace, path: String,
-                                     limit: Int) throws -> [String: Unmatched]? {
+    static func unmatchedAfterSurvey(_ inputs: SideInputs, protectUids: [String] = [], store: any PlanStore, scratch: any ScratchSpace,
+                                     path: String, limit: Int) throws -> [String: Unmatched]? {
         let named = IdHashSet()
-        for (_, hashes, _) in sideInputIds(inputs) { for hash in hashes { _ = named.insert(hash) } }
+        for (_, hashes, _) in sideInputIds(inputs, protectUids: protectUids) { for hash in hashes { _ = named.insert(hash) } }
         let matched = IdHashSet()
         let spill = HashSpill(scratch)
         try store.forEachSeenIdHashes { hashes in
@@ -658,18 +661,22 @@ extension PlanRunner {
                 new state store
                 """))
         }
-        return unmatched(inputs, accepted: matched.contains)
+        return unmatched(inputs, protectUids: protectUids, accepted: matched.contains)
     }
 
     /// Each side input's id hashes, by role, and its ids by the same index: in the file's order (the protected ids,
-    /// a set, sorted).
-    private static func sideInputIds(_ inputs: SideInputs) -> [(String, ContiguousArray<UInt64>, (Int) -> String)] {
+    /// a set, sorted); the pipeline's protected uids as written.
+    private static func sideInputIds(_ inputs: SideInputs, protectUids: [String]) -> [(String, ContiguousArray<UInt64>, (Int) -> String)] {
         let protected = inputs.protectedIds.sorted()
         return [("legacy_names", inputs.legacyNames.hashes, { inputs.legacyNames.keys[$0] }),
                 ("deletion_requests", inputs.deletionRequests.hashes, { inputs.deletionRequests.keys[$0] }),
                 ("stored_tokens", inputs.credentials.hashes, { inputs.credentials.keys[$0] }),
-                ("protected_accounts", ContiguousArray(protected.map(IdHash.of)), { protected[$0] })]
+                ("protected_accounts", ContiguousArray(protected.map(IdHash.of)), { protected[$0] }),
+                (Self.protectUidsRole, ContiguousArray(protectUids.map(IdHash.of)), { protectUids[$0] })]
     }
+
+    /// The name the pipeline's protected uids are counted under, among the side inputs' roles.
+    public static let protectUidsRole = "select.protect.uids"
 
     /// The account as the import file gets it: cleaned, with the name the plan fills in (a migration carries the
     /// backfilled names to the project it imports into; the plan's update-name action is for the source project).
