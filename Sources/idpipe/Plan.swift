@@ -32,15 +32,18 @@ struct Plan: ParsableCommand {
     var asOf: String?
 
     // Unconditional, so `--workers -1` reaches validate() instead of being taken for an option.
-    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Worker threads. Default: the number of cores.", valueName: "n"))
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Worker threads, 1 to \(Self.maxWorkers). Default: the number of cores.", valueName: "n"))
     var workers: Int?
 
     @Flag(name: .long, help: "Log progress details to stderr.")
     var verbose = false
 
+    static let maxWorkers = 256
+
     func validate() throws {
         try validateAsOf(asOf)
-        if let workers, workers < 1 { throw ValidationError("--workers must be at least 1") }
+        // A thread each: a slip of the keyboard (100000) took every process slot of the machine.
+        if let workers, !(1...Self.maxWorkers).contains(workers) { throw ValidationError("--workers must be between 1 and \(Self.maxWorkers)") }
     }
 
     func run() throws {

@@ -612,7 +612,8 @@ struct Binary {
         let (format, _) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "xml"])
         #expect(format == 2)
         // A negative count is refused for what it is, not taken for an unknown option ("Missing value").
-        for (arguments, message) in [(["plan", strict, "--workers", "-1"], "--workers must be at least 1"),
+        for (arguments, message) in [(["plan", strict, "--workers", "-1"], "--workers must be between 1 and 256"),
+                                     (["plan", strict, "--workers", "100000"], "--workers must be between 1 and 256"),
                                      (["report", "--state", out + "/state.sqlite", "--list-limit", "-1"], "--list-limit must be 0 or more"),
                                      (["apply", "--state", out + "/state.sqlite", "--max-deletions", "-3"], "--max-deletions must be 0 or more")] {
             let (code, output) = try Binary.run(arguments)

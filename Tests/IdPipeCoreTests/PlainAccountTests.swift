@@ -25,7 +25,7 @@ extension AccountProcessor {
     ]
 
     static func processor(_ rules: String) throws -> AccountProcessor {
-        let pipeline = try PipelineDefinition.parse(yaml: "version: 1\nname: t\nsource: {path: x.json}\n" + rules, file: "t.yaml")
+        let pipeline = try PipelineDefinition.parse(yaml: "version: 1\nname: t\nsource: {path: x.json}\ninputs: {legacy_names: n.csv, deletion_requests: d.csv}\n" + rules, file: "t.yaml")
         var legacy = KeyedRows<LegacyName>()
         legacy["named"] = LegacyName(givenName: "Ann", familyName: "Lee", consent: false)
         legacy["consented"] = LegacyName(givenName: "Bo", familyName: "Ek", consent: true)

@@ -73,6 +73,7 @@ import IdPipeTestSupport
             version: 1
             name: cleanup
             source: {path: a.json}
+            inputs: {legacy_names: names.csv, deletion_requests: requests.csv}
             select: {deletion_requested: true, disabled: true, protect: {uids: [vip]}}
             stages:
               backfill_names: {sources: [legacy]}
@@ -281,6 +282,12 @@ import IdPipeTestSupport
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {uids: ['a,b']}}", "'a,b': , in the id"),
         // An empty filter would read as none: every disabled account selected, whatever it is linked to.
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, providers: []}", "select.providers: is empty"),
+        // A rule whose input is not given did nothing: "no configured source has a name" for every account.
+        ("version: 1\nname: x\nsource: {path: a.json}\nstages: {backfill_names: {sources: [legacy]}}",
+         "p.yaml:4: stages.backfill_names: the name source 'legacy' reads inputs.legacy_names, which the pipeline does not give"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nstages: {backfill_names: true}", "the name source 'legacy' reads inputs.legacy_names"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {deletion_requested: true}",
+         "p.yaml:4: select.deletion_requested: deletion_requested reads inputs.deletion_requests, which the pipeline does not give"),
     ])
     func rejects(yaml: String, message: String) {
         do {
@@ -296,6 +303,7 @@ import IdPipeTestSupport
             version: 1
             name: cleanup
             source: {path: a.csv}
+            inputs: {legacy_names: names.csv, deletion_requests: requests.csv}
             select: {deletion_requested: true, inactive_for_days: 30, protect: {uids: [a], email_domains: [Corp.Example, " Bücher.example"]}}
             stages:
               backfill_names: {sources: [legacy, provider:google.com, email-local-part]}
@@ -364,6 +372,22 @@ import IdPipeTestSupport
         // The one character a syntax error quotes is no personal data: shown, so the reader sees what was found.
         #expect(masked.quotedValues(in: "expected a key in double quotes, found ',' (line 8)", field: "email")
             == "expected a key in double quotes, found ',' (line 8)")
+    }
+
+    /// A value quoted for another field is masked when it has a letter: a column mapped wrongly put a name where a time
+    /// belongs, and the reports showed `'Lily Doe' is not a rfc3339 timestamp` for every row. Times and numbers show;
+    /// ids are masked only when they look like personal data.
+    @Test(arguments: [
+        ("'Lily Doe' is not a rfc3339 timestamp (column \"full_name\")", "lastSignedInAt", "'L••• D•••' is not a rfc3339 timestamp (column \"full_name\")"),
+        ("'lily@example.com' is not true or false (column 27)", "disabled", "'l•••@example.com' is not true or false (column 27)"),
+        ("'2026-13-01' is not a timestamp in epoch milliseconds (column 24)", "createdAt", "'2026-13-01' is not a timestamp in epoch milliseconds (column 24)"),
+        ("'+14155550100' is not true or false", "disabled", "'+1••••••••00' is not true or false"),
+        ("' u1 ' has spaces around it", "localId", "' u1 ' has spaces around it"),
+        ("'lily@example.com' has spaces around it", "providerUserInfo[0].rawId", "'l•••@example.com' has spaces around it"),
+    ])
+    func quotedValuesOfOtherFieldsAreMaskedWhenTheyHaveLetters(reason: String, field: String, expected: String) {
+        #expect(Masking(reveal: false).quotedValues(in: reason, field: field) == expected)
+        #expect(Masking(reveal: true).quotedValues(in: reason, field: field) == reason)
     }
 
     /// The id column of a shifted or broken row may hold another field: masked as what it looks like, ids as they are.

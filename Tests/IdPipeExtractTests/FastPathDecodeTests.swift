@@ -148,6 +148,7 @@ func expectSameReading(_ full: [ReadRecord], _ fast: [ReadRecord], minimumTaken:
             version: 1
             name: t
             source: {path: x.json}
+            inputs: {legacy_names: names.csv, deletion_requests: requests.csv}
             select: {deletion_requested: true}
             stages: {backfill_names: {sources: [legacy, provider:facebook.com]}, revoke: true, delete: {when_not_revocable: delete}}
             """, file: "t.yaml")

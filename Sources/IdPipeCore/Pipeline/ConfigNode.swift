@@ -40,6 +40,13 @@ struct ConfigNode {
         return result
     }
 
+    /// The value under `key` of a mapping already checked by `mapping(allowed:)`, to point an error at it; nil when
+    /// it is absent.
+    func child(_ key: String) -> ConfigNode? {
+        guard let value = node.mapping?[key] else { return nil }
+        return ConfigNode(node: value, path: path.isEmpty ? key : "\(path).\(key)", file: file)
+    }
+
     func string() throws -> String {
         guard case .scalar(let scalar) = node else { throw error("expected a text value") }
         return scalar.string

@@ -50,10 +50,20 @@ extension PipelineDefinition {
         if source.format == .identityToolkit, top["services"]?.node.mapping?["google"] == nil {
             throw sourceNode.error("format identity-toolkit reads the live API: add services.google (project_id, credentials)")
         }
+        let inputs = try top["inputs"].map(decodeInputs) ?? InputsConfig()
+        // A rule whose input is missing does nothing, and the plan said so only as "no configured source has a name".
+        if stages.backfillNames?.contains(.legacy) == true, inputs.legacyNames == nil {
+            throw (top["stages"]?.child("backfill_names") ?? root)
+                .error("the name source 'legacy' reads inputs.legacy_names, which the pipeline does not give")
+        }
+        if selection.deletionRequested, inputs.deletionRequests == nil {
+            throw (top["select"]?.child("deletion_requested") ?? root)
+                .error("deletion_requested reads inputs.deletion_requests, which the pipeline does not give")
+        }
         return PipelineDefinition(
             version: version, name: name, description: try top["description"]?.string(),
             source: source,
-            inputs: try top["inputs"].map(decodeInputs) ?? InputsConfig(),
+            inputs: inputs,
             selection: selection, stages: stages,
             guards: try top["guards"].map(decodeGuards) ?? GuardsConfig(),
             report: try top["report"].map(decodeReport) ?? ReportConfig(),
