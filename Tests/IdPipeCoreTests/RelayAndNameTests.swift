@@ -71,6 +71,12 @@ import Testing
         ("JANE_DOE@example.com", "Jane Doe"),
         ("jdoe42@example.com", nil),
         ("jane@example.com", nil),
+        // East Asian words are joined without a space, as written; a mix of scripts keeps its spaces.
+        ("山田.太郎@example.jp", "山田太郎"),
+        ("김.지우@example.kr", nil),
+        ("지우.김민@example.kr", "지우김민"),
+        ("やまだ_たろう@example.jp", "やまだたろう"),
+        ("山田.taro@example.jp", "山田 Taro"),
     ])
     func fromEmail(email: String, expected: String?) {
         #expect(NameFormatting.nameFromEmailLocalPart(email) == expected)

@@ -35,11 +35,13 @@ public enum NameFormatting {
         }
     }
 
-    /// `jane.doe` → `Jane Doe`; nil unless the local part is two or more alphabetic words.
+    /// `jane.doe` → `Jane Doe`; nil unless the local part is two or more alphabetic words. Han, Hangul and Kana words
+    /// are joined without a space, in the order written (`山田.太郎` → `山田太郎`), as `fullName` writes such names.
     public static func nameFromEmailLocalPart(_ email: String) -> String? {
         guard let at = email.lastIndex(of: "@") else { return nil }
         let words = email[..<at].split(whereSeparator: { $0 == "." || $0 == "_" || $0 == "-" })
         guard words.count >= 2, words.allSatisfy({ $0.count >= 2 && $0.allSatisfy(\.isLetter) }) else { return nil }
+        if words.allSatisfy({ isEastAsian(String($0)) }) { return words.joined() }
         return words.map { $0.prefix(1).uppercased() + $0.dropFirst().lowercased() }.joined(separator: " ")
     }
 }
