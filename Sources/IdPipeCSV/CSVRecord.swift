@@ -94,6 +94,30 @@ public struct CSVMalformedRecord: Sendable, Equatable {
     public var lastLine: Int
     public var reason: String
     public var endOffset: Int64
+    /// Where its first line starts.
+    public var startOffset: Int64 = 0
+
+    /// Unquoted field `index` of its first line, in `bytes` (whose first byte is at file offset `base`): the id a
+    /// quarantine entry names, when the fault lies elsewhere in the row. Nil when it is quoted, empty, or not there.
+    public func plainField(_ index: Int, in bytes: UnsafeBufferPointer<UInt8>, base: Int64) -> String? {
+        guard startOffset >= base, startOffset - base < Int64(bytes.count) else { return nil }
+        var field = 0
+        var start = Int(startOffset - base)
+        var position = start
+        while position < bytes.count {
+            let byte = bytes[position]
+            if byte == UInt8(ascii: "\"") { return nil }
+            if byte == UInt8(ascii: ",") || byte == 0x0A || byte == 0x0D {
+                if field == index { break }
+                guard byte == UInt8(ascii: ",") else { return nil }
+                field += 1
+                start = position + 1
+            }
+            position += 1
+        }
+        guard field == index, position > start else { return nil }
+        return String(validating: UnsafeBufferPointer(rebasing: bytes[start..<position]), as: UTF8.self)
+    }
 }
 
 public enum CSVItem: Sendable {

@@ -114,7 +114,7 @@ public final class CSVScanner {
         let resume = recordFirstLineEnd
         // Records the line completed before the fault go with it (libcsv's state past the fault is not to be trusted).
         sink.pointee.reset()
-        emit(.malformed(CSVMalformedRecord(firstLine: startLine, lastLine: lastLine, reason: reason, endOffset: resume)))
+        emit(.malformed(CSVMalformedRecord(firstLine: startLine, lastLine: lastLine, reason: reason, endOffset: resume, startOffset: recordStartOffset)))
         csv_free(&parser)
         _ = startParser()
         restart(at: resume, line: startLine + 1)

@@ -244,6 +244,15 @@ import IdPipeTestSupport
         #expect(try PipelineDefinition.parse(yaml: "\u{FEFF}version: 1\nname: x\nsource: {path: a.json}\n", file: "p.yaml").name == "x")
     }
 
+    /// A YAML error quotes its line cut short: a line of 200 kB was printed whole.
+    @Test func aYAMLErrorQuotesALongLineCutShort() {
+        let yaml = "version: 1\nname: x\nsource: {path: a.json}\nstages: " + String(repeating: "[", count: 100_000) + "\n"
+        let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: yaml, file: "p.yaml") }
+        let description = error?.description ?? ""
+        #expect(description.hasPrefix("p.yaml: not valid YAML: "), "\(description.prefix(400))")
+        #expect(description.count < 2_000, "\(description.count) characters")
+    }
+
     @Test func reportsLineAndPathOfAnUnknownKey() {
         let yaml = """
             version: 1

@@ -11,6 +11,8 @@ struct RecordingDecoder: CSVRecordDecoder {
         let fields = (0..<record.count).map { record.field($0) ?? "<invalid>" }.joined(separator: "|")
         return .failure(RecordIssue(field: fields, reason: "\(record.firstLine)-\(record.lastLine)@\(record.endOffset)"))
     }
+
+    var idColumn: Int? { 0 }
 }
 
 @Suite struct CSVChunkTests {

@@ -16,10 +16,8 @@ extension PipelineDefinition {
             // Yams's own message quotes the whole mapping (the whole file, for a top-level key).
             let keys = duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")
             throw PipelineFileError(file: file, line: context.mark.line, path: "", message: "not valid YAML: \(keys) given twice in one mapping (first here)")
-        } catch let error as YamlError {
-            throw PipelineFileError(file: file, line: nil, path: "", message: "not valid YAML: \(error)")
         } catch {
-            throw PipelineFileError(file: file, line: nil, path: "", message: "not valid YAML: \(error)")
+            throw PipelineFileError(file: file, line: nil, path: "", message: "not valid YAML: \(shortened("\(error)"))")
         }
         do {
             return try decode(ConfigNode(node: root, path: "", file: file))
@@ -28,6 +26,13 @@ extension PipelineDefinition {
         } catch {
             throw PipelineFileError(file: file, line: nil, path: "", message: "\(error)")
         }
+    }
+
+    /// Yams's messages quote the line at fault, whole: 200 kB of it for a line of nested brackets. Each line of the
+    /// message is cut to 300 characters.
+    static func shortened(_ message: String) -> String {
+        message.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { $0.count > 300 ? $0.prefix(300) + " …" : $0 }.joined(separator: "\n")
     }
 
     private static func decode(_ root: ConfigNode) throws -> PipelineDefinition {

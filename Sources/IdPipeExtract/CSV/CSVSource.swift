@@ -11,6 +11,8 @@ protocol CSVRecordDecoder: Sendable {
     /// The record's fields as bytes for the plan's fast path (`AccountProcessor.fastPath`); false when it is not read so,
     /// and `decode` decides.
     func scanPlain(_ record: CSVRecordView, into account: inout AccountBytes) -> Bool
+    /// The column of the account's id, to name it in the quarantine entry of a row libcsv could not read.
+    var idColumn: Int? { get }
 }
 
 extension CSVRecordDecoder {
@@ -217,7 +219,9 @@ final class CSVBatch: RawBatch {
                         let position = SourcePosition(file: path, line: bad.firstLine, byteOffset: 0)
                         // A record over several lines: say where the parser found the fault, which may be far below its start.
                         let noticed = bad.lastLine > bad.firstLine ? " (found on line \(bad.lastLine))" : ""
-                        each(.malformed(QuarantineEntry(position: position, localId: nil, field: "record", reason: bad.reason + noticed)))
+                        // The id, when it stands plain on the first line: the reviewer sees whose row it was.
+                        let uid = decoder.idColumn.flatMap { bad.plainField($0, in: buffer, base: base) }
+                        each(.malformed(QuarantineEntry(position: position, localId: uid, field: "record", reason: bad.reason + noticed)))
                     case .record(let view):
                         var normalized = false
                         if type(of: fastPath).enabled {

@@ -22,6 +22,7 @@ struct ExportCSVDecoder: CSVRecordDecoder {
     /// 53-field rows, a 52-field row missing an empty field among the logins shifted a Microsoft email into a rawId,
     /// and the account, protected by its domain, was planned for deletion.
     var fieldsPerRow: Int?
+    var idColumn: Int? { 0 }
 
     /// A column's field as the JSON export names it (the convention of every quarantine entry); the column number goes
     /// in the reason. A provider's columns are named by its place among the providers the row links, as in JSON.

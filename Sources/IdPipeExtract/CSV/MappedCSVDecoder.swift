@@ -10,6 +10,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
     let providers: [(String, Int)]
     let headers: [String]
     let timestamps: TimestampFormat
+    var idColumn: Int? { columns["localId"] }
 
     init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, path: String) throws {
         // Trimmed, as the side-input tables' headers are.
