@@ -27,6 +27,22 @@ public final class StateLock {
 
     static func path(for statePath: String) -> String { statePath + ".lock" }
 
+    /// Who holds the lock of the store at `statePath` now ("idpipe plan (pid 42)"), or nil when nobody does: a run is
+    /// going on, or the store was left by one that stopped. Asked with a shared lock, given back at once; the file is not
+    /// made when it is missing.
+    public static func holder(statePath: String) -> String? {
+        let fd = open(path(for: statePath), O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        defer { close(fd) }
+        if flock(fd, LOCK_SH | LOCK_NB) == 0 {
+            flock(fd, LOCK_UN)
+            return nil
+        }
+        var buffer = [UInt8](repeating: 0, count: 512)
+        let count = pread(fd, &buffer, buffer.count, 0)
+        return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self).trimmingSpaces : "another process"
+    }
+
     deinit {
         _ = ftruncate(fd, 0)
         flock(fd, LOCK_UN)

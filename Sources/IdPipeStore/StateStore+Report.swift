@@ -21,6 +21,7 @@ extension StateStore: ReportSource {
         case .nameFill?: "a.name_outcome LIKE 'fill from %'"
         case .selected?: "a.selection = 'selected'"
         case .protected?: "a.selection = 'protected'"
+        case .filteredByProvider?: "a.selection = 'filtered-by-provider'"
         }
     }
 

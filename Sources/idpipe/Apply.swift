@@ -34,15 +34,28 @@ struct ExistingRunOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("The state store that `idpipe plan` (or `run`) wrote.", valueName: "db"))
     var state: String
 
-    @Option(name: .long, help: ArgumentHelp("Folder for the reports. Default: the state store's folder.", valueName: "dir"))
+    @Option(name: .long, help: ArgumentHelp("Folder for the reports. Default: the folder the plan wrote its reports to.", valueName: "dir"))
     var out: String?
-
-    var reportFolder: String { out ?? folder(of: state) }
 
     /// The state store's path, or the command's failure when it does not exist.
     func existingState() throws -> String {
         guard fileExists(state) else { throw fail("the state store \(state) does not exist (run `idpipe plan PIPELINE --state \(state)` first)") }
         return state
+    }
+
+    /// The store and the report folder as absolute paths, then into the folder the plan ran in: the pipeline and input
+    /// paths the store holds are as given there (resumed from elsewhere, "cannot read the pipeline file p.yaml"). The
+    /// reports go where the plan wrote its own unless --out says otherwise (resume wrote them beside the store).
+    func enterRun() throws -> (state: String, out: String) {
+        let state = absolutePath(try existingState())
+        let given = out.map(absolutePath)
+        // A store that cannot be read is the command's to report, when it opens it.
+        let record = try? StateStore(path: state).loadRun()
+        if let folder = record?.workingDirectory, folder != currentDirectory(), chdir(folder) != 0 {
+            Console.error("idpipe: the plan ran in \(folder), which cannot be entered (\(String(cString: strerror(errno)))): "
+                + "its relative paths are read from here")
+        }
+        return (state, given ?? record?.reportFolder ?? folder(of: state))
     }
 }
 
@@ -62,8 +75,8 @@ struct Apply: ParsableCommand {
     @OptionGroup var reportOptions: ReportOptions
 
     func run() throws {
-        let state = try location.existingState()
-        try ApplyCommand(statePath: state, out: location.reportFolder, options: options, reveal: reportOptions.revealPersonalData).run(command: "apply", confirmed: options.yes)
+        let (state, out) = try location.enterRun()
+        try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "apply", confirmed: options.yes)
     }
 }
 
@@ -137,8 +150,7 @@ struct Resume: ParsableCommand {
     @OptionGroup var reportOptions: ReportOptions
 
     func run() throws {
-        let state = try location.existingState()
-        let out = location.reportFolder
+        let (state, out) = try location.enterRun()
         let record: RunRecord
         do {
             guard let run = try StateStore(path: state).loadRun() else { throw fail("\(state) holds no run") }

@@ -195,3 +195,16 @@ func makeDirectory(_ path: String) throws {
 func fileExists(_ path: String) -> Bool {
     access(path, F_OK) == 0
 }
+
+/// The process's current folder; nil when it cannot be told (it was removed).
+func currentDirectory() -> String? {
+    var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    guard getcwd(&buffer, buffer.count) != nil else { return nil }
+    return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// `path` from the current folder, when it is relative.
+func absolutePath(_ path: String) -> String {
+    guard !path.hasPrefix("/"), let here = currentDirectory() else { return path }
+    return path.isEmpty || path == "." ? here : here + "/" + path
+}

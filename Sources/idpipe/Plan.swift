@@ -116,9 +116,21 @@ struct PlanExecution {
         // again, and what is still written is synced.
         if existing?.status ?? .planning == .planning { try store.deferSyncing() }
         let planAsOf = existing?.asOf ?? asOf ?? epochMilliseconds()
+        let loadStarted = wallClockSeconds()
         let loaded = Result { try SideInputReader.load(definition.inputs, relativeTo: context.folder) }
         let sideDigests = try digesting.wait()
         let sideInputs = try loaded.get()
+        // --verbose: what the plan starts from (the progress line says how it goes).
+        let resuming = existing?.status == .planning ? ", resuming the plan in \(statePath)" : ""
+        logger.info("""
+            side inputs read in \(formatSeconds(wallClockSeconds() - loadStarted)): \(sideInputs.legacyNames.count) legacy names, \
+            \(sideInputs.deletionRequests.count) deletion requests, \(sideInputs.credentials.count) accounts with stored tokens, \
+            \(sideInputs.protectedIds.count) protected ids
+            """)
+        logger.info("""
+            reading \(sourcePath) (\(definition.source.format.rawValue), \(sourceSize) bytes) on \(workers) workers, as of \
+            \(Timestamp.formatRFC3339(planAsOf))\(resuming)
+            """)
         var run = RunRecord(
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: context.sha256,
             asOf: planAsOf, createdAt: epochMilliseconds(), status: .planning, sourcePath: sourcePath,
@@ -127,6 +139,8 @@ struct PlanExecution {
             run.applyRequested = true
             run.maxDeletions = maxDeletions
         }
+        run.workingDirectory = currentDirectory()
+        run.reportFolder = absolutePath(out)
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, workers: workers, logger: logger)
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }

@@ -18,11 +18,14 @@ struct Status: ParsableCommand {
             Console.out("pipeline: \(run.pipelineName) (\(run.pipelinePath))")
             Console.out("input: \(run.sourcePath)")
             Console.out("as of: \(Timestamp.formatRFC3339(run.asOf))")
-            Console.out("status: \(run.status.rawValue)")
+            // A run going on holds the store's lock: "running" and who, else a plan or apply left midway was stopped.
+            let holder = StateLock.holder(statePath: state)
+            Console.out("status: \(run.status.rawValue)" + (holder.map { " (running now: \($0))" } ?? ""))
             if run.status == .planning {
                 let done = checkpoint?.input.offset ?? 0
                 let percent = run.sourceSize > 0 ? done * 100 / run.sourceSize : 0
-                Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input (interrupted or running; `idpipe plan` resumes it)")
+                Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input"
+                    + (holder == nil ? " (interrupted; `idpipe resume --state \(state)` finishes it)" : ""))
             }
             Console.out("accounts: \(tally["accounts.read"]) read, \(tally["accounts.quarantined"]) quarantined"
                 + (tally.inputEndsEarly ? " (the input ends early: truncated?)" : ""))

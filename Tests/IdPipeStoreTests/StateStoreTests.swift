@@ -223,6 +223,21 @@ final class CountingFingerprint: InputFingerprint {
         #expect(throws: PlanError.self) { try PlanRunner.checkSameRun(try #require(try store.loadRun()), changed) }
     }
 
+    /// `status` tells a run going on from one left midway by who holds the store's lock: the holder while a lock is
+    /// held, nobody once it is let go (or when there never was a lock file, which asking does not make).
+    @Test func theLockSaysWhoHoldsTheStore() throws {
+        let path = TemporaryFile.directory("locked-store") + "/state.sqlite"
+        #expect(StateLock.holder(statePath: path) == nil)
+        #expect(!FileManager.default.fileExists(atPath: path + ".lock"))
+        var lock: StateLock? = try StateLock(statePath: path, command: "plan")
+        #expect(StateLock.holder(statePath: path) == "idpipe plan (pid \(getpid()))")
+        #expect(throws: StoreError.self) { try StateLock(statePath: path, command: "apply") }
+        withExtendedLifetime(lock) {}
+        lock = nil
+        #expect(StateLock.holder(statePath: path) == nil)
+        #expect(throws: Never.self) { try StateLock(statePath: path, command: "apply") }
+    }
+
     @Test func checkpointRoundTripsOnRealSQLite() throws {
         let store = try StateStore()
         var tally = Tally()
@@ -297,7 +312,7 @@ final class CountingFingerprint: InputFingerprint {
         }
         let consents: [String?] = [nil, "", "phone number"]
         let names: [String?] = [nil, "present", "fill from legacy", "Fill From provider:facebook.com", "FILL FROM x", "fill fromlegacy", "fill"]
-        let selections = ["not-selected", "selected", "protected", "selected-not", "Selected"]
+        let selections = ["not-selected", "selected", "protected", "selected-not", "Selected", "filtered-by-provider", "filtered-by-providers"]
         var kept: [KeptAccount] = []
         for consent in consents {
             for name in names {

@@ -30,6 +30,10 @@ public struct MarkdownReport {
             ["Status", run.status.rawValue + (run.applyStop.map { " (last apply stopped: \($0))" } ?? "")],
         ])
         if let verdict = run.guardVerdict { out.write("\n**Stopped by a guard:** \(verdict). Nothing may be applied from this plan.\n") }
+        if run.status == .planning {
+            out.write("\n**Incomplete:** the plan stopped before the end of its input (interrupted, or still running); the counts and "
+                + "lists below cover only the accounts read so far. `idpipe resume` finishes it.\n")
+        }
 
         section(&out, "Summary")
         table(&out, ["accounts", "count"], [
@@ -86,6 +90,11 @@ public struct MarkdownReport {
             table(&out, ["", "accounts"], selection.map { [$0.0.replacingFirst("reason.", "matched: "), "\($0.1)"] })
             try accountList(&out, totals, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account in
                 [account.uid, masking.email(account.email), account.selectionDetail ?? ""]
+            }
+            // Counted only, a deletion request the provider filter set aside was carried out by no one and named nowhere.
+            try accountList(&out, totals, .filteredByProvider, title: "Matched, but left out by select.providers (not acted on)",
+                            columns: ["uid", "email", "matched", "request", "providers"]) { account in
+                [account.uid, masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers]
             }
         }
 

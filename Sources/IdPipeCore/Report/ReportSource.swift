@@ -142,6 +142,8 @@ public enum AccountList: Sendable, CaseIterable {
     case nameFill
     case selected
     case protected
+    /// A rule matched, and `select.providers` left the account out: a deletion request among them is not carried out.
+    case filteredByProvider
 }
 
 /// What the report reads: the run, its totals, and the rows in input order, streamed.
@@ -171,6 +173,7 @@ extension AccountList {
         case .nameFill: account.nameOutcome.map { TextScan.hasPrefixIgnoringASCIICase($0, "fill from ") } ?? false
         case .selected: account.selection == "selected"
         case .protected: account.selection == "protected"
+        case .filteredByProvider: account.selection == "filtered-by-provider"
         }
     }
 }

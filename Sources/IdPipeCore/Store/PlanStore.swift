@@ -26,6 +26,11 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// The first of those ids (`PlanRunner.Unmatched.named`), in the side input's order, by role; nil in a store
     /// planned before they were kept.
     public var unmatchedSideInputIdsFirst: [String: [String]]?
+    /// The folder the plan ran in: the pipeline and input paths above are as given there, and resume and apply, run
+    /// from anywhere, go there to read them again (nil in a store planned before it was kept).
+    public var workingDirectory: String?
+    /// Where the plan wrote its reports (an absolute path): resume and apply write theirs there unless told otherwise.
+    public var reportFolder: String?
 
     public init(pipelineName: String, pipelinePath: String, pipelineSHA256: String, asOf: Int64, createdAt: Int64,
                 status: RunStatus, sourcePath: String, sourceFormat: String, sourceSHA256: String? = nil, sourceSize: Int64,
