@@ -22,7 +22,8 @@ public struct MarkdownReport {
             out.write("# idpipe plan: \(run.pipelineName)\n\n")
             out.write("Dry run: nothing was changed. ")
         }
-        out.write(masking.reveal ? "Personal data is shown (--reveal-personal-data).\n\n" : "Personal data is masked; `--reveal-personal-data` shows it.\n\n")
+        out.write(masking.reveal ? "Personal data is shown (--reveal-personal-data, or report.reveal_personal_data in the pipeline).\n\n"
+            : "Personal data is masked; `--reveal-personal-data` shows it.\n\n")
         table(&out, ["", ""], [
             ["Pipeline", "`\(run.pipelinePath)` (sha256 \(run.pipelineSHA256.prefix(12)))"],
             ["Input", "`\(run.sourcePath)` (\(run.sourceFormat), \(run.sourceSize) bytes, sha256 \(run.sourceSHA256.map { String($0.prefix(12)) } ?? "not finished"))"],
