@@ -185,6 +185,16 @@ public final class ApplyRunner: Sendable {
         var actions = account.actions
         func index(_ kind: ActionKind) -> Int? { actions.firstIndex { $0.kind == kind } }
 
+        // The cap counts accounts whose deletion starts; one already started in an earlier session is counted. Its place
+        // is taken before anything is sent for the account: a canary of 5 deletions revoked the tokens of 23 accounts
+        // (those in flight when the cap was reached), and a resume at the same cap 7 more, all of them kept.
+        let alreadyStarted = account.actions.contains { $0.kind.isDeletion && ($0.state == .sent || $0.state == .done || $0.state == .failed) }
+        var reserved = false
+        if account.selected, !alreadyStarted, actions.contains(where: { $0.kind.isDeletion && $0.isOpen }) {
+            guard reserveDeletion() else { return }
+            reserved = true
+        }
+
         if let i = index(.updateName), actions[i].isOpen {
             let uid = account.uid, name = actions[i].value ?? ""
             actions[i] = try await perform(actions[i]) { _ in
@@ -210,13 +220,12 @@ public final class ApplyRunner: Sendable {
         }
         switch settings.policy.verdict(revocations: actions.filter { $0.kind.isRevocation }) {
         case .wait:
+            if reserved { releaseDeletion() }
             return  // a revocation is still open (a stop came in between): the next run decides
         case .block(let policy, let reason):
+            if reserved { releaseDeletion() }
             try await close(open, .blocked, reason: reason, policy: policy)
         case .allow(let policy):
-            // The cap counts accounts whose deletion starts; one already started in an earlier session is counted.
-            let alreadyStarted = account.actions.contains { $0.kind.isDeletion && ($0.state == .sent || $0.state == .done || $0.state == .failed) }
-            if !alreadyStarted, !reserveDeletion() { return }
             // The webhook and each configured store at once; the account only once all of them are done.
             try await Self.concurrently(&actions, where: { $0.kind.isDataDeletion }) { action in
                 try await self.deleteData(action, uid: account.uid, policy: policy)
@@ -306,6 +315,11 @@ public final class ApplyRunner: Sendable {
             halt(.stoppedByGuard("the deletion cap of \(settings.deletionCap ?? 0) accounts for this run is reached; the remaining deletions stay planned"))
         }
         return allowed
+    }
+
+    /// Gives back the place of an account whose deletion did not start after all (its policy kept it).
+    private func releaseDeletion() {
+        budget.withLock { remaining in remaining = remaining.map { $0 + 1 } }
     }
 
     func idempotencyKey(_ uid: String) -> String {

@@ -365,6 +365,8 @@ struct ApplyCommand {
                 }
                 try writeReports(store, settings: settings)
                 Console.out("Every action of this run is already final; nothing to do. The reports were written again.")
+                // The run's exit code, not this call's: a scheduler that runs it again must not read 0 for failures.
+                try failIfUnfinished(store)
                 return
             case .planned, .applying: break
             }
@@ -429,11 +431,10 @@ struct ApplyCommand {
                 + (resent > 0 ? "; \(resent) actions in flight at the last stop were sent again" : "") + ".")
             Console.out("state: \(statePath)")
             switch outcome {
-            case .completed(let failed):
-                if failed > 0 {
-                    Console.error("idpipe: \(failed) actions failed; see the Outcomes section of \(out)/report.md")
-                    throw Exit.doneWithFailures
-                }
+            case .completed:
+                // Failures of earlier sessions count too, and the input rows the plan quarantined: `run` and `resume`
+                // said 1 for those, `apply` of the same plan 0.
+                try failIfUnfinished(store)
             case .stoppedByGuard(let why):
                 // Only when --max-deletions is the cap that stopped it: a lower guard of the pipeline is not raised so.
                 var raise = ""
@@ -443,7 +444,10 @@ struct ApplyCommand {
                 }
                 throw fail("stopped by a guard: \(why)" + raise, code: Exit.stoppedByGuard)
             case .stoppedByConfiguration(let why):
-                throw fail("\(why)\nNothing more was sent. Fix the configuration, then `idpipe resume --state \(statePath)`.")
+                // A fix in the pipeline file itself makes another plan: resume refuses a changed pipeline.
+                throw fail("\(why)\nNothing more was sent. Once the cause is fixed (a credential, a key file, a service back up), "
+                    + "`idpipe resume --state \(statePath)` goes on and sends the actions in flight again; a fix in the pipeline file "
+                    + "needs a new plan in a new state store.")
             case .interrupted:
                 Console.error("idpipe: interrupted; `idpipe resume --state \(statePath)` continues")
                 throw Exit.interrupted
@@ -454,6 +458,18 @@ struct ApplyCommand {
             Console.endProgress()
             throw fail("\(error)")
         }
+    }
+
+    /// Exit code 1, said why, when the run holds failed actions or the plan quarantined input rows.
+    func failIfUnfinished(_ store: StateStore) throws {
+        let failed = try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }
+        let quarantined = try store.tally().quarantineRows
+        if failed > 0 { Console.error("idpipe: \(Console.count(failed, "action")) failed; see the Outcomes section of \(out)/report.md") }
+        if quarantined > 0 {
+            Console.error("idpipe: \(Console.count(quarantined, "input row")) \(quarantined == 1 ? "was" : "were") quarantined by the plan and not acted on; "
+                + "see the Quarantine section of \(out)/report.md")
+        }
+        if failed > 0 || quarantined > 0 { throw Exit.doneWithFailures }
     }
 
     /// The reports of the apply, with the pipeline's report settings (and `--reveal-personal-data`).

@@ -93,7 +93,7 @@ struct DataItems: Equatable {
         #expect(Set(requests.keys).isSubset(of: ["firestore", "database", "storage", "google-oauth"]) && requests.values.allSatisfy { $0 > 0 }, "\(requests)")
 
         let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
-        #expect(code == 0, "\(output)")
+        #expect(code == 1, "done; the samples hold quarantined rows: \(output)")
         let rows = try e2e.ledgerRows(out + "/state.sqlite")
         let deleted = Set(rows.filter { $0["action"] == "delete-account" && $0["state"] == "done" }.map { $0["uid"] })
         #expect(deleted.count == 10)

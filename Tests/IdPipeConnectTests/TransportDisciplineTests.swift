@@ -161,7 +161,10 @@ import Testing
     }
 
     /// A service that refuses every connection and never answered stops the run (a wrong endpoint, or down): going on
-    /// would spend the whole budget on every action. One that answered before only gives up on this request.
+    /// would spend the whole budget on every action. One that answered before, then refuses every attempt of a request,
+    /// is down: that stops the run too (resumable), where each action used to spend its budget and fail in turn (a
+    /// sandbox stopped midway left an apply of 1,600 actions running for hours). A request that reaches it once is only
+    /// retried or failed, as before.
     @Test func anEndpointThatNeverAnsweredIsAConfigurationError() async throws {
         let refused = Array(repeating: StubTransport.Answer.failure(.connectionFailed("connection refused")), count: 8)
         let stub = StubTransport(refused)
@@ -173,8 +176,16 @@ import Testing
         let answeredOnce = StubTransport([.response(HTTPResponse(status: 200))] + refused)
         let reached = channel(answeredOnce)
         _ = try await reached.send(limiter: nil, make: { request }, judge: { _ in .success })
-        await #expect(throws: ConnectorError.exhausted(service: "identitytoolkit", attempts: 4, last: "connection failed: connection refused")) {
+        await #expect(throws: ConnectorError.unavailable(service: "identitytoolkit", message: "cannot connect to https://example.test "
+            + "(4 attempts; last: connection failed: connection refused), though it answered earlier in this run")) {
             _ = try await reached.send(limiter: nil, make: { request }, judge: { _ in .success })
+        }
+        #expect(ConnectorError.unavailable(service: "apple", message: "").stopsRun)
+        let flaky = StubTransport([.response(HTTPResponse(status: 200))] + Array(refused.prefix(3)) + [.response(HTTPResponse(status: 503))])
+        let sometimes = channel(flaky)
+        _ = try await sometimes.send(limiter: nil, make: { request }, judge: { _ in .success })
+        await #expect(throws: ConnectorError.exhausted(service: "identitytoolkit", attempts: 4, last: "HTTP 503")) {
+            _ = try await sometimes.send(limiter: nil, make: { request }, judge: { _ in .success })
         }
         // With the production budget of 8, an unreachable service is given up on after 3 attempts (half a minute, not hours).
         let patient = StubTransport(refused)

@@ -10,17 +10,23 @@ public enum ConnectorError: Error, Sendable, Equatable, CustomStringConvertible 
     case exhausted(service: String, attempts: Int, last: String)
     /// The response could not be understood.
     case badResponse(service: String, message: String)
+    /// A service that answered earlier in the run could not be reached on any attempt of a request: it is down (or
+    /// the network to it is). Stops the run, resumable, rather than fail every account in turn.
+    case unavailable(service: String, message: String)
 
     public var service: String {
         switch self {
-        case .configuration(let service, _), .rejected(let service, _, _), .exhausted(let service, _, _), .badResponse(let service, _):
+        case .configuration(let service, _), .rejected(let service, _, _), .exhausted(let service, _, _), .badResponse(let service, _),
+             .unavailable(let service, _):
             service
         }
     }
 
     public var stopsRun: Bool {
-        if case .configuration = self { return true }
-        return false
+        switch self {
+        case .configuration, .unavailable: true
+        default: false
+        }
     }
 
     public var description: String {
@@ -29,6 +35,7 @@ public enum ConnectorError: Error, Sendable, Equatable, CustomStringConvertible 
         case .rejected(let service, let code, let message): message.isEmpty ? "\(service): \(code)" : "\(service): \(code): \(message)"
         case .exhausted(let service, let attempts, let last): "\(service): gave up after \(attempts) attempts; last: \(last)"
         case .badResponse(let service, let message): "\(service): unexpected response: \(message)"
+        case .unavailable(let service, let message): "\(service): unavailable: \(message)"
         }
     }
 }

@@ -106,6 +106,14 @@ public final class ServiceChannel: Sendable {
                 throw ConnectorError.configuration(service: service, message: "cannot connect to \(ServiceChannel.origin(request.url)) "
                     + "(\(attempt) attempts; last: \(reason)), and it has answered no request of this run; check its endpoint")
             }
+            // Reached before, and now not once on any attempt of a whole budget (a minute or so): the service went down.
+            // Each action would spend that minute and fail in turn (hours, with the service back long before the end),
+            // so the run stops, and the action stays sent for `resume` to send again.
+            if unreached == attempt && wait == nil {
+                counters.withLock { $0.failures += 1 }
+                throw ConnectorError.unavailable(service: service, message: "cannot connect to \(ServiceChannel.origin(request.url)) "
+                    + "(\(attempt) attempts; last: \(reason)), though it answered earlier in this run")
+            }
             guard let wait else {
                 counters.withLock { $0.failures += 1 }
                 logger.warning("\(service) \(request.method) \(ServiceChannel.pathOnly(request.url)): giving up after \(attempt) attempts: \(reason)")
