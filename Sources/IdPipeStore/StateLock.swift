@@ -14,9 +14,7 @@ public final class StateLock {
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StoreError.cannotOpen(path: path, underlying: String(cString: strerror(errno))) }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
-            var buffer = [UInt8](repeating: 0, count: 512)
-            let count = pread(fd, &buffer, buffer.count, 0)
-            let holder = count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self).trimmingSpaces : "another process"
+            let holder = Self.note(fd)
             close(fd)
             throw StoreError.locked(path: statePath, holder: holder)
         }
@@ -38,6 +36,11 @@ public final class StateLock {
             flock(fd, LOCK_UN)
             return nil
         }
+        return note(fd)
+    }
+
+    /// What the holder wrote in the lock file ("idpipe plan (pid 42)").
+    private static func note(_ fd: Int32) -> String {
         var buffer = [UInt8](repeating: 0, count: 512)
         let count = pread(fd, &buffer, buffer.count, 0)
         return count > 0 ? String(decoding: buffer[0..<count], as: UTF8.self).trimmingSpaces : "another process"

@@ -46,7 +46,7 @@ struct ExistingRunOptions: ParsableArguments {
     /// The store and the report folder as absolute paths, then into the folder the plan ran in: the pipeline and input
     /// paths the store holds are as given there (resumed from elsewhere, "cannot read the pipeline file p.yaml"). The
     /// reports go where the plan wrote its own unless --out says otherwise (resume wrote them beside the store).
-    func enterRun() throws -> (state: String, out: String) {
+    func enterRun() throws -> (state: String, out: String, record: RunRecord?) {
         let state = absolutePath(try existingState())
         let given = out.map(absolutePath)
         // A store that cannot be read is the command's to report, when it opens it.
@@ -55,7 +55,7 @@ struct ExistingRunOptions: ParsableArguments {
             Console.error("idpipe: the plan ran in \(folder), which cannot be entered (\(String(cString: strerror(errno)))): "
                 + "its relative paths are read from here")
         }
-        return (state, given ?? record?.reportFolder ?? folder(of: state))
+        return (state, given ?? record?.reportFolder ?? folder(of: state), record)
     }
 }
 
@@ -75,7 +75,7 @@ struct Apply: ParsableCommand {
     @OptionGroup var reportOptions: ReportOptions
 
     func run() throws {
-        let (state, out) = try location.enterRun()
+        let (state, out, _) = try location.enterRun()
         try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "apply", confirmed: options.yes)
     }
 }
@@ -150,10 +150,11 @@ struct Resume: ParsableCommand {
     @OptionGroup var reportOptions: ReportOptions
 
     func run() throws {
-        let (state, out) = try location.enterRun()
+        let (state, out, entered) = try location.enterRun()
         let record: RunRecord
         do {
-            guard let run = try StateStore(path: state).loadRun() else { throw fail("\(state) holds no run") }
+            // Read once already; read again only to say why it could not be.
+            guard let run = try entered ?? StateStore(path: state).loadRun() else { throw fail("\(state) holds no run") }
             record = run
         } catch let code as ExitCode { throw code } catch { throw fail("\(error)") }
         switch record.status {
@@ -283,7 +284,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         }
         if tally.quarantineRows > 0 {
             let cut = tally.inputEndsEarly ? " (the input ends early)" : ""
-            Console.error("idpipe: \(Console.count(tally.quarantineRows, "input row")) \(tally.quarantineRows == 1 ? "was" : "were") quarantined\(cut); see the Quarantine section of \(out)/plan.md")
+            Console.error("idpipe: \(Console.quarantinedRows(tally.quarantineRows))\(cut); see the Quarantine section of \(out)/plan.md")
             return Exit.doneWithFailures
         }
         return nil
@@ -466,8 +467,7 @@ struct ApplyCommand {
         let quarantined = try store.tally().quarantineRows
         if failed > 0 { Console.error("idpipe: \(Console.count(failed, "action")) failed; see the Outcomes section of \(out)/report.md") }
         if quarantined > 0 {
-            Console.error("idpipe: \(Console.count(quarantined, "input row")) \(quarantined == 1 ? "was" : "were") quarantined by the plan and not acted on; "
-                + "see the Quarantine section of \(out)/report.md")
+            Console.error("idpipe: \(Console.quarantinedRows(quarantined)) by the plan and not acted on; see the Quarantine section of \(out)/report.md")
         }
         if failed > 0 || quarantined > 0 { throw Exit.doneWithFailures }
     }

@@ -1,5 +1,6 @@
 import CLinux
 import IdPipeCore
+import IdPipeExtract
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -42,6 +43,11 @@ enum Console {
     /// "1 account", "2 accounts": a count with its noun, for the summary lines.
     static func count(_ number: Int, _ noun: String) -> String {
         "\(number) " + (number == 1 ? noun : noun + "s")
+    }
+
+    /// "1 input row was quarantined", "3 input rows were quarantined".
+    static func quarantinedRows(_ number: Int) -> String {
+        count(number, "input row") + (number == 1 ? " was" : " were") + " quarantined"
     }
 }
 
@@ -205,6 +211,5 @@ func currentDirectory() -> String? {
 
 /// `path` from the current folder, when it is relative.
 func absolutePath(_ path: String) -> String {
-    guard !path.hasPrefix("/"), let here = currentDirectory() else { return path }
-    return path.isEmpty || path == "." ? here : here + "/" + path
+    SideInputReader.resolve(path, currentDirectory() ?? "")
 }

@@ -154,9 +154,7 @@ extension Masking {
             masked = phone(value)
         } else if field.hasSuffix("displayName") {
             masked = name(value)
-        } else if field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId") {
-            masked = quarantinedId(value) ?? value
-        } else if value.contains(where: \.isLetter) {
+        } else if !(field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId")), value.contains(where: \.isLetter) {
             masked = value.contains("@") ? email(value) : name(value)
         } else {
             masked = quarantinedId(value) ?? value
