@@ -24,7 +24,7 @@ public final class CSVRecordReader {
         guard fd >= 0 else { throw CSVReadError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         chunk = [UInt8](repeating: 0, count: chunkSize)
         do {
-            scanner = try CSVScanner(offset: offset, line: line, maxRecordBytes: maxRecordBytes)
+            scanner = try CSVScanner(offset: offset, line: line, maxRecordBytes: maxRecordBytes, path: path)
         } catch {
             close(fd)
             throw CSVReadError(path: path, message: error.message)
@@ -164,13 +164,15 @@ public enum CSVPart {
 
     /// Reads `bytes[start..<end]` (`bytes[0]` is at file offset `base`), `start` being the start of line `line` between
     /// records, and `end` a line's end or, with `fileEnd`, the end of the file. Each item goes to `emit`, in order.
+    /// `path` is the file the bytes are from, where a record longer than the scanner keeps is followed to its end
+    /// (`CSVRecordEnd`): past `end` only when `last`, the chunk's last part, whose reading may stop past the chunk.
     ///
     /// A line can complete a record and start another (a lone CR ends a record): such records are held back until the
     /// next place between records, or a malformed row, and dropped if the part stops first, since reading again from
     /// where the unfinished record's line starts gives them again.
     public static func read(_ bytes: UnsafeBufferPointer<UInt8>, base: Int64, start: Int, end: Int, line: Int, fileEnd: Bool,
-                            _ emit: (CSVItemView) -> Void) throws(CSVReadError) -> End {
-        let scanner = try CSVScanner(offset: base + Int64(start), line: line)
+                            path: String? = nil, last: Bool = true, _ emit: (CSVItemView) -> Void) throws(CSVReadError) -> End {
+        let scanner = try CSVScanner(offset: base + Int64(start), line: line, path: path, skipLimit: last ? .max : base + Int64(end))
         var held: [CSVItem] = []
         func release() {
             for item in held {
@@ -197,6 +199,11 @@ public enum CSVPart {
                 let next = scanner.feed(UnsafeBufferPointer(rebasing: bytes[position..<lineEnd]), at: base + Int64(position), pass)
                 position = lineEnd
                 if case .restart(let offset, _) = next { position = Int(offset - base) }
+            }
+            // A long record ended past the chunk: the next chunk starts after it.
+            if position > end {
+                release()
+                return End(offset: base + Int64(position), line: scanner.line + 1, betweenRecords: true)
             }
             guard fileEnd else { break }
             guard case .restart(let offset, _)? = scanner.finish(at: base + Int64(end), pass) else {

@@ -10,10 +10,20 @@ import Glibc
 /// never closes (an unbalanced quote) is reported as a malformed record covering its first line, and reading starts
 /// again on the next line: one bad row costs one row. So does a quote inside an unquoted field.
 public final class CSVScanner {
-    /// A record longer than this is taken to be an unbalanced quote swallowing the rows after it. Bytes only, not
-    /// lines: a quoted name may hold many line breaks, and a limit of 64 lines cut a legal 132-character name with 65
-    /// of them, read the rest of it as rows, and planned the deletion of an account its text made up.
+    /// A record longer than this is not kept: it is an unbalanced quote swallowing the rows after it, or a quoted field
+    /// that long, which `CSVRecordEnd` tells apart by reading on. Bytes only, not lines: a quoted name may hold many
+    /// line breaks, and a limit of 64 lines cut a legal 132-character name with 65 of them, read the rest of it as
+    /// rows, and planned the deletion of an account its text made up.
     public let maxRecordBytes: Int
+    /// The file read, for `CSVRecordEnd` to read on in; nil when there is none (the record is then taken for an
+    /// unbalanced quote).
+    private let path: String?
+    /// How far a long record's end may lie and still be skipped to; one further is left unfinished (`feed` goes on as
+    /// if it were not long), for the caller to read again from its start. A part of a chunk (`CSVPart`) must not step
+    /// over the part after it, which was read from a cut that may lie inside the record.
+    private let skipLimit: Int64
+    /// The record being read was found to end past `skipLimit`: not looked for again on each of its lines.
+    private var endBeyondLimit = false
 
     private var parser = csv_parser()
     /// libcsv's callbacks write here. A struct behind a pointer: a class's fields would be checked for exclusive
@@ -32,8 +42,10 @@ public final class CSVScanner {
     private var recordBytes = 0
 
     /// Starts at `offset`, the start of line `line`, between records.
-    public init(offset: Int64, line: Int, maxRecordBytes: Int = 64 << 10) throws(CSVReadError) {
+    public init(offset: Int64, line: Int, maxRecordBytes: Int = 64 << 10, path: String? = nil, skipLimit: Int64 = .max) throws(CSVReadError) {
         self.maxRecordBytes = maxRecordBytes
+        self.path = path
+        self.skipLimit = skipLimit
         self.line = line - 1
         recordStartLine = line
         recordStartOffset = offset
@@ -92,10 +104,31 @@ public final class CSVScanner {
             recordStartOffset = end
             recordBytes = 0
             awaitingFirstLine = true
-        } else if recordBytes > maxRecordBytes {
-            return malformed("a quoted field is not closed (unbalanced quote)", lastLine: recordStartLine, emit)
+            endBeyondLimit = false
+        } else if recordBytes > maxRecordBytes && !endBeyondLimit {
+            return long(after: end, emit)
         }
         return .nextLine
+    }
+
+    /// The record outgrew `maxRecordBytes` with the line that ends at `offset`: quarantined whole when it ends further
+    /// on, and reading goes on after it; else it is an unbalanced quote, which costs its first line.
+    private func long(after offset: Int64, _ emit: (CSVItemView) -> Void) -> Next {
+        guard let path, let end = CSVRecordEnd.find(path: path, from: offset, line: line + 1) else {
+            return malformed("a quoted field is not closed (unbalanced quote)", lastLine: recordStartLine, emit)
+        }
+        guard end.offset <= skipLimit else {
+            endBeyondLimit = true
+            return .nextLine
+        }
+        sink.pointee.reset()
+        let reason = "the record is longer than \(maxRecordBytes >> 10) KiB (a quoted field); its lines are not read as rows"
+        emit(.malformed(CSVMalformedRecord(firstLine: recordStartLine, lastLine: end.line - 1, reason: reason, endOffset: end.offset,
+                                           startOffset: recordStartOffset)))
+        csv_free(&parser)
+        _ = startParser()
+        restart(at: end.offset, line: end.line)
+        return .restart(offset: end.offset, line: end.line)
     }
 
     /// At the end of the file (`end`, its size): hands over the last record, or the malformed one the file ends in
@@ -128,6 +161,7 @@ public final class CSVScanner {
         recordStartOffset = offset
         recordBytes = 0
         awaitingFirstLine = true
+        endBeyondLimit = false
     }
 
     private func emitRecords(lastLine: Int, endOffset: Int64, _ emit: (CSVItemView) -> Void) {

@@ -183,3 +183,34 @@ func readAll(_ contents: String) throws -> [CSVItem] {
         #expect(bytes.withUnsafeBufferPointer(UTF8Text.validated) == expected)
     }
 }
+
+/// Reading on after a record that outgrew the limit: where the record ends by libcsv's strict rules for quotes, or
+/// nil for an unbalanced quote. The scan starts inside a quoted field, on line 10.
+@Suite struct CSVRecordEndTests {
+    @Test(arguments: [
+        ("more text\"\n", 11),                 // the field closes at a line end
+        ("a\"\"b\",x,\"y\"\"\",z\nnext\n", 11),  // doubled quotes, then more fields, quoted and not
+        ("two\nlines\",x\r\nnext\n", 12),       // CR LF after the record
+        ("closes at the end\"", 11),           // the file ends the record
+        ("\"", 11),
+    ] as [(String, Int)])
+    func findsTheEndOfALongRecord(rest: String, line: Int) throws {
+        let head = "r1,\"open\n"
+        let path = TemporaryFile.write(head + rest, name: "rest.csv")
+        let end = try #require(CSVRecordEnd.find(path: path, from: Int64(head.utf8.count), line: 10, blockSize: 4))
+        let stop = rest.contains("next") ? rest.utf8.count - "next\n".utf8.count : rest.utf8.count
+        #expect(end == CSVRecordEnd.End(offset: Int64(head.utf8.count + stop), line: line))
+    }
+
+    @Test(arguments: [
+        "no closing quote\nr2,x\n",           // the file ends inside the field
+        "closed\" then text\n",                // text after the closing quote
+        "closed\",ab\"c\n",                    // a quote inside an unquoted field
+        "closed\"\rr2,x\n",                    // a lone CR after it
+        "x\nr5,\"quoted later\",y\n",          // the next quote closes it, and text follows: unbalanced
+    ])
+    func findsAnUnbalancedQuote(rest: String) throws {
+        let path = TemporaryFile.write(rest, name: "rest.csv")
+        #expect(CSVRecordEnd.find(path: path, from: 0, line: 10, blockSize: 4) == nil)
+    }
+}

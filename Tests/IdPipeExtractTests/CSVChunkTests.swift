@@ -141,4 +141,44 @@ struct RecordingDecoder: CSVRecordDecoder {
         while let item = try reader.next() { reference.append(item) }
         #expect(try read(path, batchBytes: 1 << 20, parts: 4) == items(reference))
     }
+
+    /// A quoted field longer than the 64 KiB a record may keep is legal CSV. It was taken for an unbalanced quote, and
+    /// reading went on from its second line: rows written inside the field were read as accounts. Now the file is read
+    /// on to where the field and its record end, and the record is quarantined whole; none of its lines is a row. In
+    /// one reader and in chunks of any size and parts, cut inside the field or not.
+    @Test func aFieldLongerThanTheLimitIsOneQuarantinedRecord() throws {
+        let filler = String(repeating: "phantom,x\n", count: 7_000)  // 70,000 bytes of lines that look like rows
+        let text = "r1,a\nr2,\"L\n" + filler + "end\"\"quote\",b\nr3,c\n" + (4..<300).map { "r\($0),x\n" }.joined()
+        let path = TemporaryFile.write(text, name: "long.csv")
+        let reader = try CSVRecordReader(path: path)
+        var reference: [CSVItem] = []
+        while let item = try reader.next() { reference.append(item) }
+        let expected = items(reference)
+        #expect(expected.count == 299 && !expected.contains { $0.hasPrefix("phantom") }, "\(expected.count) \(expected.prefix(4))")
+        #expect(expected[1] == "malformed 2: the record is longer than 64 KiB (a quoted field); its lines are not read as rows (found on line 7003)")
+        #expect(expected[2].hasPrefix("r3|c 7004-7004@"), "\(expected[2])")
+        for (batchBytes, parts) in [(1 << 20, 1), (1 << 20, 4), (4096, 2), (50_000, 3)] {
+            #expect(try read(path, batchBytes: batchBytes, parts: parts) == expected, "chunks of \(batchBytes) bytes, \(parts) parts")
+        }
+    }
+
+    /// An unbalanced quote with no other quote for more than 64 KiB after it (the reading on finds the end of the file
+    /// inside the field) still costs its one row, and one whose field a later quoted field breaks (text after what
+    /// would close it) too.
+    @Test func anUnbalancedQuoteBeforeLongQuoteFreeTextCostsOneRow() throws {
+        let rows = (0..<8_000).map { "r\($0),xxxxxxxx\n" }.joined()  // over 100 KB
+        for tail in ["", "late,\"quoted\",y\n"] {
+            let path = TemporaryFile.write("a,b\nbad,\"open\n" + rows + tail, name: "unbalanced.csv")
+            let reader = try CSVRecordReader(path: path)
+            var reference: [CSVItem] = []
+            while let item = try reader.next() { reference.append(item) }
+            let expected = items(reference)
+            #expect(expected.count == 8_002 + (tail.isEmpty ? 0 : 1), "\(expected.count)")
+            #expect(expected[1].hasPrefix("malformed 2: a quoted field is not closed (unbalanced quote)"), "\(expected[1])")
+            #expect(expected[2].hasPrefix("r0|xxxxxxxx 3-3@"), "\(expected[2])")
+            for (batchBytes, parts) in [(1 << 20, 2), (30_000, 3)] {
+                #expect(try read(path, batchBytes: batchBytes, parts: parts) == expected, "chunks of \(batchBytes) bytes, \(parts) parts")
+            }
+        }
+    }
 }

@@ -382,6 +382,21 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(account.displayName?.hasSuffix(phantom + "\n") == true)
     }
 
+    /// Past the 64 KiB a record may keep, the name's account is quarantined whole, with its id, and none of the rows
+    /// written inside the name is read (they were, from its second line on).
+    @Test func aNameLongerThanARecordMayBeIsQuarantinedWhole() throws {
+        let phantom = (0..<52).map { $0 == 0 ? "PhantomUid" : $0 == 26 ? "true" : "" }.joined(separator: ",")
+        let name = "\"L\n" + String(repeating: phantom + "\n", count: 1_000) + "\""
+        let path = TemporaryFile.write(row([0: "u1", 5: name, 26: "false"]) + row([0: "u2"]), name: "export.csv")
+        for parts in [1, 3] {
+            let batch = try #require(try CSVSource.authExport(path: path).nextBatch(records: 10, parts: parts))
+            let records = (0..<batch.partCount).flatMap { batch.decode(part: $0) }
+            #expect(summary(records) == ["1:quarantine:record", "1003:u2"], "\(parts) parts")
+            guard case .malformed(let entry) = records.first else { continue }
+            #expect(entry.localId == "u1" && entry.reason.hasPrefix("the record is longer than 64 KiB"), "\(entry)")
+        }
+    }
+
     /// Seconds too large for milliseconds are quarantined (the conversion trapped, and every resume trapped again).
     @Test func epochSecondsTooLargeAreQuarantined() throws {
         let text = "id,since\nu1,1600000000\nu2,9223372036854775807\nu3,-9223372036854775808\n"

@@ -213,7 +213,8 @@ final class CSVBatch: RawBatch {
         let stop: CSVPart.End
         do {
             stop = try bytes.withUnsafeBufferPointer { buffer throws(CSVReadError) in
-                try CSVPart.read(buffer, base: base, start: cuts[part], end: cuts[part + 1], line: lines[part], fileEnd: fileEnd && last) { item in
+                try CSVPart.read(buffer, base: base, start: cuts[part], end: cuts[part + 1], line: lines[part], fileEnd: fileEnd && last,
+                                 path: path, last: last) { item in
                     switch item {
                     case .malformed(let bad):
                         let position = SourcePosition(file: path, line: bad.firstLine, byteOffset: 0)
