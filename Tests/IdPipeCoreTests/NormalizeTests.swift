@@ -17,6 +17,15 @@ import IdPipeTestSupport
         ("anna@BU\u{0308}CHER.example", "anna@xn--bcher-kva.example", [.emailDomainIDNA]),
         ("boss@ｃｏｒｐ.example", "boss@corp.example", [.emailDomainIDNA]),
         ("taro@例え。jp", "taro@xn--r8jz45g.jp", [.emailDomainIDNA]),
+        // Characters UTS #46 ignores are dropped (they made another domain: a protected one no longer matched, a relay
+        // address passed for a real one), and Hangul written as jamo is composed.
+        ("boss@corp.example\u{00AD}", "boss@corp.example", [.emailDomainIDNA]),
+        ("boss@corp\u{200B}.example", "boss@corp.example", [.emailDomainIDNA]),
+        ("boss@\u{FEFF}corp.example", "boss@corp.example", [.emailDomainIDNA]),
+        ("ab1@privaterelay.appleid.com\u{2060}", "ab1@privaterelay.appleid.com", [.emailDomainIDNA]),
+        ("boss@\u{1112}\u{1161}\u{11AB}\u{1100}\u{116E}\u{11A8}.example", "boss@xn--3e0b707e.example", [.emailDomainIDNA]),
+        ("boss@한국.example", "boss@xn--3e0b707e.example", [.emailDomainIDNA]),
+        ("ç@example.com", "ç@example.com", []),
     ])
     func repairs(input: String, expected: String, repairs expectedRepairs: [Repair]) {
         var repairs = RepairSet()
@@ -36,6 +45,12 @@ import IdPipeTestSupport
         ("jane..doe@example.com", "local part has two dots in a row"),
         ("jane@-example.com", "domain label starts or ends with '-'"),
         ("jane@example.123", "domain 'example.123' ends in a numeric label"),
+        ("boss@corp\u{200D}.example", "domain contains a zero-width joiner or non-joiner"),
+        ("jane\u{00A0}@example.com", "local part contains white space or an invisible character (U+A0)"),
+        ("jane\u{3000}x@example.com", "local part contains white space or an invisible character (U+3000)"),
+        ("ja\u{202E}ne@example.com", "local part contains white space or an invisible character (U+202E)"),
+        ("jane\u{0085}@example.com", "local part contains white space or an invisible character (U+85)"),
+        ("jane\u{00AD}@example.com", "local part contains white space or an invisible character (U+AD)"),
     ])
     func rejects(input: String, reason: String) {
         var repairs = RepairSet()

@@ -100,6 +100,33 @@ import IdPipeTestSupport
         #expect(other.selection == .selected([.deletionRequested, .disabled]))
         #expect(other.actions.map(\.kind) == [.revokeApple, .deleteAccount])
     }
+
+    /// An invisible character in an address's domain made another domain of it: the account escaped the protection of
+    /// its domain and was planned for deletion, and a relay address passed for a real one. Mapped as UTS #46 maps it,
+    /// the domain is the one it shows.
+    @Test(arguments: ["\u{00AD}", "\u{200B}", "\u{FEFF}"])
+    func anInvisibleCharacterInADomainHidesNothing(hidden: String) throws {
+        let pipeline = try PipelineDefinition.parse(yaml: """
+            version: 1
+            name: cleanup
+            source: {path: a.json}
+            select: {disabled: true, protect: {email_domains: [corp.example]}}
+            stages: {delete: {accounts: true}}
+            """, file: "p.yaml")
+        let processor = AccountProcessor(pipeline: pipeline, sideInputs: SideInputs(), asOf: Self.asOf)
+        func outcome(_ email: String) throws -> AccountOutcome {
+            let account = Account(localId: "u", email: email, phoneNumber: "+14155550100", disabled: true, providers: Self.appleLink)
+            guard case .account(let outcome) = processor.process(account, position: SourcePosition(file: "a.json", line: 1), sequence: 0) else {
+                throw ToolError("\(email) was quarantined")
+            }
+            return outcome
+        }
+        let boss = try outcome("boss@corp\(hidden).example")
+        #expect(boss.selection == .protected([.disabled], why: "protected email domain"), "\(boss.selection)")
+        #expect(boss.actions.isEmpty)
+        let relay = try outcome("ab1@privaterelay.appleid.com\(hidden)")
+        #expect(relay.relay?.relayClass == .relayAddress)
+    }
 }
 
 @Suite struct PlannerTests {

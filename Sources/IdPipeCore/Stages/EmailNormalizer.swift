@@ -86,7 +86,19 @@ public enum EmailNormalizer {
             if isForbiddenInLocalPart(byte) { return "local part contains '\(Character(Unicode.Scalar(byte)))'" }
             previous = byte
         }
+        if local.contains(where: { $0 >= 0x80 }), let hidden = Substring(local).unicodeScalars.first(where: isHiddenInLocalPart) {
+            return "local part contains white space or an invisible character (U+\(String(hidden.value, radix: 16, uppercase: true)))"
+        }
         return nil
+    }
+
+    /// Beyond ASCII (whose spaces and controls are refused above): white space (a no-break or ideographic space),
+    /// controls (NEL), format characters (a bidi override, a soft hyphen) and the rest of what is not shown. An address
+    /// holding one is no address a mail system delivers to, and it reads as another.
+    private static func isHiddenInLocalPart(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        return properties.isWhitespace || properties.isDefaultIgnorableCodePoint
+            || [.control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator].contains(properties.generalCategory)
     }
 
     private static func isForbiddenInLocalPart(_ byte: UInt8) -> Bool {
@@ -112,7 +124,8 @@ public enum EmailNormalizer {
             if hasUpper { repairs.insert(.emailDomainLowercased) }
         } else {
             var labels: [String] = []
-            for label in mapped(domain).split(separator: ".", omittingEmptySubsequences: false) {
+            guard let mapped = mapped(domain) else { return .failure("domain contains a zero-width joiner or non-joiner") }
+            for label in mapped.split(separator: ".", omittingEmptySubsequences: false) {
                 if label.utf8.allSatisfy({ $0 < 0x80 }) {
                     labels.append(String(label))
                 } else {
@@ -127,21 +140,23 @@ public enum EmailNormalizer {
         return .success(result)
     }
 
-    /// A Unicode domain as IDNA reads it before encoding (UTS #46, as browsers and mail systems map it): lower case,
-    /// compatibility forms folded (fullwidth `ｃｏｒｐ` is `corp`, a `u` with a combining diaeresis is `ü`), and the
-    /// ideographic full stops taken for dots. Without it, one domain written two ways got two `xn--` forms, and a
-    /// protected domain did not match an address written the other way. Foundation's mapping runs only when a
-    /// character asks for it: most Unicode domains are lower case and composed already.
-    static func mapped(_ domain: Substring) -> String {
-        let lowered = domain.lowercased()
+    /// A Unicode domain as IDNA reads it before encoding (UTS #46, as browsers and mail systems map it): characters
+    /// UTS #46 ignores dropped (a soft hyphen, a zero-width space, a byte order mark), compatibility forms folded
+    /// (fullwidth `ｃｏｒｐ` is `corp`), composed (a `u` with a combining diaeresis is `ü`, Hangul written as jamo is
+    /// the syllable), lower case, and the ideographic full stops taken for dots. Without it, one domain written two
+    /// ways got two `xn--` forms: an invisible character made `corp.example` another domain, and the account escaped
+    /// its protection. Nil when the domain holds a zero-width joiner or non-joiner, which UTS #46 keeps (a script's
+    /// spelling needs them) and no rule here can tell from a disguise.
+    static func mapped(_ domain: Substring) -> String? {
         // The ideographic and halfwidth ideographic full stops, which NFKC leaves as they are.
         func isFullStop(_ scalar: Unicode.Scalar) -> Bool { scalar == "\u{3002}" || scalar == "\u{FF61}" }
-        let needsMapping = lowered.unicodeScalars.contains { scalar in
-            scalar.properties.changesWhenNFKCCaseFolded || scalar.properties.canonicalCombiningClass != .notReordered || isFullStop(scalar)
+        var scalars = String.UnicodeScalarView()
+        for scalar in domain.unicodeScalars {
+            if scalar == "\u{200C}" || scalar == "\u{200D}" { return nil }
+            if scalar.properties.isDefaultIgnorableCodePoint { continue }
+            scalars.append(isFullStop(scalar) ? "." : scalar)
         }
-        guard needsMapping else { return lowered }
-        let dots = String(String.UnicodeScalarView(lowered.unicodeScalars.map { isFullStop($0) ? "." : $0 }))
-        return dots.precomposedStringWithCompatibilityMapping.lowercased()
+        return String(scalars).lowercased().precomposedStringWithCompatibilityMapping.lowercased()
     }
 
     private static func checkDomainSyntax(_ domain: String) -> RecordIssueReason? {
