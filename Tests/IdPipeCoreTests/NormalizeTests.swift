@@ -213,6 +213,9 @@ extension EmailNormalizerTests {
         ("\u{2003} \t", "localId: is missing or empty"),
         (String(repeating: "u", count: 129), "localId: is longer than 128 bytes"),
         (" " + String(repeating: "u", count: 128), "localId: has surrounding whitespace"),
+        // A NUL ended the id where a C string carried it: the report named the account `u1`.
+        ("u1\u{0}x", "localId: contains a control character"),
+        ("u\u{7F}", "localId: contains a control character"),
     ])
     func idsWithWhitespaceAreRejected(localId: String, expected: String) {
         guard case .failure(let issue) = AccountNormalizer.normalize(Account(localId: localId)) else {
@@ -340,5 +343,17 @@ extension EmailNormalizerTests {
         var unused = RepairSet()
         let reference = DisplayNameCleaner.clean(cleaned, repairs: &unused)
         #expect("\(quick)" == "\(reference)" && fast == full, "\(name)")
+    }
+}
+
+@Suite struct QuarantineEntryTests {
+    /// A value a reason quotes, and the id, keep their control characters as escapes: a NUL cut the text short in the
+    /// state store, and the masked report showed the start of the value in clear.
+    @Test func controlCharactersAreWrittenAsEscapes() {
+        let entry = QuarantineEntry(position: SourcePosition(file: "a.json", line: 1), localId: "a2\u{0}zz", field: "email",
+                                    reason: "domain 'exa\u{0}mple.com' contains '\u{1B}'")
+        #expect(entry.localId == "a2\\u{0}zz")
+        #expect(entry.reason == "domain 'exa\\u{0}mple.com' contains '\\u{1B}'")
+        #expect(QuarantineEntry(position: entry.position, localId: "u1", field: "email", reason: "has no @").reason == "has no @")
     }
 }

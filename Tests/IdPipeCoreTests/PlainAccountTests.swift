@@ -35,7 +35,7 @@ extension AccountProcessor {
     }
 
     // Pools of values; each account takes one of each, by a deterministic walk.
-    static let ids = ["u1", "named", "consented", "leaving", " spaced", "", "é-id", String(repeating: "x", count: 129), "ok-2"]
+    static let ids = ["u1", "named", "consented", "leaving", " spaced", "", "é-id", String(repeating: "x", count: 129), "ok-2", "u1\u{0}x", "u\u{1B}"]
     static let emails: [String?] = [nil, "ann@example.com", "Ann@Example.COM", " ann@example.com", "k2x9@privaterelay.appleid.com",
                                      "K2X9@PrivateRelay.AppleID.com", "no-at", "", "ann@bücher.de", "a..b@example.com"]
     static let phones: [String?] = [nil, "+14155550100", "+1 415 555 0100", "0014155550100", "+0123456789", "", "+1234567", "+123456", "+1234567890123456"]

@@ -420,10 +420,19 @@ import IdPipeTestSupport
         ("'+14155550100' is not true or false", "disabled", "'+1••••••••00' is not true or false"),
         ("' u1 ' has spaces around it", "localId", "' u1 ' has spaces around it"),
         ("'lily@example.com' has spaces around it", "providerUserInfo[0].rawId", "'l•••@example.com' has spaces around it"),
+        // An apostrophe in the value ended it early, and the rest showed in clear; it is quoted with a backslash now.
+        (Quoted.value("o'brien.kelly@@example.com") + " has more than one @", "email", "'o•••@example.com' has more than one @"),
+        (Quoted.value("Sean O'Neill") + " is not a rfc3339 timestamp", "createdAt", "'S••• O•••' is not a rfc3339 timestamp"),
+        (Quoted.value("a\\'b") + " is not true or false", "disabled", "'a•••' is not true or false"),
     ])
     func quotedValuesOfOtherFieldsAreMaskedWhenTheyHaveLetters(reason: String, field: String, expected: String) {
         #expect(Masking(reveal: false).quotedValues(in: reason, field: field) == expected)
         #expect(Masking(reveal: true).quotedValues(in: reason, field: field) == reason)
+    }
+
+    @Test func quotingEscapesQuotesAndBackslashesOnly() {
+        #expect(Quoted.value("jane@x.com") == "'jane@x.com'")
+        #expect(Quoted.value("o'brien\\x") == "'o\\'brien\\\\x'")
     }
 
     /// The id column of a shifted or broken row may hold another field: masked as what it looks like, ids as they are.

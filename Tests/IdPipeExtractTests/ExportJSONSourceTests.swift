@@ -410,6 +410,16 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(entry.reason == "'9223372036854775807' is not a epoch-s timestamp (column \"since\")")
     }
 
+    /// A table without a header row has data where the header should be: the error names the columns it found, with
+    /// what looks like personal data masked (the first row's email and name went to stderr in clear).
+    @Test func aMissingHeaderIsNamedWithoutPersonalData() throws {
+        let path = TemporaryFile.write("u1,ann@example.com,Ann Lee\n", name: "users.csv")
+        let mapping = ColumnMapping(columns: ["localId": "id", "email": "mail"], providers: [:])
+        #expect { try CSVSource.mapped(path: path, mapping: mapping, timestamps: .rfc3339) } throws: { error in
+            "\(error)".hasSuffix(":1: the mapping names column 'mail' for email, but the header has: u1, a•••@example.com, A••• L•••")
+        }
+    }
+
     /// Header names are trimmed, and a mapped name found twice is refused (the first column was taken silently).
     @Test func mappedHeadersAreTrimmedAndUnique() throws {
         let mapping = ColumnMapping(columns: ["localId": "id", "email": "mail"], providers: [:])

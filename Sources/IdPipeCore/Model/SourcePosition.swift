@@ -22,11 +22,27 @@ public struct QuarantineEntry: Sendable, Equatable, Codable {
     public var field: String
     public var reason: String
 
+    /// Control characters in the id and the reason (which may quote a value) are written as escapes, `\u{0}`: a NUL
+    /// ended the text wherever a C string carried it (the report named the account `a2` for `a2\0zz`, and showed a
+    /// masked value cut short, unmasked), and an ESC would have reached a reviewer's terminal.
     public init(position: SourcePosition, localId: String?, field: String, reason: String) {
         self.position = position
-        self.localId = localId
+        self.localId = localId.map(Self.visible)
         self.field = field
-        self.reason = reason
+        self.reason = Self.visible(reason)
+    }
+
+    static func visible(_ text: String) -> String {
+        guard TextScan.hasControlByte(text.utf8) else { return text }
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            } else {
+                shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
     }
 }
 
@@ -38,5 +54,20 @@ public struct RecordIssue: Error, Sendable, Equatable {
     public init(field: String, reason: String) {
         self.field = field
         self.reason = reason
+    }
+}
+
+/// A value as a quarantine reason quotes it: in single quotes, with a quote or backslash inside written `\'` or `\\`.
+/// Reports find the value by its quotes to mask it (`Masking.quotedValues`): an apostrophe in `o'brien@@example.com`
+/// ended it early, and the rest was shown in clear.
+public enum Quoted {
+    public static func value(_ text: some StringProtocol) -> String {
+        guard text.contains(where: { $0 == "'" || $0 == "\\" }) else { return "'\(text)'" }
+        var quoted = "'"
+        for character in text {
+            if character == "'" || character == "\\" { quoted.append("\\") }
+            quoted.append(character)
+        }
+        return quoted + "'"
     }
 }

@@ -142,10 +142,25 @@ extension Masking {
     /// A value of another field is masked when it has a letter in it: a column mapped wrongly, or a row shifted,
     /// puts a name or an address where a time or a flag belongs (`'Lily Doe' is not a rfc3339 timestamp`). Ids are
     /// masked as `quarantinedId` masks them, and values without letters (a time, a number) are shown.
+    /// The value is read as `Quoted.value` writes it: a quote or backslash after a backslash is part of it.
     public func quotedValues(in reason: String, field: String) -> String {
-        guard !reveal, let open = reason.firstIndex(of: "'"),
-              let close = reason[reason.index(after: open)...].firstIndex(of: "'") else { return reason }
-        let value = String(reason[reason.index(after: open)..<close])
+        guard !reveal, let open = reason.firstIndex(of: "'") else { return reason }
+        var value = ""
+        var index = reason.index(after: open)
+        var closing: String.Index?
+        while index < reason.endIndex {
+            let character = reason[index]
+            if character == "'" {
+                closing = index
+                break
+            }
+            if character == "\\", reason.index(after: index) < reason.endIndex {
+                index = reason.index(after: index)
+            }
+            value.append(reason[index])
+            index = reason.index(after: index)
+        }
+        guard let close = closing else { return reason }
         guard value.count > 1 else { return reason }
         let masked: String
         if field.hasSuffix("email") {

@@ -160,7 +160,7 @@ extension AccountProcessor {
         guard rules.enabled else { return .unknown }
         // Normalize: every value already as the normalizer would leave it, with no repair.
         let id = account.localId
-        guard id.count > 0, id.count <= 128, TextScan.hasPlainEnds(id) else { return .unknown }
+        guard id.count > 0, id.count <= 128, TextScan.hasPlainEnds(id), !TextScan.hasControlByte(id) else { return .unknown }
         if let email = account.email, !EmailNormalizer.isAlreadyNormal(email) { return .unknown }
         if let phone = account.phoneNumber, !PhoneNormalizer.isAlreadyE164(phone) { return .unknown }
         if let name = account.displayName, !Self.isPlainName(name) { return .unknown }

@@ -16,6 +16,7 @@ public enum AccountNormalizer {
         guard uidLength > 0 else { return RecordIssue(field: "localId", reason: "is missing or empty") }
         guard uidLength <= 128 else { return RecordIssue(field: "localId", reason: "is longer than 128 bytes") }
         if uidLength != account.localId.utf8.count { return RecordIssue(field: "localId", reason: "has surrounding whitespace") }
+        if TextScan.hasControlByte(account.localId.utf8) { return RecordIssue(field: "localId", reason: "contains a control character") }
 
         let rawEmail = account.email
         switch optional(account.email, field: "email", repairs: &repairs, EmailNormalizer.normalize) {
@@ -42,7 +43,7 @@ public enum AccountNormalizer {
             // An account links a handful of providers: a scan of the earlier ones beats hashing into a set.
             let id = account.providers[index].providerId
             if account.providers[..<index].contains(where: { $0.providerId == id }) {
-                return RecordIssue(field: "providerUserInfo[\(index)].providerId", reason: "'\(id)' is linked twice")
+                return RecordIssue(field: "providerUserInfo[\(index)].providerId", reason: "\(Quoted.value(id)) is linked twice")
             }
         }
         return nil
@@ -56,7 +57,7 @@ public enum AccountNormalizer {
         guard let value, TextScan.trimmedUTF8Count(value) > 0 else { return .success(nil) }
         switch normalize(value, &repairs) {
         case .success(let normalized): return .success(normalized)
-        case .failure(let reason): return .failure(RecordIssue(field: field(), reason: "'\(value)' \(reason)"))
+        case .failure(let reason): return .failure(RecordIssue(field: field(), reason: "\(Quoted.value(value)) \(reason)"))
         }
     }
 
@@ -83,7 +84,7 @@ public enum AccountNormalizer {
             }
             guard !lowered.isEmpty else { return RecordIssue(field: "\(field).providerId", reason: "is empty") }
             guard ProviderID.isKnown(lowered) else {
-                return RecordIssue(field: "\(field).providerId", reason: "'\(lowered)' is not a provider Identity Platform knows")
+                return RecordIssue(field: "\(field).providerId", reason: "\(Quoted.value(lowered)) is not a provider Identity Platform knows")
             }
         }
         let rawIdLength = TextScan.trimmedUTF8Count(link.rawId)

@@ -88,6 +88,13 @@ public enum TextScan {
         return first > 0x20 && first < 0x80 && last > 0x20 && last < 0x80
     }
 
+    /// Whether an ASCII control byte (below the space, or DEL) is among the bytes: a NUL in an id ended it wherever a
+    /// C string carried it (the state store gave the report `u1` for `u1\0x`, an id of another account).
+    @inline(__always)
+    static func hasControlByte(_ utf8: some Sequence<UInt8>) -> Bool {
+        utf8.contains { $0 < 0x20 || $0 == 0x7F }
+    }
+
     /// How many UTF-8 bytes `text` has once trimmed of whitespace at both ends. Most values have none, which is seen
     /// on the bytes without making a Substring (about 500 instructions a call); the normalizer asks for every id and
     /// every optional field of every account.

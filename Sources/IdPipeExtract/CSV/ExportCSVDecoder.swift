@@ -77,7 +77,7 @@ struct ExportCSVDecoder: CSVRecordDecoder {
         // Custom claims are a JSON object. In a row one field short, the Apple columns after them shift into their
         // place (an Apple id read as the claims, the Apple email as its id): a value that cannot be claims says so.
         if count == Self.columnCount, let claims = account.customAttributes, !(claims.hasPrefix("{") && claims.hasSuffix("}")) {
-            return .failure(RecordIssue(field: "customAttributes", reason: "'\(claims)' is not a JSON object (column 28)"))
+            return .failure(RecordIssue(field: "customAttributes", reason: "\(Quoted.value(claims)) is not a JSON object (column 28)"))
         }
         do {
             account.emailVerified = try CSVFields.bool(record.text(2), field: "emailVerified", column: "column 3")
@@ -189,14 +189,14 @@ enum CSVFields {
         switch text?.lowercased() {
         case nil, "false", "0": return false
         case "true", "1": return true
-        case let other?: throw RecordIssue(field: field, reason: "'\(other)' is not true or false (\(column))")
+        case let other?: throw RecordIssue(field: field, reason: "\(Quoted.value(other)) is not true or false (\(column))")
         }
     }
 
     static func epochMilliseconds(_ text: String?, field: String, column: String) throws(RecordIssue) -> Int64? {
         guard let text else { return nil }
         guard let value = Int64(text) else {
-            throw RecordIssue(field: field, reason: "'\(text)' is not a timestamp in epoch milliseconds (\(column))")
+            throw RecordIssue(field: field, reason: "\(Quoted.value(text)) is not a timestamp in epoch milliseconds (\(column))")
         }
         return value
     }

@@ -20,8 +20,11 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         func index(_ name: String, for field: String) throws -> Int {
             let line = SourcePosition(file: path, line: header.firstLine)
             guard let found = headers.firstIndex(of: name) else {
+                // A file without a header has a row of data there: what looks like an email, a phone number or a name
+                // is masked, as in the reports.
+                let shown = headers.map { Masking(reveal: false).quarantinedId($0) ?? $0 }
                 throw InputError(path: path, position: line,
-                                 message: "the mapping names column '\(name)' for \(field), but the header has: \(headers.joined(separator: ", "))")
+                                 message: "the mapping names column '\(name)' for \(field), but the header has: \(shown.joined(separator: ", "))")
             }
             // Two columns of that name: which one holds the field is no guess to make.
             guard headers[(found + 1)...].firstIndex(of: name) == nil else {
@@ -30,7 +33,8 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             return found
         }
         var columns: [String: Int] = [:]
-        for (field, name) in mapping.columns { columns[field] = try index(name, for: field) }
+        // In the order of the fields' names: the same file gets the same error each run.
+        for (field, name) in mapping.columns.sorted(by: { $0.key < $1.key }) { columns[field] = try index(name, for: field) }
         self.columns = columns
         providers = try mapping.providers.sorted { $0.key < $1.key }.map { ($0.key, try index($0.value, for: $0.key)) }
         self.timestamps = timestamps
@@ -62,7 +66,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
                     return overflow ? nil : milliseconds
                 }
             }
-            guard let parsed else { throw RecordIssue(field: field, reason: "'\(value)' is not a \(timestamps.rawValue) timestamp (\(column(columns[field]!)))") }
+            guard let parsed else { throw RecordIssue(field: field, reason: "\(Quoted.value(value)) is not a \(timestamps.rawValue) timestamp (\(column(columns[field]!)))") }
             return parsed
         }
         func flag(_ field: String) throws(RecordIssue) -> Bool {

@@ -320,7 +320,7 @@ enum AccountJSONDecoder {
         }
         guard let text, !text.isEmpty else { return nil }
         guard let value = Int64(text) else {
-            note(cursor.field, "'\(text)' is not a timestamp in epoch milliseconds")
+            note(cursor.field, "\(Quoted.value(text)) is not a timestamp in epoch milliseconds")
             return nil
         }
         return value
