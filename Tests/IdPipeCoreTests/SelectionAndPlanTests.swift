@@ -101,6 +101,46 @@ import IdPipeTestSupport
         #expect(other.actions.map(\.kind) == [.revokeApple, .deleteAccount])
     }
 
+    /// A selected account that stays (the pipeline revokes, and deletes nothing) still gets its name; one that is
+    /// deleted does not.
+    @Test(arguments: [("revoke: true", [ActionKind.revokeApple, .revokeSessions, .updateName]), ("revoke: true, delete: {accounts: true}", [.revokeApple, .deleteAccount])])
+    func aSelectedAccountThatStaysGetsItsName(stages: String, expected: [ActionKind]) throws {
+        let pipeline = try PipelineDefinition.parse(yaml: """
+            version: 1
+            name: revoke
+            source: {path: a.json}
+            inputs: {legacy_names: names.csv}
+            select: {disabled: true}
+            stages: {backfill_names: {sources: [legacy]}, \(stages)}
+            """, file: "p.yaml")
+        let token = StoredCredentials(apple: StoredAppleToken(kind: .refreshToken, token: Secret(value: "r1", fingerprint: "f00"), capturedAt: Self.recent))
+        let sideInputs = SideInputs(legacyNames: ["u": LegacyName(givenName: "Jane", familyName: "Doe", consent: true)], credentials: ["u": token])
+        let processor = AccountProcessor(pipeline: pipeline, sideInputs: sideInputs, asOf: Self.asOf)
+        let account = Account(localId: "u", email: "u@example.com", disabled: true, providers: Self.appleLink)
+        guard case .account(let outcome) = processor.process(account, position: SourcePosition(file: "a.json", line: 1), sequence: 0) else {
+            throw ToolError("quarantined")
+        }
+        #expect(outcome.actions.map(\.kind) == expected)
+    }
+
+    /// A time before March 1973 is taken for seconds in an export, where no account is that old; a table's pipeline
+    /// gives the unit, and a legacy account created in 1972 kept its date (it was moved to the year 4384).
+    @Test(arguments: [("auth-export-json", "a.json", Int64(76_204_800_000_000)), ("mapped-csv", "a.csv", Int64(76_204_800_000))])
+    func onlyAnExportsTimesAreTakenForSeconds(format: String, path: String, expected: Int64) throws {
+        let mapping = format == "mapped-csv" ? ", mapping: {localId: id}" : ""
+        let pipeline = try PipelineDefinition.parse(yaml: """
+            version: 1
+            name: times
+            source: {path: \(path), format: \(format)\(mapping)}
+            """, file: "p.yaml")
+        let processor = AccountProcessor(pipeline: pipeline, sideInputs: SideInputs(), asOf: Self.asOf)
+        let account = Account(localId: "u", createdAt: 76_204_800_000)
+        guard case .account(let outcome) = processor.process(account, position: SourcePosition(file: path, line: 1), sequence: 0) else {
+            throw ToolError("quarantined")
+        }
+        #expect(outcome.account.createdAt == expected)
+    }
+
     /// An invisible character in an address's domain made another domain of it: the account escaped the protection of
     /// its domain and was planned for deletion, and a relay address passed for a real one. Mapped as UTS #46 maps it,
     /// the domain is the one it shows.

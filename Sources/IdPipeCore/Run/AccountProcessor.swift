@@ -30,9 +30,11 @@ public struct AccountProcessor: Sendable {
         var account = raw
         var repairs = RepairSet()
         if pipeline.stages.normalize {
+            // A table's times are in the unit its pipeline gives (`timestamp_format`); an export's may need the guess.
+            let guessesUnit = pipeline.source.format != .mappedCSV
             if normalized {
-                assert(Self.normalizes(to: account), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
-            } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs) {
+                assert(Self.normalizes(to: account, guessesUnit), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
+            } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs, secondsMayPassForMilliseconds: guessesUnit) {
                 return .quarantined(QuarantineEntry(position: position, localId: rawId.isEmpty ? nil : rawId, field: issue.field, reason: issue.reason))
             }
         } else if rawId.isEmpty {
@@ -50,8 +52,10 @@ public struct AccountProcessor: Sendable {
         var name: NameOutcome?
         if selection.isSelected {
             actions = planner.cleanup(for: account, credentials: sideInputs.credentials[uid, hash: idHash])
-        } else if let sources = pipeline.stages.backfillNames {
-            // Names are filled only for accounts that stay.
+        }
+        // Names are filled only for accounts that stay: those not selected, and those selected for less than deletion
+        // (a pipeline that only revokes, or keeps what it cannot revoke).
+        if let sources = pipeline.stages.backfillNames, !actions.contains(where: { $0.kind == .deleteAccount }) {
             let outcome = NameBackfill.plan(account, isRelay: isRelay, legacy: legacy, sources: sources)
             name = outcome
             if case .fill(let update) = outcome {
@@ -65,10 +69,10 @@ public struct AccountProcessor: Sendable {
 
     /// Whether the normalize stage leaves `account` as it is, byte for byte, with no repair and no issue. (`==` on the
     /// accounts would take another spelling of the same characters, é as one scalar or two, for the same.)
-    static func normalizes(to account: Account) -> Bool {
+    static func normalizes(to account: Account, _ guessesUnit: Bool = true) -> Bool {
         var copy = account
         var repairs = RepairSet()
-        return AccountNormalizer.normalize(&copy, repairs: &repairs) == nil && repairs.isEmpty
+        return AccountNormalizer.normalize(&copy, repairs: &repairs, secondsMayPassForMilliseconds: guessesUnit) == nil && repairs.isEmpty
             && Array(String(reflecting: copy).utf8) == Array(String(reflecting: account).utf8)
     }
 }

@@ -3,15 +3,18 @@ public enum AccountNormalizer {
     /// Epoch-ms values below this (March 1973) are taken to be seconds.
     static let secondsThreshold: Int64 = 100_000_000_000
 
-    public static func normalize(_ input: consuming Account) -> Result<(Account, RepairSet), RecordIssue> {
+    public static func normalize(_ input: consuming Account, secondsMayPassForMilliseconds: Bool = true) -> Result<(Account, RepairSet), RecordIssue> {
         var account = input
         var repairs = RepairSet()
-        if let issue = normalize(&account, repairs: &repairs) { return .failure(issue) }
+        if let issue = normalize(&account, repairs: &repairs, secondsMayPassForMilliseconds: secondsMayPassForMilliseconds) { return .failure(issue) }
         return .success((account, repairs))
     }
 
     /// Normalizes `account` in place (no copy of it is made), noting repairs; returns the issue that rejects it.
-    public static func normalize(_ account: inout Account, repairs: inout RepairSet) -> RecordIssue? {
+    /// `secondsMayPassForMilliseconds`: a time before March 1973 is taken for seconds, as an export's times are in
+    /// milliseconds and no account of it is that old. False for a table whose pipeline says the unit
+    /// (`timestamp_format`): a legacy account created in 1972 was moved to the year 4384.
+    public static func normalize(_ account: inout Account, repairs: inout RepairSet, secondsMayPassForMilliseconds: Bool = true) -> RecordIssue? {
         let uidLength = TextScan.trimmedUTF8Count(account.localId)
         guard uidLength > 0 else { return RecordIssue(field: "localId", reason: "is missing or empty") }
         guard uidLength <= 128 else { return RecordIssue(field: "localId", reason: "is longer than 128 bytes") }
@@ -33,8 +36,10 @@ public enum AccountNormalizer {
             case .failure(let reason): return RecordIssue(field: "displayName", reason: "\(reason)")
             }
         }
-        account.createdAt = normalizeTimestamp(account.createdAt, repairs: &repairs)
-        account.lastSignedInAt = normalizeTimestamp(account.lastSignedInAt, repairs: &repairs)
+        if secondsMayPassForMilliseconds {
+            account.createdAt = normalizeTimestamp(account.createdAt, repairs: &repairs)
+            account.lastSignedInAt = normalizeTimestamp(account.lastSignedInAt, repairs: &repairs)
+        }
         if let created = account.createdAt, created < 0 { return RecordIssue(field: "createdAt", reason: "is negative") }
         if let last = account.lastSignedInAt, last < 0 { return RecordIssue(field: "lastSignedInAt", reason: "is negative") }
 
