@@ -96,3 +96,34 @@ public enum CSVRecordEnd {
         }
     }
 }
+
+/// Files whose lines end with a carriage return alone (classic Mac OS, and Excel's "CSV (Macintosh)"). Every reader
+/// here finds lines by their line feeds, so such a file is one line: its line numbers say nothing, a header row ran to
+/// the end of the file, and a last line feed made the whole file one malformed row. It is refused with the way out.
+public enum CSVLineEnds {
+    /// Whether, outside quotes, carriage returns not followed by a line feed outnumber line feeds in the file's first
+    /// `sample` bytes. A stray CR in a file of LF lines (a row split by one is quarantined) does not make it one.
+    public static func endWithCarriageReturns(path: String, sample: Int = 64 << 10) -> Bool {
+        let fd = open(path, O_RDONLY)
+        guard fd >= 0 else { return false }
+        defer { close(fd) }
+        var bytes = [UInt8](repeating: 0, count: sample + 1)
+        let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, sample + 1, 0) }
+        guard count > 0 else { return false }
+        var quoted = false
+        var loneCarriageReturns = 0, lineFeeds = 0
+        for index in 0..<min(count, sample) {
+            switch bytes[index] {
+            case UInt8(ascii: "\""): quoted.toggle()
+            case 0x0A where !quoted: lineFeeds += 1
+            case 0x0D where !quoted && (index + 1 >= count || bytes[index + 1] != 0x0A): loneCarriageReturns += 1
+            default: break
+            }
+        }
+        return loneCarriageReturns > lineFeeds
+    }
+
+    /// The refusal, naming the fix.
+    public static let refusal = "its lines end with a carriage return alone (classic Mac line ends), which idpipe does not read: "
+        + "convert them to line feeds first (e.g. tr '\\r' '\\n' < old.csv > new.csv)"
+}

@@ -22,6 +22,10 @@ public final class CSVRecordReader {
         self.path = path
         fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw CSVReadError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
+        if offset == 0 && CSVLineEnds.endWithCarriageReturns(path: path) {
+            close(fd)
+            throw CSVReadError(path: path, message: CSVLineEnds.refusal)
+        }
         chunk = [UInt8](repeating: 0, count: chunkSize)
         do {
             scanner = try CSVScanner(offset: offset, line: line, maxRecordBytes: maxRecordBytes, path: path)

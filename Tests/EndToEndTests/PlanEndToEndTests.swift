@@ -626,6 +626,31 @@ struct Binary {
         ], "\(quarantine)")
     }
 
+    /// A table that holds only its header is an empty table: planned, with nothing in it (it stopped with exit 2, "reading
+    /// ended at byte 0 of 8", and left the import file open). One whose lines end with a CR alone is refused with the
+    /// way to convert it: read by line feeds, it was one line, and its header ran to the end of the file.
+    @Test func aHeaderOnlyTableIsEmptyAndClassicMacLineEndsAreRefused() throws {
+        let data = Binary.temporaryDirectory()
+        let pipeline = "Pipelines/.test-\(UUID().uuidString).yaml"
+        try """
+            version: 1
+            name: legacy-users
+            source: {path: \(data)/users.csv, format: mapped-csv, mapping: {localId: id, email: mail}}
+            output: {import_json: import.json}
+            """.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
+        defer { Binary.removeVariant(pipeline) }
+        try "id,mail\n".write(toFile: data + "/users.csv", atomically: true, encoding: .utf8)
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(code == 0 && output.contains("0 accounts read"), "\(output)")
+        let imported = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/import.json"))) as? [String: Any]
+        #expect((imported?["users"] as? [Any])?.isEmpty == true)
+
+        try "id,mail\ru1,a@example.com\ru2,b@example.com\r".write(toFile: data + "/users.csv", atomically: true, encoding: .utf8)
+        let (refused, message) = try Binary.run(["plan", pipeline, "--out", Binary.temporaryDirectory(), "--as-of", asOf])
+        #expect(refused == 2 && message.contains("users.csv") && message.contains("carriage return alone"), "\(message)")
+    }
+
     /// The binary allocates with jemalloc (linked in Package.swift for speed): asked to, it prints its statistics at exit.
     @Test func theBinaryAllocatesWithJemalloc() throws {
         let (status, output) = try Binary.run(["--help"], environment: ["MALLOC_CONF": "stats_print:true"])

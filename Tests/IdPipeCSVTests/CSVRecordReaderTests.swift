@@ -69,8 +69,21 @@ func readAll(_ contents: String) throws -> [CSVItem] {
         #expect(try read("x,y\rz,\"multi\nline\"\nlast,one\n").prefix(1) == ["1:malformed: \(split)"])
         #expect(try read("x,y\rz,\"multi\nline\"\nlast,one\n").last == "3:last|one")
         #expect(try read("u1,\"in\rside\"\nu2,b\n") == ["1:u1|in\rside", "2:u2|b"])
-        #expect(try read("x,y\rz,w\rlast,one") == ["1:x|y", "1:z|w", "1:last|one"])
-        #expect(try read("x,y\r\rz,w\r") == ["1:x|y", "1:z|w"])
+    }
+
+    /// A file whose lines end with a CR alone is refused with the way to convert it: read by line feeds, it was one
+    /// line (every row on line 1), and with a last line feed one malformed row. A stray CR in a file of LF lines is not.
+    @Test(arguments: ["x,y\rz,w\rlast,one", "x,y\r\rz,w\r", "a,b\rc,d\re,f\n", "\"q\nq\",1\r2,3\r"])
+    func classicMacLineEndsAreRefused(text: String) throws {
+        #expect { try readAll(text) } throws: { error in
+            "\(error)".contains("its lines end with a carriage return alone (classic Mac line ends)")
+        }
+    }
+
+    @Test func aStrayCarriageReturnDoesNotMakeAMacFile() {
+        #expect(!CSVLineEnds.endWithCarriageReturns(path: TemporaryFile.write("x,y\rz,\"multi\nline\"\nlast,one\n", name: "t.csv")))
+        #expect(!CSVLineEnds.endWithCarriageReturns(path: TemporaryFile.write("a,b\r\nc,d\r\n", name: "t.csv")))
+        #expect(!CSVLineEnds.endWithCarriageReturns(path: TemporaryFile.write("", name: "t.csv")))
     }
 
     @Test func crlfAndMissingFinalNewline() throws {

@@ -364,6 +364,10 @@ import IdPipeTestSupport
         ("version: 1\nname: x\nsource: {path: a.json}\nstages: {backfill_names: true}", "the name source 'legacy' reads inputs.legacy_names"),
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {deletion_requested: true}",
          "p.yaml:4: select.deletion_requested: deletion_requested reads inputs.deletion_requests, which the pipeline does not give"),
+        // Written in the output folder: a path was joined to it, and the plan failed at its end.
+        ("version: 1\nname: x\nsource: {path: a.json}\noutput: {import_json: /tmp/x.json}",
+         "p.yaml:4: output.import_json: '/tmp/x.json' is not a file name: the import file is written in the plan's output folder (--out)"),
+        ("version: 1\nname: x\nsource: {path: a.json}\noutput: {import_json: ../x.json}", "is not a file name"),
     ])
     func rejects(yaml: String, message: String) {
         do {

@@ -126,6 +126,8 @@ public protocol AccountSource: AnyObject {
     func follows(_ next: any RawBatch, after batch: any RawBatch) -> Bool
     /// Sets the source to read on from where the decoding of `batch` stopped (called while nothing else reads it).
     func readAgain(after batch: any RawBatch)
+    /// Where reading started: a table's first row after its header, or where an interrupted plan stopped.
+    var start: InputCheckpoint { get }
 }
 
 extension AccountSource {
@@ -133,6 +135,7 @@ extension AccountSource {
     public var rereadable: Bool { true }
     public func follows(_: any RawBatch, after _: any RawBatch) -> Bool { true }
     public func readAgain(after _: any RawBatch) {}
+    public var start: InputCheckpoint { InputCheckpoint() }
 }
 
 /// An input that cannot be read on (not a bad row: those are quarantined and reading goes on).

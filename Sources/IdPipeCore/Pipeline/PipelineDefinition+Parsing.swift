@@ -300,6 +300,12 @@ extension PipelineDefinition {
 
     private static func decodeOutput(_ node: ConfigNode) throws -> OutputConfig {
         let keys = try node.mapping(allowed: ["import_json"])
-        return OutputConfig(importJSON: try keys["import_json"]?.string())
+        guard let item = keys["import_json"] else { return OutputConfig(importJSON: nil) }
+        // Written in the plan's output folder: a path was joined to it (`out//tmp/x.json`) and the plan failed at its end.
+        let name = try item.string()
+        guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+            throw item.error("'\(name)' is not a file name: the import file is written in the plan's output folder (--out)")
+        }
+        return OutputConfig(importJSON: name)
     }
 }

@@ -351,7 +351,8 @@ public final class PlanRunner {
                                                       path: source.path, limit: duplicates.limit)
         }
         // A file is read to its end: a source set back to the wrong place (`readAgain`) must not end a plan early in silence.
-        if source.totalBytes > 0 && checkpoint.input.offset != source.totalBytes {
+        // (A table that holds only its header has no batch: reading ended where it started, at the end.)
+        if source.totalBytes > 0 && max(checkpoint.input.offset, source.start.offset) != source.totalBytes {
             throw PlanError.input(InputError(path: source.path, message: "reading ended at byte \(checkpoint.input.offset) of "
                 + "\(source.totalBytes) (line \(checkpoint.input.line)), before the end of the file; the plan is incomplete"))
         }

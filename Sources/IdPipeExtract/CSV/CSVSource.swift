@@ -32,6 +32,7 @@ public final class CSVSource: AccountSource {
     private var offset: Int64
     private var line: Int
     private var readSize: Int
+    public let start: InputCheckpoint
 
     /// 1 MiB: about as many records as the JSON export's 1.5 MiB batches (`ExportJSONSource.defaultBatchBytes`), a CSV
     /// record being about half as long. With the batches decoded from a queue, three or four are in memory at a time,
@@ -45,6 +46,7 @@ public final class CSVSource: AccountSource {
         readSize = self.batchBytes
         line = checkpoint.line
         offset = checkpoint.offset
+        start = checkpoint
         fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw InputError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
         totalBytes = FileInfo.size(path)
@@ -54,7 +56,8 @@ public final class CSVSource: AccountSource {
 
     /// A `firebase auth:export` CSV: no header, 52 columns and a trailing comma.
     public static func authExport(path: String, checkpoint: InputCheckpoint = InputCheckpoint(), batchBytes: Int = defaultBatchBytes) throws -> CSVSource {
-        try CSVSource(path: path, checkpoint: checkpoint, decoder: ExportCSVDecoder.forFile(path), batchBytes: batchBytes)
+        if checkpoint.offset == 0 && CSVLineEnds.endWithCarriageReturns(path: path) { throw InputError(path: path, message: CSVLineEnds.refusal) }
+        return try CSVSource(path: path, checkpoint: checkpoint, decoder: ExportCSVDecoder.forFile(path), batchBytes: batchBytes)
     }
 
     /// A CSV with a header row, read through a column mapping. The header is read again on resume.
