@@ -129,6 +129,14 @@ extension EmailNormalizerTests {
         ("\u{200B} \u{200B}", nil, [.nameWhitespace, .nameControlCharacters]),
         ("Jo\u{2060}hn", "John", [.nameControlCharacters]),
         ("\u{0645}\u{06CC}\u{200C}\u{0634}\u{0648}\u{062F}", "\u{0645}\u{06CC}\u{200C}\u{0634}\u{0648}\u{062F}", []),
+        // A name of characters that show nothing only looked filled: kept, it was never filled from a source.
+        ("\u{061C}", nil, [.nameControlCharacters]), ("\u{00AD}", nil, [.nameControlCharacters]),
+        ("\u{2063}", nil, [.nameControlCharacters]), ("\u{180E}", nil, [.nameControlCharacters]),
+        ("\u{034F}", nil, [.nameControlCharacters]), ("\u{FE0F}", nil, [.nameControlCharacters]),
+        ("\u{E0041}", nil, [.nameControlCharacters]), ("\u{200D}", nil, [.nameControlCharacters]),
+        ("\u{3164}", nil, [.nameControlCharacters]), ("\u{3164} \u{200D}", nil, [.nameControlCharacters]),
+        // Inside a name they stay (an emoji's selector, a joiner), and the bidi letter mark goes.
+        ("Ann \u{2764}\u{FE0F}", "Ann \u{2764}\u{FE0F}", []), ("\u{0633}\u{061C}\u{0627}", "\u{0633}\u{0627}", [.nameControlCharacters]),
     ])
     func cleans(input: String, expected: String?, repairs expectedRepairs: [Repair]) {
         var repairs = RepairSet()
@@ -143,6 +151,7 @@ extension EmailNormalizerTests {
             "a", "Z", " ", "\t", "\n", "\u{7F}", "\u{80}", "\u{85}", "\u{9F}", "\u{A0}", "\u{A1}", "é", "ß", "Ω", "\u{1680}", "\u{1681}",
             "\u{2000}", "\u{200A}", "\u{200B}", "\u{200E}", "\u{2010}", "\u{2028}", "\u{202E}", "\u{202F}", "\u{205F}", "\u{2066}",
             "\u{2070}", "\u{3000}", "\u{3001}", "カ", "山", "한", "\u{FEFF}", "\u{FEFE}", "\u{FF21}", "😀",
+            "\u{AD}", "\u{34F}", "\u{61C}", "\u{115F}", "\u{180E}", "\u{200D}", "\u{3164}", "\u{FE0F}", "\u{FFA0}", "\u{E0041}",
         ]
         var random = SeededGenerator(seed: 7)
         for _ in 0..<20000 {

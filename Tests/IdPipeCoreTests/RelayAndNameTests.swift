@@ -61,6 +61,9 @@ import Testing
         ("Taro", "山田", "Taro 山田"),
         ("", "Doe", "Doe"),
         (" Jane ", "", "Jane"),
+        // Ideographs beyond the first planes, compatibility ideographs, halfwidth and extended Hangul (they kept a space).
+        ("太郎", "\u{30EDE}田", "\u{30EDE}田太郎"), ("太郎", "\u{2F800}", "\u{2F800}太郎"), ("김", "\u{FFA1}\u{FFA2}", "\u{FFA1}\u{FFA2}김"),
+        ("\u{A960}", "민준", "민준\u{A960}"),
     ])
     func fullName(given: String, family: String, expected: String) {
         #expect(NameFormatting.fullName(given: given, family: family) == expected)
@@ -80,6 +83,12 @@ import Testing
     ])
     func fromEmail(email: String, expected: String?) {
         #expect(NameFormatting.nameFromEmailLocalPart(email) == expected)
+    }
+
+    /// A login's name comes whole: East Asian words lose their space, in the login's order; others stay as they are.
+    @Test(arguments: [("刘 芳", "刘芳"), ("山田 太郎", "山田太郎"), ("김 민준", "김민준"), ("Jane Doe", "Jane Doe"), ("山田 Taro", "山田 Taro"), ("刘芳", "刘芳")])
+    func providerName(name: String, expected: String) {
+        #expect(NameFormatting.providerName(name) == expected)
     }
 }
 

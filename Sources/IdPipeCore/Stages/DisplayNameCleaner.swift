@@ -30,9 +30,20 @@ public enum DisplayNameCleaner {
             scalars.append(scalar)
         }
         if pendingSpace { changedSpace = true }
+        // A name of characters that show nothing (a joiner, a variation selector, a Hangul filler, a tag) only looks
+        // filled: it was kept as the account's name, and no source filled it. Inside a name they stay (scripts and
+        // emoji use them).
+        if !scalars.isEmpty && scalars.allSatisfy(isInvisible) {
+            scalars.removeAll()
+            removedControl = true
+        }
         if removedControl { repairs.insert(.nameControlCharacters) }
         if changedSpace { repairs.insert(.nameWhitespace) }
         return String(scalars)
+    }
+
+    static func isInvisible(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.properties.isDefaultIgnorableCodePoint || scalar.properties.generalCategory == .format || scalar == " "
     }
 
     /// The last step of both paths: nothing left is no name; a name longer than the API allows is rejected.
@@ -58,11 +69,14 @@ public enum DisplayNameCleaner {
                 // The valid UTF-8 of a String: a lead byte is followed by its continuation bytes.
                 let next = index + 1 < bytes.count ? bytes[index + 1] : 0
                 switch byte {
-                case 0xC2 where next <= 0xA0: return false  // U+0080–U+00A0: C1 controls, NEL, no-break space
-                case 0xE1 where next == 0x9A: return false  // U+1680 (Ogham space mark) and its neighbours
+                case 0xC2 where next <= 0xA0 || next == 0xAD: return false  // U+0080–U+00A0: C1 controls, NEL, no-break space; the soft hyphen
+                case 0xCD where next == 0x8F: return false  // U+034F, the combining grapheme joiner
+                case 0xD8 where next == 0x9C: return false  // U+061C, the Arabic letter mark
+                case 0xE1 where next == 0x9A || next == 0x85 || next == 0xA0: return false  // U+1680 (Ogham space); Hangul fillers; Mongolian selectors
                 case 0xE2 where next == 0x80 || next == 0x81: return false  // U+2000–U+207F: spaces, bidi marks
-                case 0xE3 where next == 0x80: return false  // U+3000–U+303F: the ideographic space
-                case 0xEF where next == 0xBB: return false  // U+FEFF, the byte order mark
+                case 0xE3 where next == 0x80 || next == 0x85: return false  // U+3000–U+303F: the ideographic space; U+3164, the Hangul filler
+                case 0xEF where next == 0xBB || next == 0xB8 || next == 0xBE: return false  // the BOM; variation selectors; U+FFA0
+                case 0xF3 where next == 0xA0: return false  // tags, variation selectors 17-256
                 default: break
                 }
             }
@@ -75,7 +89,8 @@ public enum DisplayNameCleaner {
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {
         switch scalar.value {
         case 0x00...0x1F, 0x7F...0x9F: true
-        case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0xFEFF: true  // bidi marks and overrides, BOM
+        case 0x061C, 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0xFEFF: true  // bidi marks and overrides, BOM
+        case 0x00AD, 0x2061...0x2064: true  // the soft hyphen, invisible operators
         case 0x200B, 0x2060: true  // zero-width space and word joiner: a name of them only looked filled (ZWNJ and ZWJ stay: scripts use them)
         default: false
         }

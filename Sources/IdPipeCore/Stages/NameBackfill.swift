@@ -50,7 +50,7 @@ public enum NameBackfill {
                     skippedForConsent = true
                     continue
                 }
-                return .fill(NameUpdate(name: name, source: source))
+                return .fill(NameUpdate(name: NameFormatting.providerName(name), source: source))
             case .emailLocalPart:
                 // Never from a relay address, and only from the account's own real address.
                 guard let email = account.email, !RelayDetection.isRelayAddress(email), !isRelay,

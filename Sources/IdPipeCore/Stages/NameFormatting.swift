@@ -24,15 +24,24 @@ public enum NameFormatting {
 
     static func isEastAsianScalar(_ value: UInt32) -> Bool {
         switch value {
-        case 0x4E00...0x9FFF, 0x3400...0x4DBF, 0x20000...0x2EBEF, 0xF900...0xFAFF, 0x3005, 0x3007:  // Han
+        // Han: the unified ideographs, their extensions (planes 2 and 3 hold nothing else), compatibility ideographs.
+        case 0x4E00...0x9FFF, 0x3400...0x4DBF, 0x20000...0x323AF, 0xF900...0xFAFF, 0x3005, 0x3007:
             true
-        case 0x3040...0x309F, 0x30A0...0x30FF, 0x31F0...0x31FF, 0xFF66...0xFF9F:  // Kana
+        case 0x3040...0x309F, 0x30A0...0x30FF, 0x31F0...0x31FF, 0xFF66...0xFF9F, 0x1B000...0x1B16F:  // Kana, small and historic kana
             true
-        case 0xAC00...0xD7AF, 0x1100...0x11FF, 0x3130...0x318F:  // Hangul
+        case 0xAC00...0xD7FF, 0x1100...0x11FF, 0x3130...0x318F, 0xA960...0xA97F, 0xFFA0...0xFFDC:  // Hangul, its jamo, halfwidth forms
             true
         default:
             false
         }
+    }
+
+    /// A name taken whole from a login (`刘 芳`): words all of Han, Hangul or Kana are joined without a space, in the
+    /// order the login gives them (which of them is the family name it does not say); other names as they are.
+    public static func providerName(_ name: String) -> String {
+        guard name.contains(" ") else { return name }
+        let words = name.split(separator: " ")
+        return words.count > 1 && words.allSatisfy({ isEastAsian(String($0)) }) ? words.joined() : name
     }
 
     /// `jane.doe` → `Jane Doe`; nil unless the local part is two or more alphabetic words. Han, Hangul and Kana words
