@@ -96,6 +96,10 @@ extension EmailNormalizerTests {
         ("+1 (415) 555-0100", "+14155550100", true),
         ("0044 20 7946 0958", "+442079460958", true),
         ("+81-3-1234-5678", "+81312345678", true),
+        // The trunk prefix in brackets is no digit of the international number (it made +4402079460958).
+        ("+44 (0)20 7946 0958", "+442079460958", true),
+        ("+44 (0) 7700 900123", "+447700900123", true),
+        ("0049 (0)30 1234567", "+49301234567", true),
     ])
     func repairs(input: String, expected: String, repaired: Bool) {
         var repairs = RepairSet()
@@ -103,7 +107,7 @@ extension EmailNormalizerTests {
         #expect(repairs.contains(.phoneReformatted) == repaired)
     }
 
-    @Test(arguments: ["555-0100", "+12", "+0123456789", "+1 415 555 0100 ext 2", "+1234567890123456", "1+2345678"])
+    @Test(arguments: ["555-0100", "+12", "+0123456789", "+1 415 555 0100 ext 2", "+1234567890123456", "1+2345678", "(0)20 7946 0958"])
     func rejects(input: String) {
         var repairs = RepairSet()
         guard case .failure = PhoneNormalizer.normalize(input, repairs: &repairs) else {

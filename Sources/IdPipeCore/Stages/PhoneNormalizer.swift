@@ -1,6 +1,20 @@
 /// Phone numbers to E.164: `+` and 7 to 15 digits, the first not zero.
 public enum PhoneNormalizer {
     public static func normalize(_ raw: String, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
+        // `+44 (0)20 7946 0958`: the trunk prefix a caller inside the country dials, written in brackets after the
+        // country code. It is no digit of the international number; kept, it made `+4402079460958`.
+        if raw.contains("(0)"), let plus = raw.firstIndex(where: { $0 == "+" || $0 == "0" }),
+           let trunk = raw.range(of: "(0)"), plus < trunk.lowerBound {
+            var repaired = raw
+            repaired.removeSubrange(trunk)
+            switch normalize(repaired, repairs: &repairs) {
+            case .success(let number):
+                repairs.insert(.phoneReformatted)
+                return .success(number)
+            case .failure(let reason):
+                return .failure(reason)
+            }
+        }
         var digits: [UInt8] = []
         digits.reserveCapacity(16)
         var sawPlus = false
