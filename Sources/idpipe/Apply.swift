@@ -276,6 +276,10 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                     + "(links beyond google.com, facebook.com, twitter.com and github.com, or MFA); "
                     + "see the Import file section of \(out)/plan.md")
             }
+            if tally["import.api-refused"] > 0 {
+                Console.error("idpipe: \(Console.count(tally["import.api-refused"], "account")) in it hold values Identity Toolkit refuses "
+                    + "(claims over 1000 characters or not JSON, photo URLs over 2048); see the Import file section of \(out)/plan.md")
+            }
         }
         Console.out("state: \(statePath)")
         if let verdict = outcome.run.guardVerdict {

@@ -58,4 +58,23 @@ import Testing
         #expect(counter.tally().counts == ["import.accounts": 3, "import.cli-refused": 2, "import.cli-refuses.provider apple.com": 2,
                                            "import.cli-refuses.provider yahoo.com": 1, "import.cli-refuses.mfaInfo": 1])
     }
+
+    /// Values Identity Toolkit refuses are counted apart (they went into the file without a word): claims over 1000
+    /// characters or not a JSON object, a photo URL over 2048 characters.
+    @Test(arguments: [
+        (Account(localId: "1", customAttributes: "{\"admin\": true}"), [String]()),
+        (Account(localId: "2", customAttributes: "not json"), ["customAttributes not a JSON object"]),
+        (Account(localId: "3", customAttributes: "{\"a\":1"), ["customAttributes not a JSON object"]),
+        (Account(localId: "4", customAttributes: "[1]"), ["customAttributes not a JSON object"]),
+        (Account(localId: "5", customAttributes: "{\"a\": \"" + String(repeating: "x", count: 1000) + "\"}"), ["customAttributes longer than 1000 characters"]),
+        (Account(localId: "6", photoUrl: "https://x.example/" + String(repeating: "p", count: 2040)), ["photoUrl longer than 2048 characters"]),
+    ])
+    func importedAccountsCountWhatTheAPIRefuses(account: Account, refuses: [String]) {
+        var counter = TallyCounter()
+        counter.countImported(account)
+        var expected = ["import.accounts": 1]
+        for what in refuses { expected["import.api-refuses." + what] = 1 }
+        if !refuses.isEmpty { expected["import.api-refused"] = 1 }
+        #expect(counter.tally().counts == expected)
+    }
 }

@@ -262,6 +262,12 @@ public struct MarkdownReport {
         guard written > 0 else { return }
         section(&out, "Import file")
         out.write("\(written) accounts are in the import file (the auth:export JSON layout, cleaned, with the names filled above).\n")
+        let invalid = tally["import.api-refused"]
+        if invalid > 0 {
+            out.write("\n**\(invalid) of them hold values Identity Toolkit refuses**: their import fails, through the CLI or the API. "
+                + "They are written as exported; correct them in the source first.\n\n")
+            table(&out, ["what the API refuses", "accounts"], tally.group("import.api-refuses.").map { ["\($0.0)", "\($0.1)"] })
+        }
         let refused = tally["import.cli-refused"]
         guard refused > 0 else { return }
         out.write("\n**\(refused) of them stop `firebase auth:import`**, which refuses the whole file at the first: its JSON import takes "

@@ -1,3 +1,5 @@
+import Foundation
+
 /// The totals of a run. Every account adds to them, whether or not the store keeps a row for it;
 /// they are saved with each checkpoint, so a resumed run continues from the same totals.
 public struct Tally: Sendable, Equatable, Codable {
@@ -157,6 +159,23 @@ public struct TallyCounter: Sendable {
             refused = true
         }
         if refused { keyed["import.cli-refused", default: 0] += 1 }
+        // Values Identity Toolkit itself refuses (PROTOCOLS: `accounts:update` and the import take claims of at most 1000
+        // characters of JSON and photo URLs of at most 2048): the import of such an account fails whichever way it goes.
+        var invalid: [String] = []
+        if let claims = account.customAttributes, !claims.isEmpty {
+            if claims.utf16.count > 1000 {
+                invalid.append("customAttributes longer than 1000 characters")
+            } else if !Self.isJSONObject(claims) {
+                invalid.append("customAttributes not a JSON object")
+            }
+        }
+        if let photo = account.photoUrl, photo.utf16.count > 2048 { invalid.append("photoUrl longer than 2048 characters") }
+        for what in invalid { keyed["import.api-refuses." + what, default: 0] += 1 }
+        if !invalid.isEmpty { keyed["import.api-refused", default: 0] += 1 }
+    }
+
+    static func isJSONObject(_ text: String) -> Bool {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) is [String: Any]
     }
 
     /// `providerUserInfo[2].rawId` and `providerUserInfo[0].rawId` count together.
