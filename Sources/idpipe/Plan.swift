@@ -141,6 +141,7 @@ struct PlanExecution {
         }
         run.workingDirectory = currentDirectory()
         run.reportFolder = absolutePath(out)
+        run.listLimit = definition.report.listLimit
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, workers: workers, logger: logger)
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }

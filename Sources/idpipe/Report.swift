@@ -1,4 +1,5 @@
 import ArgumentParser
+import IdPipeCore
 import IdPipeExtract
 import IdPipeStore
 
@@ -14,21 +15,25 @@ struct Report: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
     var output: String?
 
-    @Option(name: .long, parsing: .unconditional, help: "How many accounts each Markdown list shows.")
-    var listLimit: Int = 50
+    @Option(name: .long, parsing: .unconditional, help: ArgumentHelp(
+        "How many accounts each Markdown list shows (default: the pipeline's report.list_limit when planned, as plan.md has it).",
+        valueName: "n"))
+    var listLimit: Int?
 
     @OptionGroup var reportOptions: ReportOptions
 
     func validate() throws {
         guard ReportWriter.Format(rawValue: format) != nil else { throw ValidationError("--format must be md, json or csv") }
-        guard listLimit >= 0 else { throw ValidationError("--list-limit must be 0 or more") }
+        guard (listLimit ?? 0) >= 0 else { throw ValidationError("--list-limit must be 0 or more") }
     }
 
     func run() throws {
         guard fileExists(state) else { throw fail("the state store \(state) does not exist") }
         do {
             let store = try StateStore(path: state)
-            let writer = ReportWriter(store: store, out: ".", reveal: reportOptions.revealPersonalData, listLimit: listLimit)
+            let planned = try store.loadRun()?.listLimit
+            let writer = ReportWriter(store: store, out: ".", reveal: reportOptions.revealPersonalData,
+                                      listLimit: listLimit ?? planned ?? ReportConfig().listLimit)
             let chosen = ReportWriter.Format(rawValue: format)!
             if let output {
                 if let target = FileInfo.identity(output), StateStore.databaseFiles(at: state).contains(where: { FileInfo.identity($0) == target }) {

@@ -31,6 +31,9 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var workingDirectory: String?
     /// Where the plan wrote its reports (an absolute path): resume and apply write theirs there unless told otherwise.
     public var reportFolder: String?
+    /// The pipeline's `report.list_limit`: `idpipe report` writes the plan's Markdown with it (nil in a store planned
+    /// before it was kept; the default then).
+    public var listLimit: Int?
 
     public init(pipelineName: String, pipelinePath: String, pipelineSHA256: String, asOf: Int64, createdAt: Int64,
                 status: RunStatus, sourcePath: String, sourceFormat: String, sourceSHA256: String? = nil, sourceSize: Int64,
