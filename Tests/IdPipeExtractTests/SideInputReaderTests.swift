@@ -98,6 +98,16 @@ import IdPipeTestSupport
          ":1: facebook_id: has white space or a control character at its start or end"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"123\",\"login\":\"classic\",\"token\":\"t-secret\\t\"}\n",
          ":1: token: has white space or a control character at its start or end"),
+        // A token that is no string was taken as its text (`true`), and sent.
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":true,\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
+         ":1: token: expected a string, found a number or true/false"),
+        ("tokens", "{\"uid\":12,\"provider\":\"apple.com\"}\n", ":1: uid: expected a string, found a number or true/false"),
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"token\":{\"t-secret\":1}}\n", ":1: not a JSON object: token: expected a string, found an object or an array"),
+        // An invisible character in an id matched no account, and the row was lost without a word.
+        ("tokens", "{\"uid\":\"u1\\u200b\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
+         ":1: uid: an invisible character (U+200B) in the id"),
+        ("deletions", "uid,requested_at,source\nu1\u{200B},2025-01-01T00:00:00Z,app\n", ":2: uid: an invisible character (U+200B) in the id"),
+        ("names", "uid,given_name,family_name,consent\nu\u{0}1,A,B,true\n", ":2: uid: an invisible character (U+0) in the id"),
     ])
     func badRowsNameTheirPlace(file: String, text: String, expected: String) throws {
         let path = TemporaryFile.write(text, name: "\(file).txt")

@@ -630,9 +630,12 @@ extension PlanRunner {
         var result: [String: Unmatched] = [:]
         for (role, hashes, id) in sideInputIds(inputs, protectUids: protectUids) {
             var unmatched = Unmatched()
+            // The stored tokens' ids are counted, never named: with the fields of a line mixed up, the uid holds a token,
+            // and it went into the reports and the state store.
+            let names = role != "stored_tokens"
             for index in hashes.indices where !accepted(hashes[index]) {
                 unmatched.count += 1
-                if unmatched.first.count < Unmatched.named { unmatched.first.append(id(index)) }
+                if names && unmatched.first.count < Unmatched.named { unmatched.first.append(id(index)) }
             }
             if unmatched.count > 0 { result[role] = unmatched }
         }

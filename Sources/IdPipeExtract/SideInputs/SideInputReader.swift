@@ -78,12 +78,21 @@ public enum SideInputReader {
         }
     }
 
+    /// An invisible character (a control, a zero-width space, a bidi mark) in a side input's id: the row matched no
+    /// account, without a word but a line among the unmatched ids that looked like the real one. A stored token so
+    /// lost left the account to be deleted with its grant unrevoked; a deletion request, not honoured. Nil when
+    /// there is none.
+    static func hiddenCharacter(in id: String) -> String? {
+        guard let scalar = id.unicodeScalars.first(where: { [.control, .format].contains($0.properties.generalCategory) }) else { return nil }
+        return "an invisible character (U+\(String(scalar.value, radix: 16, uppercase: true))) in the id"
+    }
+
     /// `uid,given_name,family_name,consent`
     public static func legacyNames(_ path: String) throws -> KeyedRows<LegacyName> {
         var result = KeyedRows<LegacyName>()
         result.reserveCapacity(lineCount(path))
         try readTable(path, NameColumn.self) { row in
-            let id = try row.required(.uid)
+            let id = try row.id(.uid)
             let name = LegacyName(givenName: row.text(.givenName) ?? "", familyName: row.text(.familyName) ?? "", consent: try row.bool(.consent))
             let added = result.modify(id) { entry in
                 guard entry == nil else { return false }
@@ -100,7 +109,7 @@ public enum SideInputReader {
         var result = KeyedRows<DeletionRequest>()
         result.reserveCapacity(lineCount(path))
         try readTable(path, DeletionColumn.self) { row in
-            let id = try row.required(.uid)
+            let id = try row.id(.uid)
             let text = try row.required(.requestedAt)
             guard let at = Timestamp.parseRFC3339(text) else { throw row.error(.requestedAt, "'\(text)' is not an RFC 3339 time") }
             let request = DeletionRequest(requestedAt: at, source: row.text(.source) ?? "unspecified")
@@ -157,6 +166,13 @@ public enum SideInputReader {
 
         func required(_ column: Column) throws -> String {
             guard let value = text(column) else { throw error(column, "is empty") }
+            return value
+        }
+
+        /// An account id, refused when it holds what no id shows (`SideInputReader.hiddenCharacter`).
+        func id(_ column: Column) throws -> String {
+            let value = try required(column)
+            if let problem = hiddenCharacter(in: value) { throw error(column, problem) }
             return value
         }
 

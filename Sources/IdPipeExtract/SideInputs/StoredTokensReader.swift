@@ -29,6 +29,13 @@ extension SideInputReader {
                 InputError(path: path, position: SourcePosition(file: path, line: number), message: message)
             }
             try parseFlatObject(line, into: &fields, fail: fail)
+            // Every value of this file is a string: `"token": true` was taken for the token "true", and sent.
+            // (A Facebook id written as a number, which it is, is taken as its digits.)
+            for key in ["uid", "provider", "type", "token", "captured_at", "facebook_id", "login"] {
+                guard case .notString(let text)? = fields.value(key) else { continue }
+                if key == "facebook_id" && text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) { continue }
+                throw fail("\(key): expected a string, found a number or true/false")
+            }
             // Which of two values counts is no guess to make: a second uid filed the token under another account.
             if let twice = fields.repeatedKey {
                 let known = ["uid", "provider", "type", "token", "captured_at", "facebook_id", "login"]
@@ -36,6 +43,7 @@ extension SideInputReader {
             }
             // Trimmed, as the tables' ids are: an id with spaces matched no account, and its token passed for none.
             guard let uid = fields.text("uid")?.trimmingSpaces, !uid.isEmpty else { throw fail("uid: is missing") }
+            if let problem = hiddenCharacter(in: uid) { throw fail("uid: \(problem)") }
             let provider = fields.value("provider")
             if provider?.equals(ProviderID.apple) == true {
                 try result.modify(uid) { entry in
@@ -97,18 +105,20 @@ extension SideInputReader {
         enum Value {
             case bytes(UnsafeBufferPointer<UInt8>)
             case decoded(String)
+            /// A number or a boolean, as written: no value of this file is one (`true` was taken for a token).
+            case notString(String)
 
             var text: String {
                 switch self {
                 case .bytes(let bytes): String(decoding: bytes, as: UTF8.self)
-                case .decoded(let text): text
+                case .decoded(let text), .notString(let text): text
                 }
             }
 
             func equals(_ text: String) -> Bool {
                 switch self {
                 case .bytes(let bytes): TextScan.sameBytes(bytes, text)
-                case .decoded(let decoded): decoded == text
+                case .decoded(let decoded), .notString(let decoded): decoded == text
                 }
             }
 
@@ -121,6 +131,7 @@ extension SideInputReader {
                 switch self {
                 case .bytes(let bytes): Timestamp.parseRFC3339(bytes)
                 case .decoded(let text): Timestamp.parseRFC3339(text)
+                case .notString: nil
                 }
             }
         }
@@ -166,12 +177,13 @@ extension SideInputReader {
                         cursor.position = start
                         fields.members.append((key, .decoded(try cursor.string())))
                     }
-                case UInt8(ascii: "t"), UInt8(ascii: "f"): fields.members.append((key, .decoded(try cursor.bool() ? "true" : "false")))
+                case UInt8(ascii: "t"), UInt8(ascii: "f"): fields.members.append((key, .notString(try cursor.bool() ? "true" : "false")))
                 case UInt8(ascii: "n"): try cursor.literal("null")
+                case UInt8(ascii: "{"), UInt8(ascii: "["): throw cursor.fail("expected a string, found an object or an array")
                 default:
                     let start = cursor.position
                     try cursor.skipNumber()
-                    fields.members.append((key, .bytes(UnsafeBufferPointer(rebasing: buffer[start..<cursor.position]))))
+                    fields.members.append((key, .notString(String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<cursor.position]), as: UTF8.self))))
                 }
                 if try cursor.peek() == UInt8(ascii: ",") { cursor.position += 1; continue }
                 try cursor.expect(UInt8(ascii: "}"))
