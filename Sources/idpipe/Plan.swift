@@ -142,6 +142,14 @@ struct PlanExecution {
         run.workingDirectory = currentDirectory()
         run.reportFolder = absolutePath(out)
         run.listLimit = definition.report.listLimit
+        if definition.selection.deletionRequested {
+            let later = sideInputs.deletionRequests.allRows.count { $0.requestedAt > planAsOf }
+            if later > 0 {
+                run.deletionRequestsAfterAsOf = later
+                Console.error("idpipe: warning: \(Console.count(later, "deletion request")) in inputs.deletion_requests \(later == 1 ? "is" : "are") "
+                    + "dated after the plan's time (\(Timestamp.formatRFC3339(planAsOf))) and not honoured")
+            }
+        }
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, workers: workers, logger: logger)
         if let size = ProcessEnvironment.value("IDPIPE_BATCH_RECORDS").flatMap(Int.init) { runner.batchRecords = size }

@@ -652,6 +652,23 @@ struct Binary {
         #expect(refused == 2 && message.contains("users.csv") && message.contains("carriage return alone"), "\(message)")
     }
 
+    /// A deletion request dated after the plan's time is not honoured, and the plan says so on stderr and in plan.md.
+    @Test func aDeletionRequestAfterThePlansTimeIsNotHonouredAndSaidSo() throws {
+        var requests = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/deletion-requests.csv").path, encoding: .utf8)
+        requests = requests.replacingOccurrences(of: "kxNSVd2N6kjEfd7jdQtG8jgckJxF,2026-08-22T05:08:41Z", with: "kxNSVd2N6kjEfd7jdQtG8jgckJxF,2030-01-01T00:00:00Z")
+        let file = Binary.temporaryDirectory() + "/requests.csv"
+        try requests.write(toFile: file, atomically: true, encoding: .utf8)
+        let pipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/deletion-requests.csv", with: file)
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (_, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(output.contains("warning: 1 deletion request in inputs.deletion_requests is dated after the plan's time (\(asOf)) and not honoured"), "\(output)")
+        let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+        #expect(report.contains("**1 deletion request is dated after the plan's time**"))
+        let ledger = try String(contentsOfFile: out + "/ledger.csv", encoding: .utf8)
+        #expect(!ledger.contains("kxNSVd2N6kjEfd7jdQtG8jgckJxF,delete-account"), "\(ledger.prefix(600))")
+    }
+
     /// The binary allocates with jemalloc (linked in Package.swift for speed): asked to, it prints its statistics at exit.
     @Test func theBinaryAllocatesWithJemalloc() throws {
         let (status, output) = try Binary.run(["--help"], environment: ["MALLOC_CONF": "stats_print:true"])

@@ -66,6 +66,14 @@ import IdPipeTestSupport
         #expect(Self.selector(providers: providers).select(account, deletionRequest: request) == expected, "\(what)")
     }
 
+    /// A deletion request dated after the plan's time did not exist then: not honoured (it was, a clock or time zone
+    /// off); one made at that very moment is.
+    @Test(arguments: [(Int64(0), SelectionOutcome.selected(.deletionRequested)), (1, .notSelected), (400 * day, .notSelected)])
+    func aRequestAfterThePlansTimeIsNotHonoured(later: Int64, expected: SelectionOutcome) {
+        let request = DeletionRequest(requestedAt: Self.asOf + later, source: "app")
+        #expect(Self.selector(providers: []).select(Account(localId: "b", lastSignedInAt: Self.recent), deletionRequest: request) == expected)
+    }
+
     /// A protected account is never revoked or deleted, whatever selects it; it stays, so its name is still filled.
     /// The same account unprotected is revoked and deleted.
     @Test func aProtectedAccountGetsNoRevocationOrDeletion() throws {
@@ -192,6 +200,9 @@ import IdPipeTestSupport
         (.authorizationCode, 6 * 60_000, .notPossible, "authorization code older than 5 minutes"),
         (.authorizationCode, 299_999, .planned, nil),
         (.authorizationCode, 300_000, .notPossible, "authorization code older than 5 minutes"),  // 5:00: gone
+        // Captured after the plan's time: its age is unknown (it was planned as a fresh code to exchange).
+        (.authorizationCode, -1, .notPossible, "authorization code captured after the plan's time"),
+        (.refreshToken, -86_400_000, .planned, nil),
     ])
     func appleRevocation(kind: AppleTokenKind?, age: Int64, state: ActionState, reason: String?) {
         let credentials = kind.map { StoredCredentials(apple: StoredAppleToken(kind: $0, token: secret("t"), capturedAt: asOf - age)) }

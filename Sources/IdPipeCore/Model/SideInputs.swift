@@ -131,6 +131,9 @@ public struct KeyedRows<Value: Sendable>: Sendable, ExpressibleByDictionaryLiter
 
     @inlinable public var count: Int { rows.count }
 
+    /// Every row, in the order added.
+    @inlinable public var allRows: ContiguousArray<Value> { rows }
+
     /// Makes room for `count` rows, so that a reader that knows about how many rows it will add allocates each array
     /// and the table once.
     @inlinable public mutating func reserveCapacity(_ count: Int) {

@@ -61,6 +61,7 @@ public struct JSONReport {
                 .map { "\(JSONText.string($0.key)): [" + $0.value.map { JSONText.string(masking.quarantinedId($0) ?? $0) }.joined(separator: ", ") + "]" }
                 .joined(separator: ", ") + "}")
         }
+        if let later = run.deletionRequestsAfterAsOf { out.write(", \"deletionRequestsAfterAsOf\": \(later)") }
         out.write("},\n  \"totals\": {")
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
         out.write("}")

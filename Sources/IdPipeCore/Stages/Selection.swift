@@ -48,8 +48,11 @@ public struct Selector: Sendable {
         self.inactiveBefore = config.inactiveForDays.map { asOf - Int64($0) * 86_400_000 }
     }
 
+    /// A deletion request dated after `asOf` did not exist at the plan's time (a clock or time zone off, or a plan
+    /// made as of an earlier day): it is not honoured, and the plan says how many there are
+    /// (`RunRecord.deletionRequestsAfterAsOf`).
     public func select(_ account: Account, deletionRequest: DeletionRequest?) -> SelectionOutcome {
-        let reasons = reasons(deletionRequested: deletionRequest != nil, disabled: account.disabled,
+        let reasons = reasons(deletionRequested: deletionRequest.map { $0.requestedAt <= asOf } ?? false, disabled: account.disabled,
                               lastSignedInAt: account.lastSignedInAt, createdAt: account.createdAt)
         guard !reasons.isEmpty else { return .notSelected }
         if !config.providers.isEmpty && !config.providers.contains(where: account.isLinked(to:)) {

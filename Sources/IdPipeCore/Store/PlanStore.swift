@@ -34,6 +34,8 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// The pipeline's `report.list_limit`: `idpipe report` writes the plan's Markdown with it (nil in a store planned
     /// before it was kept; the default then).
     public var listLimit: Int?
+    /// How many deletion requests are dated after `asOf`: not honoured (`Selector.select`), and the reports say so.
+    public var deletionRequestsAfterAsOf: Int?
 
     public init(pipelineName: String, pipelinePath: String, pipelineSHA256: String, asOf: Int64, createdAt: Int64,
                 status: RunStatus, sourcePath: String, sourceFormat: String, sourceSHA256: String? = nil, sourceSize: Int64,
