@@ -7,13 +7,15 @@ import Glibc
 /// A record over the limit is inside a quoted field (a line break outside quotes ends a record). Either the quote is
 /// unbalanced and the field swallowed the rows after it, or the field is legal and long. Taking every such record for
 /// an unbalanced quote and reading again from its second line read a long field's text as rows: a row written inside
-/// a display name became an account, planned for deletion. The two are told apart by reading on with libcsv's strict
-/// rules for quotes: a fault or the end of the file inside the field means an unbalanced quote; a line break after the
-/// field and the rest of its record means a long record, which ends there.
+/// a display name became an account, planned for deletion. The two are told apart by reading on: a quote followed by
+/// anything but a second quote, a comma or a line end, or the end of the file inside the field, means an unbalanced
+/// quote; a quote followed by a comma or a line end closes the field, which was long. From there on the record is
+/// known to be one, and it ends at the first line end outside quotes, whatever else is wrong in it (a stray quote in a
+/// photo URL made it "unbalanced" again, and its text rows).
 ///
-/// This only finds the end: the record is quarantined whole, none of its fields read. The scan stops at the first
-/// quote that breaks the rules, which for an unbalanced quote is the next quote in the file, so the reads it costs
-/// are bounded by the distance to the next quoted field.
+/// This only finds the end: the record is quarantined whole, none of its fields read. Until the field closes, the scan
+/// stops at the first quote that breaks the rules, which for an unbalanced quote is the next quote in the file, so the
+/// reads it costs are bounded by the distance to the next quoted field.
 public enum CSVRecordEnd {
     /// Where the record ends: the offset after its last line, and the number of the line after it.
     public struct End: Equatable, Sendable {
@@ -21,77 +23,82 @@ public enum CSVRecordEnd {
         public var line: Int
     }
 
-    /// Reads `path` from `offset`, the start of line `line`, inside a quoted field; nil when the quote is unbalanced
-    /// (a quote breaks the rules, or the file ends inside the field) or the file cannot be read.
-    public static func find(path: String, from offset: Int64, line: Int, blockSize: Int = 256 << 10) -> End? {
+    /// Reads `path` from `offset`, the start of line `line`, inside a quoted field that began on an earlier line, or
+    /// (`insideQuotes` false) at the start of a record that libcsv found malformed on a later line than its first. Nil
+    /// when no quoted field over line breaks closes before a fault (the quote is unbalanced, or the fault is on the
+    /// record's first line, and reading again from its second line is right), or when the file cannot be read.
+    public static func find(path: String, from offset: Int64, line: Int, insideQuotes: Bool = true, blockSize: Int = 256 << 10) -> End? {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { return nil }
         defer { close(fd) }
-        var state = State.quoted
+        var state = insideQuotes ? State.quoted : .fieldStart
+        // Whether the quoted field being read has held a line break, and whether such a field has closed.
+        var spans = insideQuotes
+        var closed = false
         var position = offset
         var line = line
         let block = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: blockSize)
         defer { block.deallocate() }
+        let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ",")
         while true {
             let count = pread(fd, block.baseAddress!, blockSize, off_t(position))
             if count < 0 && errno == EINTR { continue }
             guard count > 0 else {
-                // The end of the file ends the record, except inside a quoted field.
-                return count == 0 && state != .quoted ? End(offset: position, line: line + 1) : nil
+                // The end of the file ends the record once the field over lines has closed (the file may end with its quote).
+                return count == 0 && (closed || (state == .quoteInQuoted && spans)) ? End(offset: position, line: line + 1) : nil
             }
             for index in 0..<count {
                 let byte = block[index]
-                switch state.after(byte) {
-                case nil: return nil
-                case .ended?:
-                    return End(offset: position + Int64(index) + 1, line: line + 1)
-                case let next?:
-                    if byte == 0x0A { line += 1 }
-                    state = next
+                if !closed {
+                    // libcsv's strict rules, until a field over line breaks closes with a comma or a line end.
+                    switch state {
+                    case .quoted:
+                        if byte == 0x0A { spans = true }
+                    case .quoteInQuoted:
+                        guard byte == quote || byte == comma || byte == 0x0A || byte == 0x0D else { return nil }  // text after a quote
+                        if byte != quote && spans { closed = true }
+                    case .fieldStart, .unquoted:
+                        if byte == quote && state == .unquoted { return nil }  // a quote inside an unquoted field
+                        if byte == quote { spans = false }
+                    case .ended:
+                        break
+                    }
+                    // A record of one line ends, or a line break outside quotes, before any field over lines closed.
+                    if !closed && (byte == 0x0A || byte == 0x0D) && state != .quoted { return nil }
                 }
+                state = state.after(byte)
+                if state == .ended { return End(offset: position + Int64(index) + 1, line: line + 1) }
+                if byte == 0x0A { line += 1 }
             }
             position += Int64(count)
         }
     }
 
-    /// Where the scan stands, by libcsv's strict rules.
+    /// Where the scan stands in a record, read leniently: a quote opens a field only at its start, text after a closing
+    /// quote goes on as unquoted text, and the record ends at a line feed outside quotes (after any CRs).
     enum State: Equatable {
         case quoted
         /// A quote inside a quoted field: the field's end, or the first of two quotes that stand for one.
         case quoteInQuoted
         case fieldStart
         case unquoted
-        /// A CR after the record: only a LF may follow (a lone CR inside the line would split the row).
-        case carriageReturn
         /// The record ended with the byte just read.
         case ended
 
-        /// The state after `byte`; nil when the byte breaks the rules.
-        func after(_ byte: UInt8) -> State? {
+        func after(_ byte: UInt8) -> State {
             let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ",")
             switch self {
             case .quoted:
                 return byte == quote ? .quoteInQuoted : .quoted
             case .quoteInQuoted:
-                switch byte {
-                case quote: return .quoted
-                case comma: return .fieldStart
-                case 0x0A: return .ended
-                case 0x0D: return .carriageReturn
-                default: return nil  // text after a closing quote
-                }
-            case .fieldStart, .unquoted:
-                switch byte {
-                case quote: return self == .fieldStart ? .quoted : nil  // a quote inside an unquoted field
-                case comma: return .fieldStart
-                case 0x0A: return .ended
-                case 0x0D: return .carriageReturn
-                default: return .unquoted
-                }
-            case .carriageReturn:
-                return byte == 0x0A ? .ended : nil
+                if byte == quote { return .quoted }
+                return byte == comma ? .fieldStart : byte == 0x0A ? .ended : .unquoted
+            case .fieldStart:
+                return byte == quote ? .quoted : byte == comma ? .fieldStart : byte == 0x0A ? .ended : .unquoted
+            case .unquoted:
+                return byte == comma ? .fieldStart : byte == 0x0A ? .ended : .unquoted
             case .ended:
-                return nil
+                return .ended
             }
         }
     }

@@ -203,6 +203,7 @@ public enum CSVPart {
                 let next = scanner.feed(UnsafeBufferPointer(rebasing: bytes[position..<lineEnd]), at: base + Int64(position), pass)
                 position = lineEnd
                 if case .restart(let offset, _) = next { position = Int(offset - base) }
+                if next == .unfinished { return End(offset: scanner.recordStartOffset, line: scanner.recordStartLine, betweenRecords: false) }
             }
             // A long record ended past the chunk: the next chunk starts after it.
             if position > end {

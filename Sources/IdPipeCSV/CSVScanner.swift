@@ -72,6 +72,9 @@ public final class CSVScanner {
     /// Where to go on after a line.
     public enum Next: Equatable {
         case nextLine
+        /// The record is malformed and ends past `skipLimit`: the caller stops before it (not between records), to
+        /// read it again from its start with no such limit.
+        case unfinished
         /// A malformed record was handed over: read again from here (the line after its first), between records.
         case restart(offset: Int64, line: Int)
     }
@@ -115,14 +118,18 @@ public final class CSVScanner {
     /// on, and reading goes on after it; else it is an unbalanced quote, which costs its first line.
     private func long(after offset: Int64, _ emit: (CSVItemView) -> Void) -> Next {
         guard let path, let end = CSVRecordEnd.find(path: path, from: offset, line: line + 1) else {
-            return malformed("a quoted field is not closed (unbalanced quote)", lastLine: recordStartLine, emit)
+            return malformed("a quoted field is not closed (unbalanced quote)", lastLine: recordStartLine, reconsider: false, emit)
         }
         guard end.offset <= skipLimit else {
             endBeyondLimit = true
             return .nextLine
         }
+        return skip(to: end, "the record is longer than \(maxRecordBytes >> 10) KiB (a quoted field); its lines are not read as rows", emit)
+    }
+
+    /// Hands over the record from `recordStartLine` to `end` as malformed, and goes on after it.
+    private func skip(to end: CSVRecordEnd.End, _ reason: String, _ emit: (CSVItemView) -> Void) -> Next {
         sink.pointee.reset()
-        let reason = "the record is longer than \(maxRecordBytes >> 10) KiB (a quoted field); its lines are not read as rows"
         emit(.malformed(CSVMalformedRecord(firstLine: recordStartLine, lastLine: end.line - 1, reason: reason, endOffset: end.offset,
                                            startOffset: recordStartOffset)))
         csv_free(&parser)
@@ -142,7 +149,18 @@ public final class CSVScanner {
     }
 
     /// Hands over the malformed record that starts at `recordStartLine` and starts afresh on the line after it.
-    private func malformed(_ reason: String, lastLine: Int, _ emit: (CSVItemView) -> Void) -> Next {
+    ///
+    /// Unless the fault lies below the record's first line, after a quoted field over line breaks closed as it should
+    /// (`CSVRecordEnd`): then the record is one, whatever broke it later (a stray quote in a photo URL after a name of
+    /// many lines), and it is quarantined whole. Read again from its second line, the name's text became rows, and a
+    /// row written in it an account planned for deletion. `reconsider` is false where the reading on was done.
+    private func malformed(_ reason: String, lastLine: Int, reconsider: Bool = true, _ emit: (CSVItemView) -> Void) -> Next {
+        if reconsider, lastLine > recordStartLine, let path,
+           let end = CSVRecordEnd.find(path: path, from: recordStartOffset, line: recordStartLine, insideQuotes: false) {
+            // Past what this reader may skip to (a part of a chunk), the record is left unfinished for the caller.
+            guard end.offset <= skipLimit else { return .unfinished }
+            return skip(to: end, reason + "; its lines are not read as rows", emit)
+        }
         let startLine = recordStartLine
         let resume = recordFirstLineEnd
         // Records the line completed before the fault go with it (libcsv's state past the fault is not to be trusted).

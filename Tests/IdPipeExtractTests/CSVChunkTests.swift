@@ -162,6 +162,43 @@ struct RecordingDecoder: CSVRecordDecoder {
         }
     }
 
+    /// A fault found below a record's first line, after its field over line breaks closed as it should (a stray quote in
+    /// a photo URL, a lone CR, a quote never closed at the end of the file): the record is quarantined whole. Read again
+    /// from its second line, the name's text became rows (`phantom`), and the plan deleted the accounts they named.
+    @Test(arguments: ["https://cdn.example/a\"b.jpg,z\n", "x\ry,z\n", "\"never closed,z\n"])
+    func aFaultAfterAFieldOverLinesQuarantinesTheWholeRecord(tail: String) throws {
+        let name = "\"L\n" + String(repeating: "phantom,x\n", count: 30) + "end\""
+        let atEnd = tail.hasPrefix("\"never")
+        let text = "r0,a\nr1," + name + "," + tail + (atEnd ? "" : (2..<40).map { "r\($0),b\n" }.joined())
+        let path = TemporaryFile.write(text, name: "fault.csv")
+        let reader = try CSVRecordReader(path: path)
+        var reference: [CSVItem] = []
+        while let item = try reader.next() { reference.append(item) }
+        let expected = items(reference)
+        #expect(!expected.contains { $0.hasPrefix("phantom") }, "\(expected.prefix(5))")
+        #expect(expected.count == (atEnd ? 2 : 40) && expected[1].hasPrefix("malformed 2: ") && expected[1].hasSuffix("its lines are not read as rows (found on line 33)")
+                || atEnd, "\(expected.prefix(3))")
+        for (batchBytes, parts) in [(1 << 20, 1), (1 << 20, 3), (300, 2), (1000, 4)] {
+            #expect(try read(path, batchBytes: batchBytes, parts: parts) == expected, "chunks of \(batchBytes) bytes, \(parts) parts")
+        }
+    }
+
+    /// Two long records in a row, each longer than a chunk: after the first is skipped past its chunk, the second is
+    /// read in chunks twice as long until it fits (the plan took the second reading from one place for a loop).
+    @Test func twoLongRecordsInARowAreReadInAnyChunks() throws {
+        let long = "\"L\n" + String(repeating: "phantom,x\n", count: 11_000) + "\""
+        let text = "r0,a\nr1," + long + "\nr2," + long + "\nr3,b\n"
+        let path = TemporaryFile.write(text, name: "long2.csv")
+        let reader = try CSVRecordReader(path: path)
+        var reference: [CSVItem] = []
+        while let item = try reader.next() { reference.append(item) }
+        let expected = items(reference)
+        #expect(expected.count == 4 && expected[1].hasPrefix("malformed 2") && expected[2].hasPrefix("malformed 11004"), "\(expected)")
+        for batchBytes in [50_000, 60_000, 1 << 20] {
+            #expect(try read(path, batchBytes: batchBytes, parts: 2) == expected, "chunks of \(batchBytes) bytes")
+        }
+    }
+
     /// An unbalanced quote with no other quote for more than 64 KiB after it (the reading on finds the end of the file
     /// inside the field) still costs its one row, and one whose field a later quoted field breaks (text after what
     /// would close it) too.

@@ -152,12 +152,13 @@ final class CountingFingerprint: InputFingerprint {
         #expect(try snapshot(guessed) == snapshot(whole))
     }
 
-    /// A source that keeps reading from the wrong place stops the plan with an error, rather than reading for ever.
+    /// A source that keeps reading from the wrong place stops the plan with an error, rather than reading for ever. (A
+    /// few times from one place are allowed: a CSV source reads a chunk twice as long each time a record is longer.)
     @Test func aSourceThatNeverFollowsStopsThePlan() throws {
         let source = GuessingListSource(accounts, size: 8, wrongAt: 0, alwaysWrong: true)
         let error = try #require(throws: PlanError.self) { try run(try StateStore(), source: source) }
         #expect("\(error)".contains("cannot read on after line 9"), "\(error)")
-        #expect(source.readAgainCount == 1)
+        #expect(source.readAgainCount == 40)
     }
 
     /// A source that ends before the end of its file (as one set back to the wrong place by `readAgain` could) fails the

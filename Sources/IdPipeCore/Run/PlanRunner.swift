@@ -306,8 +306,11 @@ public final class PlanRunner {
             }
         }
         do {
-            // Where reading last started again: a second time from the same place would go on for ever.
+            // Where reading last started again, and how many times in a row from there. Again from the same place is
+            // right when a record there is longer than the batch, which the source then reads twice as long (after a
+            // long record skipped past a batch's end, the next one may be long too); without end, it would go on for ever.
             var readAgainFrom: Int64 = -1
+            var readAgainRepeats = 0
             while true {
                 do {
                     if source.readsAhead {
@@ -324,7 +327,8 @@ public final class PlanRunner {
                     // Reading has stopped, so the source can be set back: the batches read after the last one merged are
                     // dropped (their parts not yet decoded are skipped), and read again from where its decoding stopped.
                     let end = merged!.checkpoint
-                    guard end.offset != readAgainFrom else {
+                    readAgainRepeats = end.offset == readAgainFrom ? readAgainRepeats + 1 : 0
+                    guard readAgainRepeats < 40 else {
                         throw PlanError.input(InputError(path: source.path, message: "cannot read on after line \(end.line): "
                             + "the batch read from there does not start where the one before it ended"))
                     }
