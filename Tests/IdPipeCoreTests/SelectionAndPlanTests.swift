@@ -479,6 +479,14 @@ import IdPipeTestSupport
         (Quoted.value("o'brien.kelly@@example.com") + " has more than one @", "email", "'o•••@example.com' has more than one @"),
         (Quoted.value("Sean O'Neill") + " is not a rfc3339 timestamp", "createdAt", "'S••• O•••' is not a rfc3339 timestamp"),
         (Quoted.value("a\\'b") + " is not true or false", "disabled", "'a•••' is not true or false"),
+        // A combining mark or joiner beside a quote made one Character of the two, and the value showed in clear.
+        ("'\u{301}jane.doe@@example.com' has more than one @", "email", "'\u{301}•••@example.com' has more than one @"),
+        ("'jane.doe@@example.com\u{600}' has more than one @", "email", "'j•••@•••' has more than one @"),
+        // After an @, what is no domain is masked; and so are later quoted values that are no domain.
+        ("'jane.doe@example.com (Jane Doe)' domain 'example.com (jane doe)' contains ' '", "email",
+         "'j•••@•••' domain 'e••• (••• d•••' contains ' '"),
+        ("'jane@example.com, +1 415 555 0100' is not a rfc3339 timestamp", "createdAt", "'j•••@•••' is not a rfc3339 timestamp"),
+        ("'jane@example' domain 'example' has no dot", "email", "'j•••@example' domain 'example' has no dot"),
     ])
     func quotedValuesOfOtherFieldsAreMaskedWhenTheyHaveLetters(reason: String, field: String, expected: String) {
         #expect(Masking(reveal: false).quotedValues(in: reason, field: field) == expected)

@@ -416,7 +416,13 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         let path = TemporaryFile.write("u1,ann@example.com,Ann Lee\n", name: "users.csv")
         let mapping = ColumnMapping(columns: ["localId": "id", "email": "mail"], providers: [:])
         #expect { try CSVSource.mapped(path: path, mapping: mapping, timestamps: .rfc3339) } throws: { error in
-            "\(error)".hasSuffix(":1: the mapping names column 'mail' for email, but the header has: u1, a•••@example.com, A••• L•••")
+            "\(error)".hasSuffix(":1: the mapping names column 'mail' for email, but the first row has none of the mapped columns: is it a header? "
+                + "(its 3 cells are not shown: they may be personal data)")
+        }
+        // A header with one name mistyped is shown, to find the typo.
+        let typo = TemporaryFile.write("id,email\nu1,ann@example.com\n", name: "users.csv")
+        #expect { try CSVSource.mapped(path: typo, mapping: mapping, timestamps: .rfc3339) } throws: { error in
+            "\(error)".hasSuffix(":1: the mapping names column 'mail' for email, but the header has: id, email")
         }
     }
 

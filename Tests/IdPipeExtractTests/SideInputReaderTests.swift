@@ -74,12 +74,12 @@ import IdPipeTestSupport
     /// Bad rows stop the run with the file, the line and the column; a token is never quoted.
     @Test(arguments: [
         ("names", "uid,given_name,family_name,consent\nu1,A,B,true\nu1,C,D,false\n", ":3: uid: 'u1' appears twice"),
-        ("names", "uid,given_name,family_name,consent\nu1,A,B,maybe\n", ":2: consent: 'maybe' is not true or false"),
-        ("names", "consent,uid,given_name,family_name\nMaybe,u1,A,B\n", ":2: consent: 'Maybe' is not true or false"),
+        ("names", "uid,given_name,family_name,consent\nu1,A,B,maybe\n", ":2: consent: 'm•••' is not true or false"),
+        ("names", "consent,uid,given_name,family_name\nMaybe,u1,A,B\n", ":2: consent: 'M•••' is not true or false"),
         ("names", "uid,given,family_name,consent\n", ":1: the header has no column 'given_name'"),
         ("names", "uid,given_name,family_name,consent,uid\nu1,A,B,true,u2\n", ":1: the header has the column 'uid' twice"),
         ("deletions", "uid,requested_at,source\n,2025-01-01T00:00:00Z,app\n", ":2: uid: is empty"),
-        ("deletions", "uid,requested_at,source\nu1,yesterday,app\n", ":2: requested_at: 'yesterday' is not an RFC 3339 time"),
+        ("deletions", "uid,requested_at,source\nu1,yesterday,app\n", ":2: requested_at: 'y•••' is not an RFC 3339 time"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"id_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
          ":1: type: expected refresh_token, access_token or authorization_code"),
         ("tokens", "\n{\"uid\":\"u1\",\"provider\":\"apple.com\",\"token\":\"t-secret\n", ":2: not a JSON object"),

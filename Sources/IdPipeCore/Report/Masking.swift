@@ -27,14 +27,24 @@ public struct Masking: Sendable {
     /// Appends the masked address's UTF-8 (the value itself when revealed).
     public func email(_ value: String, into out: inout [UInt8]) {
         if reveal { return out.append(contentsOf: value.utf8) }
+        // The domain shows only when it is one (letters, digits, dots, hyphens): after the @ of a value that is no
+        // address (`jane@example.com (Jane Doe)`, `jane@example.com, +1 415 555 0100`) came the rest of it, in clear.
         if Self.plainASCII(value, into: &out, { bytes, out in
             guard let at = bytes.lastIndex(of: UInt8(ascii: "@")) else { return out.append(contentsOf: Self.dots) }
             out.append(bytes[0])
             out.append(contentsOf: Self.dots)
-            out.append(contentsOf: bytes[at...])
+            let domain = bytes[(at + 1)...]
+            if domain.allSatisfy({ $0 == 0x2E || $0 == 0x2D || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) }) {
+                out.append(contentsOf: bytes[at...])
+            } else {
+                out.append(UInt8(ascii: "@"))
+                out.append(contentsOf: Self.dots)
+            }
         }) { return }
         guard let at = value.lastIndex(of: "@") else { return out.append(contentsOf: Self.dots) }
-        out.append(contentsOf: (String(value.prefix(1)) + "•••" + value[at...]).utf8)
+        let domain = value[value.index(after: at)...]
+        let shown = domain.allSatisfy({ $0 == "." || $0 == "-" || $0.isLetter || $0.isNumber }) ? String(value[at...]) : "@•••"
+        out.append(contentsOf: (String(value.prefix(1)) + "•••" + shown).utf8)
     }
 
     /// Appends the masked name's UTF-8: each word's first character and dots. A Han, Hangul or Kana character is
@@ -142,28 +152,31 @@ extension Masking {
     /// A value of another field is masked when it has a letter in it: a column mapped wrongly, or a row shifted,
     /// puts a name or an address where a time or a flag belongs (`'Lily Doe' is not a rfc3339 timestamp`). Ids are
     /// masked as `quarantinedId` masks them, and values without letters (a time, a number) are shown.
-    /// The value is read as `Quoted.value` writes it: a quote or backslash after a backslash is part of it.
+    /// The value is read as `Quoted.value` writes it: a quote or backslash after a backslash is part of it. Read by
+    /// Unicode scalar: as Characters, a combining mark after the opening quote made one character of the two, the
+    /// quote was not found, and the value showed in clear.
     public func quotedValues(in reason: String, field: String) -> String {
-        guard !reveal, let open = reason.firstIndex(of: "'") else { return reason }
-        var value = ""
-        var index = reason.index(after: open)
-        var closing: String.Index?
-        while index < reason.endIndex {
-            let character = reason[index]
-            if character == "'" {
+        guard !reveal else { return reason }
+        let scalars = Array(reason.unicodeScalars)
+        guard let open = scalars.firstIndex(of: "'") else { return reason }
+        var quoted = String.UnicodeScalarView()
+        var index = open + 1
+        var closing: Int?
+        while index < scalars.count {
+            if scalars[index] == "'" {
                 closing = index
                 break
             }
-            if character == "\\", reason.index(after: index) < reason.endIndex {
-                index = reason.index(after: index)
-            }
-            value.append(reason[index])
-            index = reason.index(after: index)
+            if scalars[index] == "\\" && index + 1 < scalars.count { index += 1 }
+            quoted.append(scalars[index])
+            index += 1
         }
         guard let close = closing else { return reason }
-        guard value.count > 1 else { return reason }
+        let value = String(quoted)
         let masked: String
-        if field.hasSuffix("email") {
+        if value.unicodeScalars.count <= 1 {
+            masked = value
+        } else if field.hasSuffix("email") {
             masked = email(value)
         } else if field.hasSuffix("phoneNumber") {
             masked = phone(value)
@@ -174,6 +187,18 @@ extension Masking {
         } else {
             masked = quarantinedId(value) ?? value
         }
-        return String(reason[..<open]) + "'" + masked + "'" + reason[reason.index(after: close)...]
+        let before = String(String.UnicodeScalarView(scalars[..<open])), after = String(String.UnicodeScalarView(scalars[(close + 1)...]))
+        return before + "'" + masked + "'" + laterQuotedValues(in: after)
+    }
+
+    /// The values a reason quotes after its first (`domain 'example.com (jane doe)' contains ' '`): a domain or one
+    /// character shows; anything else is masked as a name.
+    private func laterQuotedValues(in text: String) -> String {
+        guard let open = text.unicodeScalars.firstIndex(of: "'"),
+              let close = text.unicodeScalars[text.unicodeScalars.index(after: open)...].firstIndex(of: "'") else { return text }
+        let value = String(text.unicodeScalars[text.unicodeScalars.index(after: open)..<close])
+        let plain = value.unicodeScalars.count <= 1 || value.unicodeScalars.allSatisfy { $0 == "." || $0 == "-" || ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+        let rest = String(text.unicodeScalars[text.unicodeScalars.index(after: close)...])
+        return String(text.unicodeScalars[..<open]) + "'" + (plain ? value : name(value)) + "'" + laterQuotedValues(in: rest)
     }
 }

@@ -20,11 +20,14 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         func index(_ name: String, for field: String) throws -> Int {
             let line = SourcePosition(file: path, line: header.firstLine)
             guard let found = headers.firstIndex(of: name) else {
-                // A file without a header has a row of data there: what looks like an email, a phone number or a name
-                // is masked, as in the reports.
-                let shown = headers.map { Masking(reveal: false).quarantinedId($0) ?? $0 }
+                // With none of the mapped names there, the first row is data (a table without a header): its cells,
+                // personal data, are not shown. A header with a name mistyped is.
+                guard mapping.columns.values.contains(where: headers.contains) || mapping.providers.values.contains(where: headers.contains) else {
+                    throw InputError(path: path, position: line, message: "the mapping names column '\(name)' for \(field), but the first row has "
+                        + "none of the mapped columns: is it a header? (its \(headers.count) cells are not shown: they may be personal data)")
+                }
                 throw InputError(path: path, position: line,
-                                 message: "the mapping names column '\(name)' for \(field), but the header has: \(shown.joined(separator: ", "))")
+                                 message: "the mapping names column '\(name)' for \(field), but the header has: \(headers.joined(separator: ", "))")
             }
             // Two columns of that name: which one holds the field is no guess to make.
             guard headers[(found + 1)...].firstIndex(of: name) == nil else {

@@ -78,6 +78,12 @@ public enum SideInputReader {
         }
     }
 
+    /// A bad value as an error quotes it: masked as the reports mask a value of the wrong field (a row shifted or a
+    /// column mixed up puts a name or an address there, and the error went to the terminal in clear).
+    static func shown(_ value: String) -> String {
+        Masking(reveal: false).quotedValues(in: Quoted.value(value), field: "value")
+    }
+
     /// An invisible character (a control, a zero-width space, a bidi mark) in a side input's id: the row matched no
     /// account, without a word but a line among the unmatched ids that looked like the real one. A stored token so
     /// lost left the account to be deleted with its grant unrevoked; a deletion request, not honoured. Nil when
@@ -111,7 +117,7 @@ public enum SideInputReader {
         try readTable(path, DeletionColumn.self) { row in
             let id = try row.id(.uid)
             let text = try row.required(.requestedAt)
-            guard let at = Timestamp.parseRFC3339(text) else { throw row.error(.requestedAt, "'\(text)' is not an RFC 3339 time") }
+            guard let at = Timestamp.parseRFC3339(text) else { throw row.error(.requestedAt, "\(Self.shown(text)) is not an RFC 3339 time") }
             let request = DeletionRequest(requestedAt: at, source: row.text(.source) ?? "unspecified")
             result.modify(id) { entry in
                 if let earlier = entry, earlier.requestedAt <= at { return }
@@ -185,7 +191,7 @@ public enum SideInputReader {
                 switch other.lowercased() {
                 case "true", "1", "yes": return true
                 case "false", "0", "no": return false
-                default: throw error(column, "'\(other)' is not true or false (nor yes/no, 1/0)")
+                default: throw error(column, "\(SideInputReader.shown(other)) is not true or false (nor yes/no, 1/0)")
                 }
             }
         }
