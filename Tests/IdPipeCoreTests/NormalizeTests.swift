@@ -100,6 +100,9 @@ extension EmailNormalizerTests {
         ("+44 (0)20 7946 0958", "+442079460958", true),
         ("+44 (0) 7700 900123", "+447700900123", true),
         ("0049 (0)30 1234567", "+49301234567", true),
+        // Italy keeps its 0 abroad, and a (0) elsewhere is taken as written.
+        ("+39 (0)6 6988 1234", "+390669881234", true),
+        ("+44 20 7946 (0)958", "+442079460958", true),
     ])
     func repairs(input: String, expected: String, repaired: Bool) {
         var repairs = RepairSet()
@@ -139,6 +142,8 @@ extension EmailNormalizerTests {
         ("\u{034F}", nil, [.nameControlCharacters]), ("\u{FE0F}", nil, [.nameControlCharacters]),
         ("\u{E0041}", nil, [.nameControlCharacters]), ("\u{200D}", nil, [.nameControlCharacters]),
         ("\u{3164}", nil, [.nameControlCharacters]), ("\u{3164} \u{200D}", nil, [.nameControlCharacters]),
+        ("\u{17B4}\u{17B5}", nil, [.nameControlCharacters]), ("\u{1BCA0}", nil, [.nameControlCharacters]),
+        ("\u{1D173}", nil, [.nameControlCharacters]), ("\u{FFF9}", nil, [.nameControlCharacters]), ("\u{13430}", nil, [.nameControlCharacters]),
         // Inside a name they stay (an emoji's selector, a joiner), and the bidi letter mark goes.
         ("Ann \u{2764}\u{FE0F}", "Ann \u{2764}\u{FE0F}", []), ("\u{0633}\u{061C}\u{0627}", "\u{0633}\u{0627}", [.nameControlCharacters]),
     ])
@@ -156,6 +161,7 @@ extension EmailNormalizerTests {
             "\u{2000}", "\u{200A}", "\u{200B}", "\u{200E}", "\u{2010}", "\u{2028}", "\u{202E}", "\u{202F}", "\u{205F}", "\u{2066}",
             "\u{2070}", "\u{3000}", "\u{3001}", "カ", "山", "한", "\u{FEFF}", "\u{FEFE}", "\u{FF21}", "😀",
             "\u{AD}", "\u{34F}", "\u{61C}", "\u{115F}", "\u{180E}", "\u{200D}", "\u{3164}", "\u{FE0F}", "\u{FFA0}", "\u{E0041}",
+            "\u{17B4}", "\u{1BCA0}", "\u{1D173}", "\u{FFF9}", "\u{13430}",
         ]
         var random = SeededGenerator(seed: 7)
         for _ in 0..<20000 {
@@ -229,6 +235,7 @@ extension EmailNormalizerTests {
         // A NUL ended the id where a C string carried it: the report named the account `u1`.
         ("u1\u{0}x", "localId: contains a control character"),
         ("u\u{7F}", "localId: contains a control character"),
+        ("c2\u{9B}31mRED", "localId: contains a control character"), ("c1\u{85}x", "localId: contains a control character"),
     ])
     func idsWithWhitespaceAreRejected(localId: String, expected: String) {
         guard case .failure(let issue) = AccountNormalizer.normalize(Account(localId: localId)) else {

@@ -111,7 +111,9 @@ import IdPipeTestSupport
 
     /// A selected account that stays (the pipeline revokes, and deletes nothing) still gets its name; one that is
     /// deleted does not.
-    @Test(arguments: [("revoke: true", [ActionKind.revokeApple, .revokeSessions, .updateName]), ("revoke: true, delete: {accounts: true}", [.revokeApple, .deleteAccount])])
+    @Test(arguments: [("revoke: true", [ActionKind.revokeApple, .revokeSessions, .updateName]), ("revoke: true, delete: {accounts: true}", [.revokeApple, .deleteAccount]),
+                      // Its deletion blocked (the code is too old to revoke, and the policy keeps such accounts), it stays.
+                      ("revoke: true, delete: {accounts: true, when_not_revocable: keep}", [.revokeApple, .revokeSessions, .deleteAccount, .updateName])])
     func aSelectedAccountThatStaysGetsItsName(stages: String, expected: [ActionKind]) throws {
         let pipeline = try PipelineDefinition.parse(yaml: """
             version: 1
@@ -121,7 +123,8 @@ import IdPipeTestSupport
             select: {disabled: true}
             stages: {backfill_names: {sources: [legacy]}, \(stages)}
             """, file: "p.yaml")
-        let token = StoredCredentials(apple: StoredAppleToken(kind: .refreshToken, token: Secret(value: "r1", fingerprint: "f00"), capturedAt: Self.recent))
+        let kind: AppleTokenKind = stages.contains("keep") ? .authorizationCode : .refreshToken
+        let token = StoredCredentials(apple: StoredAppleToken(kind: kind, token: Secret(value: "r1", fingerprint: "f00"), capturedAt: Self.recent))
         let sideInputs = SideInputs(legacyNames: ["u": LegacyName(givenName: "Jane", familyName: "Doe", consent: true)], credentials: ["u": token])
         let processor = AccountProcessor(pipeline: pipeline, sideInputs: sideInputs, asOf: Self.asOf)
         let account = Account(localId: "u", email: "u@example.com", disabled: true, providers: Self.appleLink)

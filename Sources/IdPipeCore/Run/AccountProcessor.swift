@@ -54,8 +54,8 @@ public struct AccountProcessor: Sendable {
             actions = planner.cleanup(for: account, credentials: sideInputs.credentials[uid, hash: idHash])
         }
         // Names are filled only for accounts that stay: those not selected, and those selected for less than deletion
-        // (a pipeline that only revokes, or keeps what it cannot revoke).
-        if let sources = pipeline.stages.backfillNames, !actions.contains(where: { $0.kind == .deleteAccount }) {
+        // (a pipeline that only revokes, or a deletion blocked: kept as its revocation is not possible).
+        if let sources = pipeline.stages.backfillNames, !actions.contains(where: { $0.kind == .deleteAccount && $0.state == .planned }) {
             let outcome = NameBackfill.plan(account, isRelay: isRelay, legacy: legacy, sources: sources)
             name = outcome
             if case .fill(let update) = outcome {

@@ -61,10 +61,12 @@ public enum DisplayNameCleaner {
     static func isAlreadyClean(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
         var previous: UInt8 = 0x20
         var index = 0
+        var showsASCII = false
         while index < bytes.count {
             let byte = bytes[index]
             if byte < 0x80 {
                 if byte < 0x20 || byte == 0x7F || (byte == 0x20 && previous == 0x20) { return false }
+                if byte > 0x20 { showsASCII = true }
             } else {
                 // The valid UTF-8 of a String: a lead byte is followed by its continuation bytes.
                 let next = index + 1 < bytes.count ? bytes[index + 1] : 0
@@ -83,7 +85,16 @@ public enum DisplayNameCleaner {
             previous = byte
             index += 1
         }
-        return previous != 0x20 || bytes.isEmpty
+        guard previous != 0x20 || bytes.isEmpty else { return false }
+        // Without a printable ASCII character, a name may be of characters that show nothing only (of which there are
+        // more than the bytes above catch): clean when one of its scalars shows.
+        if showsASCII || bytes.isEmpty { return true }
+        var iterator = bytes.makeIterator()
+        var decoder = UTF8()
+        while case .scalarValue(let scalar) = decoder.decode(&iterator) {
+            if !isInvisible(scalar) { return true }
+        }
+        return false
     }
 
     static func isControl(_ scalar: Unicode.Scalar) -> Bool {

@@ -1,10 +1,7 @@
 /// Phone numbers to E.164: `+` and 7 to 15 digits, the first not zero.
 public enum PhoneNormalizer {
     public static func normalize(_ raw: String, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
-        // `+44 (0)20 7946 0958`: the trunk prefix a caller inside the country dials, written in brackets after the
-        // country code. It is no digit of the international number; kept, it made `+4402079460958`.
-        if raw.contains("(0)"), let plus = raw.firstIndex(where: { $0 == "+" || $0 == "0" }),
-           let trunk = raw.range(of: "(0)"), plus < trunk.lowerBound {
+        if let trunk = trunkPrefix(in: raw) {
             var repaired = raw
             repaired.removeSubrange(trunk)
             switch normalize(repaired, repairs: &repairs) {
@@ -46,6 +43,32 @@ public enum PhoneNormalizer {
         let result = "+" + String(decoding: digits, as: UTF8.self)
         if result != raw { repairs.insert(.phoneReformatted) }
         return .success(result)
+    }
+
+    /// `+44 (0)20 7946 0958`: the trunk prefix a caller inside the country dials, in brackets right after the country
+    /// code. It is no digit of the international number; kept, it made `+4402079460958`. Italy's numbers (and San
+    /// Marino's and the Vatican's) keep their 0 abroad: `+39 (0)6 6988 1234` is `+390669881234`, and a `(0)` elsewhere
+    /// in a number is taken as written. The range of the `(0)` to remove, if any.
+    static func trunkPrefix(in raw: String) -> Range<String.Index>? {
+        guard raw.contains("(0)") else { return nil }
+        var index = raw.startIndex
+        func skipSpaces() { while index < raw.endIndex && raw[index].isWhitespace { index = raw.index(after: index) } }
+        skipSpaces()
+        if raw[index...].hasPrefix("+") {
+            index = raw.index(after: index)
+        } else if raw[index...].hasPrefix("00") {
+            index = raw.index(index, offsetBy: 2)
+        } else {
+            return nil
+        }
+        skipSpaces()
+        let codeStart = index
+        while index < raw.endIndex && raw[index].isASCII && raw[index].isNumber { index = raw.index(after: index) }
+        let code = raw[codeStart..<index]
+        guard (1...3).contains(code.count), !["39", "378", "379"].contains(code) else { return nil }
+        skipSpaces()
+        guard raw[index...].hasPrefix("(0)") else { return nil }
+        return index..<raw.index(index, offsetBy: 3)
     }
 
     /// Whether `normalize` would return these bytes as they are, with no repair: `+`, then 7 to 15 ASCII digits, the

@@ -88,11 +88,16 @@ public enum TextScan {
         return first > 0x20 && first < 0x80 && last > 0x20 && last < 0x80
     }
 
-    /// Whether an ASCII control byte (below the space, or DEL) is among the bytes: a NUL in an id ended it wherever a
-    /// C string carried it (the state store gave the report `u1` for `u1\0x`, an id of another account).
-    @inline(__always)
+    /// Whether a control character is among the UTF-8 bytes: an ASCII one (below the space, or DEL), or a C1 one
+    /// (U+0080-U+009F, `C2 80`-`C2 9F`, which a terminal may read as an escape). A NUL in an id ended it wherever a C
+    /// string carried it (the state store gave the report `u1` for `u1\0x`, an id of another account).
     static func hasControlByte(_ utf8: some Sequence<UInt8>) -> Bool {
-        utf8.contains { $0 < 0x20 || $0 == 0x7F }
+        var afterC2 = false
+        for byte in utf8 {
+            if byte < 0x20 || byte == 0x7F || (afterC2 && byte <= 0x9F) { return true }
+            afterC2 = byte == 0xC2
+        }
+        return false
     }
 
     /// How many UTF-8 bytes `text` has once trimmed of whitespace at both ends. Most values have none, which is seen
