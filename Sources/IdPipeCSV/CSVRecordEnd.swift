@@ -108,8 +108,9 @@ public enum CSVRecordEnd {
 /// here finds lines by their line feeds, so such a file is one line: its line numbers say nothing, a header row ran to
 /// the end of the file, and a last line feed made the whole file one malformed row. It is refused with the way out.
 public enum CSVLineEnds {
-    /// Whether, outside quotes, carriage returns not followed by a line feed outnumber line feeds in the file's first
-    /// `sample` bytes. A stray CR in a file of LF lines (a row split by one is quarantined) does not make it one.
+    /// Whether carriage returns not followed by a line feed outnumber line feeds in the file's first `sample` bytes.
+    /// A stray CR in a file of LF lines (a row split by one is quarantined) does not make it one. Quotes are not
+    /// followed: one stray quote in a first row hid every CR after it.
     public static func endWithCarriageReturns(path: String, sample: Int = 64 << 10) -> Bool {
         let fd = open(path, O_RDONLY)
         guard fd >= 0 else { return false }
@@ -117,13 +118,11 @@ public enum CSVLineEnds {
         var bytes = [UInt8](repeating: 0, count: sample + 1)
         let count = bytes.withUnsafeMutableBytes { pread(fd, $0.baseAddress!, sample + 1, 0) }
         guard count > 0 else { return false }
-        var quoted = false
         var loneCarriageReturns = 0, lineFeeds = 0
         for index in 0..<min(count, sample) {
             switch bytes[index] {
-            case UInt8(ascii: "\""): quoted.toggle()
-            case 0x0A where !quoted: lineFeeds += 1
-            case 0x0D where !quoted && (index + 1 >= count || bytes[index + 1] != 0x0A): loneCarriageReturns += 1
+            case 0x0A: lineFeeds += 1
+            case 0x0D where index + 1 >= count || bytes[index + 1] != 0x0A: loneCarriageReturns += 1
             default: break
             }
         }

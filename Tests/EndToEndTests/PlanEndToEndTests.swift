@@ -647,9 +647,12 @@ struct Binary {
         let imported = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/import.json"))) as? [String: Any]
         #expect((imported?["users"] as? [Any])?.isEmpty == true)
 
+        // Refused as it opens, the input leaves the import file of the plan before it (same folder, new state) as it was.
         try "id,mail\ru1,a@example.com\ru2,b@example.com\r".write(toFile: data + "/users.csv", atomically: true, encoding: .utf8)
-        let (refused, message) = try Binary.run(["plan", pipeline, "--out", Binary.temporaryDirectory(), "--as-of", asOf])
+        let before = try Data(contentsOf: URL(fileURLWithPath: out + "/import.json"))
+        let (refused, message) = try Binary.run(["plan", pipeline, "--out", out, "--state", Binary.temporaryDirectory() + "/s.sqlite", "--as-of", asOf])
         #expect(refused == 2 && message.contains("users.csv") && message.contains("carriage return alone"), "\(message)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/import.json")) == before)
     }
 
     /// A deletion request dated after the plan's time is not honoured, and the plan says so on stderr and in plan.md.

@@ -63,7 +63,7 @@ func readAll(_ contents: String) throws -> [CSVItem] {
                 }
             }
         }
-        let split = "a carriage return (CR) outside quotes splits the row"
+        let split = "a carriage return (CR) outside quotes splits the row (the line holds 2 rows by CRs; none is read)"
         #expect(try read("u1,a\nEvil\rVictim,b\nu3,c\n") == ["1:u1|a", "2:malformed: \(split)", "3:u3|c"])
         #expect(try read("u1,a\r\nEvil\rVictim,b\r\nu3,c\r\n") == ["1:u1|a", "2:malformed: \(split)", "3:u3|c"])
         #expect(try read("x,y\rz,\"multi\nline\"\nlast,one\n").prefix(1) == ["1:malformed: \(split)"])
@@ -78,6 +78,19 @@ func readAll(_ contents: String) throws -> [CSVItem] {
         #expect { try readAll(text) } throws: { error in
             "\(error)".contains("its lines end with a carriage return alone (classic Mac line ends)")
         }
+    }
+
+    /// Past the sample, a stretch of CR-ended rows is one line: its one quarantine entry says how many rows it holds.
+    @Test func aLineOfRowsEndedByCRsSaysHowManyItHolds() throws {
+        let text = String(repeating: "lf,row\n", count: 10_000) + String(repeating: "cr,row\r", count: 200) + "\n"
+        let items = try readAll(text)
+        guard case .malformed(let bad)? = items.last else { Issue.record("expected a malformed line"); return }
+        #expect(items.count == 10_001 && bad.reason.contains("the line holds 200 rows by CRs"), "\(bad.reason)")
+    }
+
+    /// A stray quote in the first row hid every CR after it from the sample (the quotes were followed).
+    @Test func aQuoteDoesNotHideMacLineEnds() {
+        #expect(CSVLineEnds.endWithCarriageReturns(path: TemporaryFile.write("a,http://x/\"y\rb,c\rd,e\r", name: "t.csv")))
     }
 
     @Test func aStrayCarriageReturnDoesNotMakeAMacFile() {

@@ -134,9 +134,10 @@ public final class PlanRunner {
             try store.saveRun(run)
         }
         if resumed { logger.info("resuming an interrupted plan", metadata: ["records": "\(checkpoint.input.records)"]) }
-        try sink?.truncate(to: checkpoint.importFileLength)
-
+        // The input is opened first: one refused as it opens (a table's bad header, classic Mac line ends) left the import
+        // file of an earlier plan in the same folder cut to its first line.
         let source = try openSource(checkpoint.input)
+        try sink?.truncate(to: checkpoint.importFileLength)
         // Batch N is written, and batch N + 1 waits for it, while batch N + 2 is merged, N + 3 waits for the merge and N + 4
         // is read and decoded; the writes stay in order, each with its checkpoint. A stop drops the batches read after
         // the last one merged (a resume reads them again).
