@@ -82,10 +82,8 @@ public enum FileInfo {
     public static func captureStream(_ path: String, kind: Kind, secret: Bool = false) throws {
         // Empty, and read as empty by every later open: nothing to put in its place.
         if path == "/dev/null" { return }
-        guard let descriptor = streamDescriptor(path) else {
-            let what = kind == .device ? "is a device, not a file; give a file" : "is a named pipe or a socket; give it as a file"
-            throw InputError(path: path, message: "\(what), or as <(command), which can be read more than once here")
-        }
+        if let problem = streamProblem(path, kind: kind) { throw InputError(path: path, message: problem) }
+        guard let descriptor = streamDescriptor(path) else { return }
         func failure(_ what: String) -> InputError {
             InputError(path: path, message: "cannot \(what): \(String(cString: strerror(errno)))")
         }
@@ -178,6 +176,14 @@ public enum FileInfo {
     }
 
     /// The descriptor a `/dev/fd/N`, `/proc/self/fd/N` or `/dev/stdin` path names.
+    /// Why a stream or device at `path` cannot be read as a side input (`captureStream`), nil when it can: `validate`
+    /// says the same as `plan` (it called a named pipe valid, and plan refused it).
+    public static func streamProblem(_ path: String, kind: Kind) -> String? {
+        guard kind == .stream || kind == .device, path != "/dev/null", streamDescriptor(path) == nil else { return nil }
+        let what = kind == .device ? "is a device, not a file; give a file" : "is a named pipe or a socket; give it as a file"
+        return "\(what), or as <(command), which can be read more than once here"
+    }
+
     static func streamDescriptor(_ path: String) -> Int32? {
         if path == "/dev/stdin" { return 0 }
         for prefix in ["/dev/fd/", "/proc/self/fd/"] where path.hasPrefix(prefix) {

@@ -37,6 +37,10 @@ struct ExistingRunOptions: ParsableArguments {
     @Option(name: .long, help: ArgumentHelp("Folder for the reports. Default: the folder the plan wrote its reports to.", valueName: "dir"))
     var out: String?
 
+    func validate() throws {
+        try validatePaths(state: state, out: out)
+    }
+
     /// The state store's path, or the command's failure when it does not exist.
     func existingState() throws -> String {
         guard fileExists(state) else { throw fail("the state store \(state) does not exist (run `idpipe plan PIPELINE --state \(state)` first)") }

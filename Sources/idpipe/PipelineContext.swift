@@ -125,7 +125,7 @@ struct PipelineContext {
         let kind = FileInfo.kind(path)
         if isExport && kind == .stream { return "a pipe, but the export must be a file" }
         if isExport && kind == .device { return "a device, but the export must be a file" }
-        return kind.problem
+        return kind.problem ?? FileInfo.streamProblem(path, kind: kind)
     }
 
     /// The inputs plan could not read now (the export and the side inputs), by path.

@@ -25,19 +25,30 @@ struct Report: ParsableCommand {
     func validate() throws {
         guard ReportWriter.Format(rawValue: format) != nil else { throw ValidationError("--format must be md, json or csv") }
         guard (listLimit ?? 0) >= 0 else { throw ValidationError("--list-limit must be 0 or more") }
+        try validatePaths(state: state, out: nil)
     }
 
     func run() throws {
         guard fileExists(state) else { throw fail("the state store \(state) does not exist") }
         do {
             let store = try StateStore(path: state)
-            let planned = try store.loadRun()?.listLimit
+            let run = try store.loadRun()
+            let planned = run?.listLimit
             let writer = ReportWriter(store: store, out: ".", reveal: reportOptions.revealPersonalData,
                                       listLimit: listLimit ?? planned ?? ReportConfig().listLimit)
             let chosen = ReportWriter.Format(rawValue: format)!
             if let output {
                 if let target = FileInfo.identity(output), StateStore.databaseFiles(at: state).contains(where: { FileInfo.identity($0) == target }) {
                     throw CommandError("--output \(output) is the state store (or its WAL) the report is read from")
+                }
+                // The run's pipeline and export, as the plan gave them from its folder: a report written over the export
+                // replaced it with Markdown, and apply then refused the run ("input changed").
+                if let run, let target = FileInfo.identity(output) {
+                    let base = run.workingDirectory ?? ""
+                    for (what, path) in [("pipeline file", run.pipelinePath), ("input", run.sourcePath)]
+                    where FileInfo.identity(SideInputReader.resolve(path, base)) == target {
+                        throw CommandError("--output \(output) is the run's \(what): the report would replace it")
+                    }
                 }
                 _ = try writer.write(chosen, to: output)
             } else {

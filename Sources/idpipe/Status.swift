@@ -8,6 +8,10 @@ struct Status: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The state store of the run.", valueName: "db"))
     var state: String
 
+    func validate() throws {
+        try validatePaths(state: state, out: nil)
+    }
+
     func run() throws {
         guard fileExists(state) else { throw fail("the state store \(state) does not exist") }
         do {

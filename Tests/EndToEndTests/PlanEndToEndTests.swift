@@ -706,7 +706,16 @@ struct Binary {
         for (arguments, message) in [(["plan", strict, "--workers", "-1"], "--workers must be between 1 and 256"),
                                      (["plan", strict, "--workers", "100000"], "--workers must be between 1 and 256"),
                                      (["report", "--state", out + "/state.sqlite", "--list-limit", "-1"], "--list-limit must be 0 or more"),
-                                     (["apply", "--state", out + "/state.sqlite", "--max-deletions", "-3"], "--max-deletions must be 0 or more")] {
+                                     (["apply", "--state", out + "/state.sqlite", "--max-deletions", "-3"], "--max-deletions must be 0 or more"),
+                                     // An empty --out wrote into the root folder; a file for --out, a folder for --state, were
+                                     // named as a state store's lock or a SQLite error.
+                                     (["plan", strict, "--out", ""], "--out is empty"),
+                                     (["plan", strict, "--out", out + "/plan.md"], "--out \(out)/plan.md is a file, not a folder"),
+                                     (["status", "--state", out], "--state \(out) is a folder"),
+                                     (["status", "--state", ""], "--state is empty"),
+                                     // A report over the run's own export replaced it, and apply refused the run after.
+                                     (["report", "--state", out + "/state.sqlite", "--output", "Samples/accounts.json"], "is the run's input: the report would replace it"),
+                                     (["report", "--state", out + "/state.sqlite", "--output", strict], "is the run's pipeline file")] {
             let (code, output) = try Binary.run(arguments)
             #expect(code == 2 && output.contains(message), "\(arguments): \(output)")
         }
@@ -896,6 +905,11 @@ struct Binary {
         let fifo = Binary.temporaryDirectory() + "/tokens.fifo"
         #expect(mkfifo(fifo, 0o600) == 0)
         try expectRefused(replacing: "../Samples/stored-tokens.jsonl", with: fifo, saying: "inputs.stored_tokens: \(fifo): is a named pipe or a socket")
+        // validate says so too (it called the file valid, and plan refused it).
+        let fifoPipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/stored-tokens.jsonl", with: fifo)
+        defer { Binary.removeVariant(fifoPipeline) }
+        let (validated, validateOutput) = try Binary.run(["validate", fifoPipeline])
+        #expect(validated == 2 && validateOutput.contains("is a named pipe or a socket"), "\(validateOutput)")
 
         // Nothing is written to the pipe: idpipe stops before reading it, and a write after its exit would raise SIGPIPE here.
         try expectRefused(replacing: Self.exportLine, with: Self.export(at: "/dev/stdin"), saying: "source.path: the input /dev/stdin is a pipe")
