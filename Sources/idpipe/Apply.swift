@@ -270,7 +270,13 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 Console.error("idpipe: --as-of \(Timestamp.formatRFC3339(asOf)) was not used: a finished plan keeps its own time")
             }
         }
-        if outcome.resumed { Console.out("Resumed an interrupted plan.") }
+        if outcome.resumed {
+            Console.out("Resumed an interrupted plan.")
+            if let asOf, asOf != outcome.run.asOf {
+                Console.error("idpipe: --as-of \(Timestamp.formatRFC3339(asOf)) was not used: a resumed plan keeps the time it was started with "
+                    + "(\(Timestamp.formatRFC3339(outcome.run.asOf)))")
+            }
+        }
         Console.out("\(Console.count(tally["accounts.read"], "account")) read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
         for path in written { Console.out("report: \(path)") }
         if let output = context.definition.output.importJSON {

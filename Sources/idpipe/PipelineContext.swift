@@ -128,6 +128,16 @@ struct PipelineContext {
         return kind.problem ?? FileInfo.streamProblem(path, kind: kind)
     }
 
+    /// What the pipeline reads and does not use: deletion requests given with no rule that selects by them were read,
+    /// shown in the reports, and honoured nowhere, without a word.
+    func warnings() -> [String] {
+        var found: [String] = []
+        if definition.inputs.deletionRequests != nil && !definition.selection.deletionRequested {
+            found.append("inputs.deletion_requests is given, but select.deletion_requested is not true: the requests are shown, and select nothing")
+        }
+        return found
+    }
+
     /// The inputs plan could not read now (the export and the side inputs), by path.
     func unreadableInputs() -> [String] {
         var paths: [String] = []

@@ -120,6 +120,17 @@ struct PlanExecution {
         let loaded = Result { try SideInputReader.load(definition.inputs, relativeTo: context.folder) }
         let sideDigests = try digesting.wait()
         let sideInputs = try loaded.get()
+        // A side input given and empty (a decryption that failed into `<(…)`, a file truncated) made every account "no
+        // stored Apple token", deleted unrevoked, without a word.
+        let inputs = definition.inputs
+        for (role, path, count) in [("stored_tokens", inputs.storedTokens, sideInputs.credentials.count),
+                                    ("deletion_requests", inputs.deletionRequests, sideInputs.deletionRequests.count),
+                                    ("legacy_names", inputs.legacyNames, sideInputs.legacyNames.count),
+                                    ("protected_accounts", inputs.protectedAccounts, sideInputs.protectedIds.count)] where path != nil && count == 0 {
+            Console.error("idpipe: warning: inputs.\(role) (\(path!)) has no rows" + (role == "stored_tokens"
+                ? ": no revocation that needs a stored token is possible (was the file cut short, or its command failed?)" : ""))
+        }
+        for warning in context.warnings() { Console.error("idpipe: warning: " + warning) }
         // --verbose: what the plan starts from (the progress line says how it goes).
         let resuming = existing?.status == .planning ? ", resuming the plan in \(statePath)" : ""
         logger.info("""

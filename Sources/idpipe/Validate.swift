@@ -24,6 +24,7 @@ struct Validate: ParsableCommand {
         do {
             context = try PipelineContext(path: pipeline)
             for line in context.describe() { Console.out(line) }
+            for warning in context.warnings() { Console.error("idpipe: warning: " + warning) }
         } catch {
             throw fail("\(error)")
         }

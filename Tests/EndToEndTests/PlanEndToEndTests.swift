@@ -672,6 +672,27 @@ struct Binary {
         #expect(!ledger.contains("kxNSVd2N6kjEfd7jdQtG8jgckJxF,delete-account"), "\(ledger.prefix(600))")
     }
 
+    /// What the plan reads and cannot use is said: an empty stored-tokens file (every Apple account was "no stored
+    /// token", deleted unrevoked, without a word), deletion requests no rule selects by, a new --as-of for a resumed plan.
+    @Test func inputsThatChangeNothingAreSaid() throws {
+        let empty = Binary.temporaryDirectory() + "/tokens.jsonl"
+        try "".write(toFile: empty, atomically: true, encoding: .utf8)
+        let (code, output) = try planVariant(replacing: "../Samples/stored-tokens.jsonl", with: empty)
+        #expect(code == 1 && output.contains("warning: inputs.stored_tokens (\(empty)) has no rows: no revocation that needs a stored token is possible"),
+                "\(output)")
+        let unused = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "deletion_requested: true", with: "disabled: true")
+        defer { Binary.removeVariant(unused) }
+        let (valid, validOutput) = try Binary.run(["validate", unused])
+        #expect(valid == 0 && validOutput.contains("warning: inputs.deletion_requests is given, but select.deletion_requested is not true"), "\(validOutput)")
+        let out = Binary.temporaryDirectory()
+        let small = ["IDPIPE_BATCH_RECORDS": "50", "IDPIPE_BATCH_BYTES": "8192"]
+        let (stopped, _) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf],
+                                          environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "1"]) { $1 })
+        #expect(stopped == 130)
+        let (_, resumed) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", "2020-01-01T00:00:00Z"], environment: small)
+        #expect(resumed.contains("--as-of 2020-01-01T00:00:00Z was not used: a resumed plan keeps the time it was started with (\(asOf))"), "\(resumed)")
+    }
+
     /// The binary allocates with jemalloc (linked in Package.swift for speed): asked to, it prints its statistics at exit.
     @Test func theBinaryAllocatesWithJemalloc() throws {
         let (status, output) = try Binary.run(["--help"], environment: ["MALLOC_CONF": "stats_print:true"])

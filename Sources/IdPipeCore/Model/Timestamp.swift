@@ -40,7 +40,7 @@ public enum Timestamp {
             return index + 1 == bytes.count ? Int64(millis) : nil
         }
         guard bytes[index] == 43 || bytes[index] == 45, index + 6 == bytes.count, let offsetHours = number(index + 1, 2),
-              bytes[index + 3] == 58, let offsetMinutes = number(index + 4, 2) else { return nil }
+              bytes[index + 3] == 58, let offsetMinutes = number(index + 4, 2), offsetHours < 24, offsetMinutes < 60 else { return nil }
         let offset = (offsetHours * 60 + offsetMinutes) * 60_000
         return Int64(bytes[index] == 43 ? millis - offset : millis + offset)
     }
@@ -62,7 +62,9 @@ public enum Timestamp {
         let (year, month, day) = civilFromDays(days)
         guard (1000...9999).contains(year) else {
             func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-            return "\(year)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
+            // RFC 3339 writes four digits: year 0 is 0000, as it was read.
+            let shown = (0..<1000).contains(year) ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
+            return "\(shown)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
         }
         // Digit by digit into the string's own storage: interpolating six numbers cost about 5,000 instructions.
         return String(unsafeUninitializedCapacity: 20) { text in

@@ -45,7 +45,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
 
     func decode(_ record: CSVRecord) -> Result<Account, RecordIssue> {
         guard record.count == width else {
-            return .failure(RecordIssue(field: "record", reason: "has \(record.count) fields; the header has \(width)"))
+            return .failure(RecordIssue(field: "record", reason: "has \(record.count == 1 ? "1 field" : "\(record.count) fields"); the header has \(width)"))
         }
         // Issues name the account's field (as the other formats do) and the table's column in the reason.
         // In double quotes: a reason's first single-quoted text is the value, which reports mask by field.

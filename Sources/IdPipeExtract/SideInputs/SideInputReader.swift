@@ -224,7 +224,7 @@ public enum SideInputReader {
             case .record(let record):
                 if record.count == 1 && record.fieldBytes(0).isEmpty { return }
                 guard record.count == names.count else {
-                    throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "has \(record.count) fields; the header has \(names.count)")
+                    throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "has \(record.count == 1 ? "1 field" : "\(record.count) fields"); the header has \(names.count)")
                 }
                 if let invalid = record.firstInvalidField(record.count) {
                     throw InputError(path: path, position: SourcePosition(file: path, line: record.firstLine), message: "\(names[invalid]): is not valid UTF-8")
