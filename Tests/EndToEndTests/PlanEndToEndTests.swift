@@ -693,6 +693,15 @@ struct Binary {
         #expect(resumed.contains("--as-of 2020-01-01T00:00:00Z was not used: a resumed plan keeps the time it was started with (\(asOf))"), "\(resumed)")
     }
 
+    /// Planning into another pipeline's store names that pipeline (it said this pipeline file had changed).
+    @Test func anotherPipelinesStoreIsNamed() throws {
+        let out = Binary.temporaryDirectory()
+        let (first, _) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", asOf])
+        #expect(first == 0 || first == 1)
+        let (code, output) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf])
+        #expect(code == 2 && output.contains("the state store holds a plan of another pipeline, 'review-relay-accounts'"), "\(output)")
+    }
+
     /// The binary allocates with jemalloc (linked in Package.swift for speed): asked to, it prints its statistics at exit.
     @Test func theBinaryAllocatesWithJemalloc() throws {
         let (status, output) = try Binary.run(["--help"], environment: ["MALLOC_CONF": "stats_print:true"])

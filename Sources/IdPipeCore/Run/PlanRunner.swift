@@ -56,6 +56,8 @@ public enum PlanError: Error, CustomStringConvertible {
     case changedSinceInterruptedRun(String)
     /// The store holds a finished plan, made from other inputs.
     case changedSinceFinishedPlan(String)
+    /// The store holds a plan of another pipeline (planning into it said the pipeline file had changed).
+    case otherPipeline(name: String, path: String)
     case input(InputError)
 
     public var description: String {
@@ -63,6 +65,8 @@ public enum PlanError: Error, CustomStringConvertible {
         case .changedSinceInterruptedRun(let what): "cannot resume: \(what) changed since the interrupted run; start a new state store"
         case .changedSinceFinishedPlan(let what):
             "the state store holds a finished plan, and \(what) changed since it was made; to plan again, give a new state store (--state, or --out)"
+        case .otherPipeline(let name, let path):
+            "the state store holds a plan of another pipeline, '\(name)' (\(path)); give this one a state store of its own (--state, or --out)"
         case .input(let error): error.description
         }
     }
@@ -372,6 +376,7 @@ public final class PlanRunner {
     }
 
     static func checkSameRun(_ existing: RunRecord, _ new: RunRecord) throws {
+        if existing.pipelineName != new.pipelineName { throw PlanError.otherPipeline(name: existing.pipelineName, path: existing.pipelinePath) }
         if existing.pipelineSHA256 != new.pipelineSHA256 {
             throw PlanError.changedSinceInterruptedRun("the pipeline file \(new.pipelinePath)")
         }
