@@ -297,8 +297,12 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             return Exit.stoppedByGuard
         }
         if tally.quarantineRows > 0 {
-            let cut = tally.inputEndsEarly ? " (the input ends early)" : ""
-            Console.error("idpipe: \(Console.quarantinedRows(tally.quarantineRows))\(cut); see the Quarantine section of \(out)/plan.md")
+            // The input's own fault is one of the rows, and no account: said apart, so the count matches the summary's.
+            let accounts = tally["accounts.quarantined"]
+            let what = tally.inputEndsEarly
+                ? "the input ends early (truncated?), and \(Console.count(accounts, "account")) \(accounts == 1 ? "was" : "were") quarantined"
+                : Console.quarantinedRows(tally.quarantineRows)
+            Console.error("idpipe: \(what); see the Quarantine section of \(out)/plan.md")
             return Exit.doneWithFailures
         }
         return nil
