@@ -14,6 +14,10 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     public init(path: String) throws {
         self.path = path
         try UnsyncedMarker.refuseIfLeftBeforeRestart(statePath: path)
+        // The store holds personal data unmasked: a new one is readable by its owner only (SQLite gives its WAL the
+        // same mode), where it was created as the umask let it (0644, for every user of the machine).
+        let created = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        if created >= 0 { close(created) }
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA synchronous = NORMAL")

@@ -12,7 +12,8 @@ struct IdPipe: ParsableCommand {
             extract → normalize → detect private relay → backfill names → revoke tokens → delete → report.
 
             Exit codes: 0 all done; 1 done, with quarantined rows or per-account failures; 2 bad usage, pipeline \
-            file or input; 3 stopped by a guard; 130 interrupted (run the same command again to resume).
+            file, input or credentials; 3 stopped by a guard; 130 interrupted (`idpipe resume --state DB` \
+            continues, as does the same command again).
             """,
         version: IdPipeVersion.text,
         subcommands: [Validate.self, Plan.self, Apply.self, RunPipeline.self, Resume.self, Status.self, Report.self])

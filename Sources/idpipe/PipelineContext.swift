@@ -181,17 +181,23 @@ struct PipelineContext {
             if delete.dataWebhook != nil { what.append("data through the webhook") }
             for kind in delete.pathKinds { what.append(Planner.pathDetail(kind, delete)) }
             if delete.accounts { what.append("accounts (batch delete)") }
-            lines.append("delete: " + what.joined(separator: ", then ") + "; when a revocation is not possible: \(delete.whenNotRevocable.rawValue)")
+            lines.append("delete: " + what.joined(separator: ", then ") + "; when a revocation is not possible: \(delete.whenNotRevocable.rawValue)"
+                + ", when one fails: \(delete.whenRevocationFails.rawValue)")
         } else {
             lines.append("delete: off")
         }
         if d.guards.maxDeletions != nil || d.guards.maxDeletionShare != nil {
             lines.append("guards: " + [d.guards.maxDeletions.map { "at most \($0) deletions" }, d.guards.maxDeletionShare.map { "at most \($0 * 100) % of accounts" }]
                 .compactMap { $0 }.joined(separator: ", "))
+        } else if d.stages.delete != nil {
+            lines.append("guards: none (nothing caps the deletions; --max-deletions caps an apply)")
         }
+        if d.apply.unattended { lines.append("apply: unattended (`run` applies without --yes)") }
         let services = d.services
         if let google = services.google {
-            lines.append("services.google: " + (google.endpoint ?? "production") + ", \(google.updatesPerSecond) updates/s, \(google.batchDeletesPerSecond) batch deletes/s")
+            // The emulator's variable wins over the endpoint, as it does when the services are built.
+            let emulator = ProcessEnvironment.value("FIREBASE_AUTH_EMULATOR_HOST").flatMap { $0.isEmpty ? nil : "the emulator at \($0) (FIREBASE_AUTH_EMULATOR_HOST)" }
+            lines.append("services.google: " + (emulator ?? google.endpoint ?? "production") + ", \(google.updatesPerSecond) updates/s, \(google.batchDeletesPerSecond) batch deletes/s")
         }
         if let apple = services.apple { lines.append("services.apple: client \(apple.clientId), team \(apple.teamId), key \(apple.keyId)") }
         if let facebook = services.facebook { lines.append("services.facebook: app \(facebook.appId), Graph \(facebook.graphVersion)") }

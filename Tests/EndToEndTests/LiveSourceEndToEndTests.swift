@@ -135,6 +135,8 @@ final class SandboxProcess {
                                                             environment: ["FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:\(sandbox.port)"])
         #expect(emulatorCode == 0, "\(emulatorOutput)")
         #expect(emulatorOutput.contains("ok: google"))
+        // validate names the emulator the variable points at (it said the endpoint, or production).
+        #expect(emulatorOutput.contains("services.google: the emulator at 127.0.0.1:\(sandbox.port) (FIREBASE_AUTH_EMULATOR_HOST)"), "\(emulatorOutput)")
         #expect((try sandbox.stats()["ledger"] as? Int) == 0)
     }
 }

@@ -646,6 +646,11 @@ struct Binary {
         #expect(code == 0 && output.contains("0 accounts read"), "\(output)")
         let imported = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/import.json"))) as? [String: Any]
         #expect((imported?["users"] as? [Any])?.isEmpty == true)
+        // The import file and the store hold personal data unmasked: their owner's only.
+        for file in ["import.json", "state.sqlite"] {
+            let mode = try FileManager.default.attributesOfItem(atPath: out + "/" + file)[.posixPermissions] as? Int
+            #expect(mode == 0o600, "\(file): \(String(mode ?? 0, radix: 8))")
+        }
 
         // Refused as it opens, the input leaves the import file of the plan before it (same folder, new state) as it was.
         try "id,mail\ru1,a@example.com\ru2,b@example.com\r".write(toFile: data + "/users.csv", atomically: true, encoding: .utf8)
@@ -684,6 +689,13 @@ struct Binary {
         defer { Binary.removeVariant(unused) }
         let (valid, validOutput) = try Binary.run(["validate", unused])
         #expect(valid == 0 && validOutput.contains("warning: inputs.deletion_requests is given, but select.deletion_requested is not true"), "\(validOutput)")
+        // What widens or caps the deletions is said: both revocation policies, and guards (here some; none is said too).
+        #expect(validOutput.contains("when a revocation is not possible: delete, when one fails: keep"), "\(validOutput)")
+        #expect(validOutput.contains("guards: at most 100 deletions"), "\(validOutput)")
+        let unguarded = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "guards:\n  max_deletions: 100\n  max_deletion_share: 0.10\n", with: "")
+        defer { Binary.removeVariant(unguarded) }
+        let (_, unguardedOutput) = try Binary.run(["validate", unguarded])
+        #expect(unguardedOutput.contains("guards: none (nothing caps the deletions; --max-deletions caps an apply)"), "\(unguardedOutput)")
         let out = Binary.temporaryDirectory()
         let small = ["IDPIPE_BATCH_RECORDS": "50", "IDPIPE_BATCH_BYTES": "8192"]
         let (stopped, _) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf],

@@ -17,7 +17,8 @@ public final class ImportJSONWriter: CleanedAccountSink {
 
     public init(path: String) throws {
         self.path = path
-        fd = open(path, O_RDWR | O_CREAT, 0o644)
+        // Readable by its owner only: it holds the accounts unmasked, and their password hashes.
+        fd = open(path, O_RDWR | O_CREAT, 0o600)
         guard fd >= 0 else { throw InputError(path: path, message: "cannot write: \(String(cString: strerror(errno)))") }
     }
 
