@@ -2,11 +2,14 @@ import Foundation
 import GRDB
 import IdPipeCore
 import Logging
+import Synchronization
 
 /// The SQLite state store of one run (WAL). The only owner of the database; schema only through migrations.
 public final class StateStore: PlanStore, @unchecked Sendable {
     public let path: String
     let queue: DatabaseQueue
+    /// Descriptors of the store's files kept open for `syncWhileOpen`, closed when the store is.
+    private let syncDescriptors = Mutex<[String: Int32]>([:])
 
     /// Opens (or creates) the store. Each checkpoint syncs its files (`synchronous = NORMAL`): a power loss keeps it
     /// whole. A plan then defers the syncing (`deferSyncing`). A store whose plan wrote without syncing and which the
@@ -33,6 +36,11 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         } catch {
             throw StoreError.cannotOpen(path: path, underlying: "\(error)")
         }
+    }
+
+    deinit {
+        // Closed with the store (its connection goes right after): they hold no lock of their own.
+        syncDescriptors.withLock { kept in for descriptor in kept.values { close(descriptor) } }
     }
 
     /// A database with tables is a state store only if its migrations include idpipe's first: another program's
@@ -76,9 +84,31 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         try queue.writeWithoutTransaction { db in _ = try Row.fetchAll(db, sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
         guard path != ":memory:" else { return }
         let wal = Self.walFile(at: path)
-        for file in [path] + (access(wal, F_OK) == 0 ? [wal] : []) { try UnsyncedMarker.sync(file) }
+        for file in [path] + (access(wal, F_OK) == 0 ? [wal] : []) { try syncWhileOpen(file) }
         try UnsyncedMarker.remove(statePath: path)
         try UnsyncedMarker.sync(folder(of: path))
+    }
+
+    /// `fsync` of a file SQLite holds open, through a descriptor this store keeps until it closes (`syncDescriptors`).
+    /// Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's too: after apply
+    /// synced its store through a descriptor it closed, a `status`, `report` or refused `resume` run meanwhile found the
+    /// store unlocked, took itself for its last user and removed the WAL and shared memory as it closed. Apply went on
+    /// writing into the removed files, and a resume after a kill sent done actions again.
+    private func syncWhileOpen(_ file: String) throws {
+        let descriptor = try syncDescriptors.withLock { kept throws(StoreError) -> Int32 in
+            var info = stat(), current = stat()
+            // The same file still (a WAL removed and made again is another): its descriptor serves.
+            if let open = kept[file], fstat(open, &info) == 0, stat(file, &current) == 0, info.st_ino == current.st_ino, info.st_dev == current.st_dev {
+                return open
+            }
+            let opened = open(file, O_RDONLY | O_CLOEXEC)
+            guard opened >= 0 else { throw StoreError.cannotOpen(path: file, underlying: String(cString: strerror(errno))) }
+            // The one it replaces is of a file SQLite no longer has (closing it drops no lock SQLite holds).
+            if let old = kept[file] { close(old) }
+            kept[file] = opened
+            return opened
+        }
+        guard fsync(descriptor) == 0 else { throw StoreError.cannotOpen(path: file, underlying: "fsync: \(String(cString: strerror(errno)))") }
     }
 
     /// Removes the files of a store that `init` refuses as cut short by a restart of the system (the store, its WAL

@@ -483,6 +483,36 @@ final class CountingFingerprint: InputFingerprint {
     }
 
 
+    /// Syncing the store keeps the process's locks on it: the syncs went through descriptors that were closed, which
+    /// dropped SQLite's locks, and another process that opened the store while apply ran (`status`, `report`, a refused
+    /// `resume`) took itself for the last user and removed the WAL as it closed. Apply wrote on into the removed file,
+    /// and a resume after a kill sent done actions again. Another process (Python's sqlite3) opens and closes the store
+    /// here after each sync: the WAL stays, and what is written after is seen by it.
+    @Test func syncingKeepsTheStoreLockedForOtherProcesses() throws {
+        let path = TemporaryFile.directory("synced-store") + "/state.sqlite"
+        let store = try StateStore(path: path)
+        _ = try run(store)
+        func otherProcessReadsStatus() throws -> String {
+            let (code, output) = try runProgram("/usr/bin/env", ["python3", "-c", """
+                import sqlite3, sys
+                c = sqlite3.connect(sys.argv[1]); print(c.execute("SELECT record FROM run").fetchone()[0]); c.close()
+                """, path])
+            #expect(code == 0, "\(output)")
+            return output
+        }
+        for sync in [{ try store.makeDurable() }, { try store.makeDurable() }] as [() throws -> Void] {
+            try sync()
+            _ = try otherProcessReadsStatus()
+            #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the WAL was removed under the open store")
+            var run = try #require(try store.loadRun())
+            run.status = .applying
+            try store.saveRun(run)
+            #expect(try otherProcessReadsStatus().contains("\"applying\""))
+            run.status = .planned
+            try store.saveRun(run)
+        }
+    }
+
     /// The plan writes its store without syncing it; apply first syncs and checks it, and refuses a store damaged since
     /// (here: a page of the account table overwritten, as a failing disk or another program could leave it).
     @Test func aStoreDamagedAfterThePlanIsRefusedBeforeApply() throws {
