@@ -75,10 +75,6 @@ public struct Planner: Sendable {
         if token.kind == .authorizationCode && asOf - token.capturedAt >= Self.authorizationCodeLifetimeMs {
             return PlannedAction(kind: .revokeApple, state: .notPossible, detail: detail, reason: "authorization code older than 5 minutes")
         }
-        // Captured after the plan's time, its age is unknown: a clock off, or a plan made as of an earlier day.
-        if token.kind == .authorizationCode && token.capturedAt > asOf {
-            return PlannedAction(kind: .revokeApple, state: .notPossible, detail: detail, reason: "authorization code captured after the plan's time")
-        }
         return PlannedAction(kind: .revokeApple, state: .planned, detail: detail)
     }
 
