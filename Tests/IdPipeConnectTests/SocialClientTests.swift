@@ -149,6 +149,16 @@ import Testing
         #expect(stub.requests.count == 1)
     }
 
+    /// The hook's answer to a refusal is the app's own text about its user: only its size is kept (a name, an address
+    /// and a phone number went into the reports in clear, beside the account's masked fields).
+    @Test func aRefusalsBodyIsNotKept() async throws {
+        let stub = StubTransport(json: (409, #"{"detail":"user Zed Secret <zed.secret@example.com>"}"#))
+        let hook = try DataWebhookClient(url: "https://app.example.com/hooks/delete", secret: nil, channel: channel(stub, service: "data-webhook"))
+        await #expect(throws: ConnectorError.rejected(service: "data-webhook", code: "HTTP 409", message: "a body of 53 bytes, not kept: it may hold personal data")) {
+            try await hook.deleteUserData(uid: "u1", idempotencyKey: "k1", run: "r1")
+        }
+    }
+
     /// Once the hook has said yes in this run, a 404 is that account's answer: the run goes on (a repeat after a
     /// crash, sent again first, would otherwise stop every resume on the same account).
     @Test func aNotFoundAfterAYesFailsOneAccount() async throws {

@@ -181,6 +181,12 @@ import Testing
             _ = try await reached.send(limiter: nil, make: { request }, judge: { _ in .success })
         }
         #expect(ConnectorError.unavailable(service: "apple", message: "").stopsRun)
+        // Once one request found it gone, the others stop at their next failed attempt (each spent its budget first:
+        // 65 in flight kept the run from stopping for 10 minutes).
+        await #expect(throws: ConnectorError.unavailable(service: "identitytoolkit", message: "cannot connect to https://example.test "
+            + "(1 attempt; last: connection failed: connection refused), though it answered earlier in this run")) {
+            _ = try await reached.send(limiter: nil, make: { request }, judge: { _ in .success })
+        }
         let flaky = StubTransport([.response(HTTPResponse(status: 200))] + Array(refused.prefix(3)) + [.response(HTTPResponse(status: 503))])
         let sometimes = channel(flaky)
         _ = try await sometimes.send(limiter: nil, make: { request }, judge: { _ in .success })

@@ -31,6 +31,9 @@ public final class ServiceChannel: Sendable {
     private let counters = Mutex(ChannelStats())
     /// Whether the service has answered any request of this process (with any status).
     private let answered = Atomic<Bool>(false)
+    /// Whether a request found the service gone (`unavailable`), which stops the run: the others in flight stop at
+    /// their next failed attempt, where each spent its whole budget first (65 of them, 10 minutes before the exit).
+    private let wentDown = Atomic<Bool>(false)
 
     public init(service: String, transport: any HTTPTransport, clock: any ServiceClock = SystemServiceClock(),
                 retry: RetryPolicy = RetryPolicy(), maxInFlight: Int = 8, logger: Logger? = nil) {
@@ -109,10 +112,11 @@ public final class ServiceChannel: Sendable {
             // Reached before, and now not once on any attempt of a whole budget (a minute or so): the service went down.
             // Each action would spend that minute and fail in turn (hours, with the service back long before the end),
             // so the run stops, and the action stays sent for `resume` to send again.
-            if unreached == attempt && wait == nil {
+            if unreached == attempt && (wait == nil || wentDown.load(ordering: .relaxed)) {
                 counters.withLock { $0.failures += 1 }
+                wentDown.store(true, ordering: .relaxed)
                 throw ConnectorError.unavailable(service: service, message: "cannot connect to \(ServiceChannel.origin(request.url)) "
-                    + "(\(attempt) attempts; last: \(reason)), though it answered earlier in this run")
+                    + "(\(attempt) attempt\(attempt == 1 ? "" : "s"); last: \(reason)), though it answered earlier in this run")
             }
             guard let wait else {
                 counters.withLock { $0.failures += 1 }

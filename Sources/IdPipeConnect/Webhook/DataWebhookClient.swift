@@ -49,8 +49,10 @@ public final class DataWebhookClient: Sendable {
                 // failed each in turn). After one, it is this account's answer.
                 return .fail(.configuration(service: service, message: "the webhook answered HTTP \(response.status) (no such hook there): check stages.delete.data_webhook"))
             default:
-                let text = String(decoding: response.body.prefix(200), as: UTF8.self)
-                return .fail(.rejected(service: service, code: "HTTP \(response.status)", message: text))
+                // The app's own words about its user (a name, an address) went into the reports in clear, on an
+                // account row whose fields are masked: only the body's size is kept.
+                let message = response.body.isEmpty ? "no body" : "a body of \(response.body.count) bytes, not kept: it may hold personal data"
+                return .fail(.rejected(service: service, code: "HTTP \(response.status)", message: message))
             }
         })
     }

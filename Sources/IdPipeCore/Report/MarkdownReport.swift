@@ -59,7 +59,7 @@ public struct MarkdownReport {
         if let later = run.deletionRequestsAfterAsOf, later > 0 {
             out.write("\n**\(later) deletion \(later == 1 ? "request is" : "requests are") dated after the plan's time** "
                 + "(\(Timestamp.formatRFC3339(run.asOf))), and not honoured: a clock or time zone is off, or the plan was made "
-                + "as of an earlier day. Their accounts show the request in the JSON report.\n")
+                + "as of an earlier day. A plan made later honours them.\n")
         }
         if tally.inputEndsEarly {
             out.write("\n**The input ends early** (truncated?): the export may hold accounts that were not read. See the Quarantine section.\n")
