@@ -91,7 +91,8 @@ import IdPipeTestSupport
         let request = DeletionRequest(requestedAt: Self.asOf - Self.day, source: "app")
         let token = StoredCredentials(apple: StoredAppleToken(kind: .refreshToken, token: Secret(value: "r1", fingerprint: "f00"), capturedAt: Self.recent))
         let name = LegacyName(givenName: "Jane", familyName: "Doe", consent: true)
-        let sideInputs = SideInputs(legacyNames: ["vip": name, "other": name], deletionRequests: ["vip": request, "other": request],
+        // (vip has no deletion request: an account whose owner asked for its deletion gets no name, protected or not.)
+        let sideInputs = SideInputs(legacyNames: ["vip": name, "other": name], deletionRequests: ["other": request],
                                     credentials: ["vip": token, "other": token])
         let processor = AccountProcessor(pipeline: pipeline, sideInputs: sideInputs, asOf: Self.asOf)
         func outcome(_ uid: String) throws -> AccountOutcome {
@@ -102,7 +103,7 @@ import IdPipeTestSupport
             return outcome
         }
         let protected = try outcome("vip")
-        #expect(protected.selection == .protected([.deletionRequested, .disabled], why: "protected account id"))
+        #expect(protected.selection == .protected([.disabled], why: "protected account id"))
         #expect(protected.actions.map(\.kind) == [.updateName])
         let other = try outcome("other")
         #expect(other.selection == .selected([.deletionRequested, .disabled]))
@@ -132,6 +133,29 @@ import IdPipeTestSupport
             throw ToolError("quarantined")
         }
         #expect(outcome.actions.map(\.kind) == expected)
+    }
+
+    /// An account whose owner asked for its deletion gets no name written into it, whether its deletion is blocked (its
+    /// revocation not possible, with the policy keep) or its request is later than the plan's time.
+    @Test(arguments: [Int64(-86_400_000), 86_400_000])
+    func anAccountItsOwnerAskedToDeleteGetsNoName(requestAge: Int64) throws {
+        let pipeline = try PipelineDefinition.parse(yaml: """
+            version: 1
+            name: cleanup
+            source: {path: a.json}
+            inputs: {legacy_names: names.csv, deletion_requests: requests.csv}
+            select: {deletion_requested: true}
+            stages: {backfill_names: {sources: [legacy]}, revoke: true, delete: {accounts: true, when_not_revocable: keep}}
+            """, file: "p.yaml")
+        let sideInputs = SideInputs(legacyNames: ["u": LegacyName(givenName: "Jane", familyName: "Doe", consent: true)],
+                                    deletionRequests: ["u": DeletionRequest(requestedAt: Self.asOf + requestAge, source: "app")])
+        let processor = AccountProcessor(pipeline: pipeline, sideInputs: sideInputs, asOf: Self.asOf)
+        let account = Account(localId: "u", email: "u@example.com", providers: Self.appleLink)
+        guard case .account(let outcome) = processor.process(account, position: SourcePosition(file: "a.json", line: 1), sequence: 0) else {
+            throw ToolError("quarantined")
+        }
+        #expect(!outcome.actions.contains { $0.kind == .updateName }, "\(outcome.actions.map(\.kind))")
+        #expect(outcome.name == .noSource(AccountProcessor.deletionRequestedNoName))
     }
 
     /// A time before March 1973 is taken for seconds in an export, where no account is that old; a table's pipeline

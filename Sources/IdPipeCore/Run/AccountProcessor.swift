@@ -56,7 +56,10 @@ public struct AccountProcessor: Sendable {
         // Names are filled only for accounts that stay: those not selected, and those selected for less than deletion
         // (a pipeline that only revokes, or a deletion blocked: kept as its revocation is not possible).
         if let sources = pipeline.stages.backfillNames, !actions.contains(where: { $0.kind == .deleteAccount && $0.state == .planned }) {
-            let outcome = NameBackfill.plan(account, isRelay: isRelay, legacy: legacy, sources: sources)
+            var outcome = NameBackfill.plan(account, isRelay: isRelay, legacy: legacy, sources: sources)
+            // Its owner asked for its deletion (the request later than the plan's time, or the deletion blocked): no
+            // name of theirs is written into it.
+            if case .fill = outcome, deletionRequest != nil { outcome = .noSource(Self.deletionRequestedNoName) }
             name = outcome
             if case .fill(let update) = outcome {
                 actions.append(PlannedAction(kind: .updateName, state: .planned, detail: "name from \(update.source)", value: update.name))
@@ -66,6 +69,9 @@ public struct AccountProcessor: Sendable {
             sequence: sequence, position: position, account: consume account, repairs: repairs, relay: relay, name: name,
             selection: selection, deletionRequest: deletionRequest, actions: actions))
     }
+
+    /// Why an account whose owner asked for its deletion gets no name.
+    public static let deletionRequestedNoName = "its owner asked for its deletion"
 
     /// Whether the normalize stage leaves `account` as it is, byte for byte, with no repair and no issue. (`==` on the
     /// accounts would take another spelling of the same characters, é as one scalar or two, for the same.)

@@ -221,6 +221,8 @@ extension AccountProcessor {
         if let sources = rules.nameSources {
             if account.displayName != nil {
                 name = .present
+            } else if sideInputs.deletionRequests.contains(bytes: id, hash: idHash) {
+                return .normalized  // no name for an account its owner asked to delete: the full path says so
             } else {
                 for source in sources {
                     switch source {
