@@ -1,5 +1,6 @@
 import ArgumentParser
 import IdPipeCore
+import IdPipeExtract
 import IdPipeStore
 
 struct Status: ParsableCommand {
@@ -14,6 +15,8 @@ struct Status: ParsableCommand {
 
     func run() throws {
         guard fileExists(state) else { throw fail("the state store \(state) does not exist") }
+        // An empty file is no store (opened, it was made one: 64 KB of tables).
+        if case .file(let size) = FileInfo.kind(state), size == 0 { throw fail("\(state) is empty: not a state store") }
         do {
             let store = try StateStore(path: state)
             guard let run = try store.loadRun() else { throw fail("\(state) holds no run") }

@@ -744,6 +744,7 @@ struct Binary {
         #expect(usageOutput.contains("Missing expected argument '<pipeline>'"), "\(usageOutput)")
         let (format, _) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "xml"])
         #expect(format == 2)
+        try "".write(toFile: out + "/empty.sqlite", atomically: true, encoding: .utf8)
         // A negative count is refused for what it is, not taken for an unknown option ("Missing value").
         for (arguments, message) in [(["plan", strict, "--workers", "-1"], "--workers must be between 1 and 256"),
                                      (["plan", strict, "--workers", "100000"], "--workers must be between 1 and 256"),
@@ -755,6 +756,7 @@ struct Binary {
                                      (["plan", strict, "--out", out + "/plan.md"], "--out \(out)/plan.md is a file, not a folder"),
                                      (["status", "--state", out], "--state \(out) is a folder"),
                                      (["status", "--state", ""], "--state is empty"),
+                                     (["status", "--state", out + "/empty.sqlite"], "empty.sqlite is empty: not a state store"),
                                      // A report over the run's own export replaced it, and apply refused the run after.
                                      (["report", "--state", out + "/state.sqlite", "--output", "Samples/accounts.json"], "is the run's input: the report would replace it"),
                                      (["report", "--state", out + "/state.sqlite", "--output", strict], "is the run's pipeline file")] {

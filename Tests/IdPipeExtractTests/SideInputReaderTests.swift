@@ -108,6 +108,8 @@ import IdPipeTestSupport
          ":1: uid: an invisible character (U+200B) in the id"),
         ("deletions", "uid,requested_at,source\nu1\u{200B},2025-01-01T00:00:00Z,app\n", ":2: uid: an invisible character (U+200B) in the id"),
         ("names", "uid,given_name,family_name,consent\nu\u{0}1,A,B,true\n", ":2: uid: an invisible character (U+0) in the id"),
+        ("deletions", "uid,requested_at,source\n" + String(repeating: "u", count: 129) + ",2025-01-01T00:00:00Z,app\n",
+         ":2: uid: longer than 128 bytes, which no account id is"),
     ])
     func badRowsNameTheirPlace(file: String, text: String, expected: String) throws {
         let path = TemporaryFile.write(text, name: "\(file).txt")

@@ -89,6 +89,8 @@ public enum SideInputReader {
     /// lost left the account to be deleted with its grant unrevoked; a deletion request, not honoured. Nil when
     /// there is none.
     static func hiddenCharacter(in id: String) -> String? {
+        // No Firebase uid is longer (a 40 MB one went whole into plan.md as an unmatched id).
+        if id.utf8.count > 128 { return "longer than 128 bytes, which no account id is" }
         guard let scalar = id.unicodeScalars.first(where: { [.control, .format].contains($0.properties.generalCategory) }) else { return nil }
         return "an invisible character (U+\(String(scalar.value, radix: 16, uppercase: true))) in the id"
     }
