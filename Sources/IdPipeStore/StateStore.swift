@@ -8,8 +8,8 @@ import Synchronization
 public final class StateStore: PlanStore, @unchecked Sendable {
     public let path: String
     let queue: DatabaseQueue
-    /// Descriptors of the store's files kept open for `syncWhileOpen`, closed when the store is.
-    private let syncDescriptors = Mutex<[String: Int32]>([:])
+    /// The store's file, for the descriptors `syncWhileOpen` keeps (nil in memory).
+    private let file: OpenStoreFiles.Key?
 
     /// Opens (or creates) the store. Each checkpoint syncs its files (`synchronous = NORMAL`): a power loss keeps it
     /// whole. A plan then defers the syncing (`deferSyncing`). A store whose plan wrote without syncing and which the
@@ -28,6 +28,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         configuration.busyMode = .timeout(5)
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)
+            file = OpenStoreFiles.open(path)
             try queue.read { db in try Self.refuseForeign(db, path: path) }
             _ = try queue.writeWithoutTransaction { db in try String.fetchOne(db, sql: "PRAGMA journal_mode = WAL") }
             try Self.migrator.migrate(queue)
@@ -39,8 +40,10 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     }
 
     deinit {
-        // Closed with the store (its connection goes right after): they hold no lock of their own.
-        syncDescriptors.withLock { kept in for descriptor in kept.values { close(descriptor) } }
+        // The connection first, then (when no other store of this process has the file open) the descriptors kept for
+        // syncing: closed before it, they would drop its locks while it closes.
+        try? queue.close()
+        if let file { OpenStoreFiles.release(file) }
     }
 
     /// A database with tables is a state store only if its migrations include idpipe's first: another program's
@@ -89,26 +92,17 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         try UnsyncedMarker.sync(folder(of: path))
     }
 
-    /// `fsync` of a file SQLite holds open, through a descriptor this store keeps until it closes (`syncDescriptors`).
-    /// Closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's too: after apply
-    /// synced its store through a descriptor it closed, a `status`, `report` or refused `resume` run meanwhile found the
-    /// store unlocked, took itself for its last user and removed the WAL and shared memory as it closed. Apply went on
-    /// writing into the removed files, and a resume after a kill sent done actions again.
-    private func syncWhileOpen(_ file: String) throws {
-        let descriptor = try syncDescriptors.withLock { kept throws(StoreError) -> Int32 in
-            var info = stat(), current = stat()
-            // The same file still (a WAL removed and made again is another): its descriptor serves.
-            if let open = kept[file], fstat(open, &info) == 0, stat(file, &current) == 0, info.st_ino == current.st_ino, info.st_dev == current.st_dev {
-                return open
-            }
-            let opened = open(file, O_RDONLY | O_CLOEXEC)
-            guard opened >= 0 else { throw StoreError.cannotOpen(path: file, underlying: String(cString: strerror(errno))) }
-            // The one it replaces is of a file SQLite no longer has (closing it drops no lock SQLite holds).
-            if let old = kept[file] { close(old) }
-            kept[file] = opened
-            return opened
-        }
-        guard fsync(descriptor) == 0 else { throw StoreError.cannotOpen(path: file, underlying: "fsync: \(String(cString: strerror(errno)))") }
+    /// `fsync` of a file SQLite holds open, through a descriptor kept open while any store of this process has the
+    /// file open (`OpenStoreFiles`). Closing any descriptor of a file drops every POSIX lock the process holds on it,
+    /// SQLite's too: after apply synced its store through a descriptor it closed, a `status`, `report` or refused
+    /// `resume` run meanwhile found the store unlocked, took itself for its last user and removed the WAL and shared
+    /// memory as it closed. Apply went on writing into the removed files, and a resume after a kill sent done actions
+    /// again.
+    private func syncWhileOpen(_ path: String) throws {
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw StoreError.cannotOpen(path: path, underlying: String(cString: strerror(errno))) }
+        if let file { OpenStoreFiles.keep(descriptor, for: file) } else { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw StoreError.cannotOpen(path: path, underlying: "fsync: \(String(cString: strerror(errno)))") }
     }
 
     /// Removes the files of a store that `init` refuses as cut short by a restart of the system (the store, its WAL
@@ -177,6 +171,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         configuration.busyMode = .timeout(5)
         do {
             queue = try DatabaseQueue(path: path, configuration: configuration)
+            file = OpenStoreFiles.open(path)
         } catch {
             throw StoreError.cannotOpen(path: path, underlying: "\(error)")
         }
@@ -185,6 +180,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     /// An in-memory store, for tests.
     public init() throws {
         path = ":memory:"
+        file = nil
         queue = try DatabaseQueue()
         try Self.migrator.migrate(queue)
     }
@@ -310,5 +306,43 @@ public enum StoreError: Error, CustomStringConvertible {
                 + "crash of the system), so it may have lost some of it; nothing was applied from it. Make the plan again "
                 + "with the same command (`idpipe plan`, or `idpipe run`): it starts over"
         }
+    }
+}
+
+/// The store files this process has open, by identity (a path may be written two ways), with the descriptors kept to
+/// sync them: closed only when the last store of the file closes (`StateStore.syncWhileOpen` says why).
+enum OpenStoreFiles {
+    struct Key: Hashable, Sendable {
+        var device: UInt64
+        var inode: UInt64
+    }
+
+    private static let files = Mutex<[Key: (stores: Int, descriptors: [Int32])]>([:])
+
+    /// Counts a store opened on `path`; nil when the file cannot be told (the store then keeps no descriptor).
+    static func open(_ path: String) -> Key? {
+        var info = stat()
+        guard stat(path, &info) == 0 else { return nil }
+        let key = Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+        files.withLock { $0[key, default: (0, [])].stores += 1 }
+        return key
+    }
+
+    static func keep(_ descriptor: Int32, for key: Key) {
+        files.withLock { $0[key, default: (1, [])].descriptors.append(descriptor) }
+    }
+
+    static func release(_ key: Key) {
+        let closing: [Int32] = files.withLock { files in
+            guard var entry = files[key] else { return [] }
+            entry.stores -= 1
+            if entry.stores > 0 {
+                files[key] = entry
+                return []
+            }
+            files[key] = nil
+            return entry.descriptors
+        }
+        for descriptor in closing { close(descriptor) }
     }
 }

@@ -511,6 +511,20 @@ final class CountingFingerprint: InputFingerprint {
             run.status = .planned
             try store.saveRun(run)
         }
+        // A store that synced and closed while another of the same file stays open (`run`: the plan's, then apply's;
+        // the path written another way) leaves that one's locks in place.
+        let folder = (path as NSString).deletingLastPathComponent
+        let other = try StateStore(path: folder + "/./state.sqlite")
+        do {
+            let first = try StateStore(path: path)
+            try first.makeDurable()
+        }
+        _ = try otherProcessReadsStatus()
+        #expect(FileManager.default.fileExists(atPath: path + "-wal"), "the WAL was removed under the store still open")
+        var run = try #require(try other.loadRun())
+        run.status = .applied
+        try other.saveRun(run)
+        #expect(try otherProcessReadsStatus().contains("\"applied\""))
     }
 
     /// The plan writes its store without syncing it; apply first syncs and checks it, and refuses a store damaged since
