@@ -91,7 +91,10 @@ public enum TextScan {
     /// Whether a control character is among the UTF-8 bytes: an ASCII one (below the space, or DEL), or a C1 one
     /// (U+0080-U+009F, `C2 80`-`C2 9F`, which a terminal may read as an escape). A NUL in an id ended it wherever a C
     /// string carried it (the state store gave the report `u1` for `u1\0x`, an id of another account).
+    @inline(__always)
     static func hasControlByte(_ utf8: some Sequence<UInt8>) -> Bool {
+        // Most ids are printable ASCII: one test a byte says so.
+        if !utf8.contains(where: { $0 < 0x20 || $0 >= 0x7F }) { return false }
         var afterC2 = false
         for byte in utf8 {
             if byte < 0x20 || byte == 0x7F || (afterC2 && byte <= 0x9F) { return true }

@@ -91,6 +91,9 @@ public enum SideInputReader {
     static func hiddenCharacter(in id: String) -> String? {
         // No Firebase uid is longer (a 40 MB one went whole into plan.md as an unmatched id).
         if id.utf8.count > 128 { return "longer than 128 bytes, which no account id is" }
+        // Printable ASCII (every id of most files) has none: seen on the bytes. Asking each scalar its category tripled
+        // the side inputs' load time (0.21 to 0.52 s for the 1M-account benchmark's, before the plan can start).
+        if id.withUTF8Bytes({ $0.allSatisfy { $0 >= 0x20 && $0 < 0x7F } }) { return nil }
         guard let scalar = id.unicodeScalars.first(where: { [.control, .format].contains($0.properties.generalCategory) }) else { return nil }
         return "an invisible character (U+\(String(scalar.value, radix: 16, uppercase: true))) in the id"
     }

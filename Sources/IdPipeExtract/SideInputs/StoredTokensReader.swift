@@ -31,8 +31,10 @@ extension SideInputReader {
             try parseFlatObject(line, into: &fields, fail: fail)
             // Every value of this file is a string: `"token": true` was taken for the token "true", and sent.
             // (A Facebook id written as a number, which it is, is taken as its digits.)
-            for key in ["uid", "provider", "type", "token", "captured_at", "facebook_id", "login"] {
-                guard case .notString(let text)? = fields.value(key) else { continue }
+            for member in fields.members {
+                guard case .notString(let text) = member.value else { continue }
+                let key = String(decoding: member.key, as: UTF8.self)
+                guard ["uid", "provider", "type", "token", "captured_at", "facebook_id", "login"].contains(key) else { continue }
                 if key == "facebook_id" && text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) { continue }
                 throw fail("\(key): expected a string, found a number or true/false")
             }
