@@ -53,8 +53,9 @@ struct ExistingRunOptions: ParsableArguments {
     func enterRun() throws -> (state: String, out: String, record: RunRecord?) {
         let state = absolutePath(try existingState())
         let given = out.map(absolutePath)
-        // A store that cannot be read is the command's to report, when it opens it.
-        let record = try? StateStore(path: state).loadRun()
+        // A store that cannot be read is the command's to report, when it opens it. Read only: the command opens it
+        // to write once it holds its lock (a run may be going on in it now).
+        let record = try? StateStore(readingFrom: state).loadRun()
         if let folder = record?.workingDirectory, folder != currentDirectory(), chdir(folder) != 0 {
             Console.error("idpipe: the plan ran in \(folder), which cannot be entered (\(String(cString: strerror(errno)))): "
                 + "its relative paths are read from here")

@@ -122,12 +122,10 @@ struct PlanExecution {
         let sideInputs = try loaded.get()
         // A side input given and empty (a decryption that failed into `<(…)`, a file truncated) made every account "no
         // stored Apple token", deleted unrevoked, without a word.
-        let inputs = definition.inputs
-        for (role, path, count) in [("stored_tokens", inputs.storedTokens, sideInputs.credentials.count),
-                                    ("deletion_requests", inputs.deletionRequests, sideInputs.deletionRequests.count),
-                                    ("legacy_names", inputs.legacyNames, sideInputs.legacyNames.count),
-                                    ("protected_accounts", inputs.protectedAccounts, sideInputs.protectedIds.count)] where path != nil && count == 0 {
-            Console.error("idpipe: warning: inputs.\(role) (\(path!)) has no rows" + (role == "stored_tokens"
+        let rows = ["legacy_names": sideInputs.legacyNames.count, "deletion_requests": sideInputs.deletionRequests.count,
+                    "stored_tokens": sideInputs.credentials.count, "protected_accounts": sideInputs.protectedIds.count]
+        for (role, path) in context.sideInputPaths where rows[role] == 0 {
+            Console.error("idpipe: warning: inputs.\(role) (\(path)) has no rows" + (role == "stored_tokens"
                 ? ": no revocation that needs a stored token is possible (was the file cut short, or its command failed?)" : ""))
         }
         for warning in context.warnings() { Console.error("idpipe: warning: " + warning) }

@@ -36,7 +36,7 @@ public struct QuarantineEntry: Sendable, Equatable, Codable {
         guard TextScan.hasControlByte(text.utf8) else { return text }
         var shown = ""
         for scalar in text.unicodeScalars {
-            if scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) {
+            if scalar.properties.generalCategory == .control {  // C0, DEL and C1: what `hasControlByte` finds
                 shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
             } else {
                 shown.unicodeScalars.append(scalar)

@@ -51,7 +51,7 @@ public struct MarkdownReport {
             table(&out, ["side input", "ids", "the first of them"], unmatched.sorted { $0.key < $1.key }.map { role, count in
                 let named = first[role] ?? []
                 // An id that looks like an address or a number (a file keyed by email) is masked as one.
-                let shown = role == "stored_tokens" ? "(not named: the file holds tokens, which a mixed-up line puts in its uid)"
+                let shown = role == PlanRunner.storedTokensRole ? "(not named: the file holds tokens, which a mixed-up line puts in its uid)"
                     : named.map { "`\(masking.quarantinedId($0) ?? $0)`" }.joined(separator: " ") + (count > named.count ? " …" : "")
                 return ["`\(role == PlanRunner.protectUidsRole ? role : "inputs." + role)`", "\(count)", shown]
             })

@@ -157,48 +157,52 @@ extension Masking {
     /// quote was not found, and the value showed in clear.
     public func quotedValues(in reason: String, field: String) -> String {
         guard !reveal else { return reason }
-        let scalars = Array(reason.unicodeScalars)
-        guard let open = scalars.firstIndex(of: "'") else { return reason }
-        var quoted = String.UnicodeScalarView()
-        var index = open + 1
-        var closing: Int?
-        while index < scalars.count {
-            if scalars[index] == "'" {
-                closing = index
-                break
+        var out = String.UnicodeScalarView()
+        var rest = Substring(reason).unicodeScalars
+        var first = true
+        // Each quoted value in turn: the first masked like its field, the later ones (the domain a syntax error names)
+        // shown when they are a domain or one character, else masked as a name.
+        while let open = rest.firstIndex(of: "'") {
+            var value = String.UnicodeScalarView()
+            var index = rest.index(after: open)
+            var close: Substring.UnicodeScalarView.Index?
+            while index < rest.endIndex {
+                if rest[index] == "'" {
+                    close = index
+                    break
+                }
+                if rest[index] == "\\" && rest.index(after: index) < rest.endIndex { index = rest.index(after: index) }
+                value.append(rest[index])
+                index = rest.index(after: index)
             }
-            if scalars[index] == "\\" && index + 1 < scalars.count { index += 1 }
-            quoted.append(scalars[index])
-            index += 1
+            guard let close else { break }
+            let text = String(value)
+            let shown: String
+            if first {
+                shown = self.value(text, ofField: field)
+            } else {
+                let plain = value.count <= 1 || value.allSatisfy { $0 == "." || $0 == "-" || ("a"..."z").contains($0) || ("0"..."9").contains($0) }
+                shown = plain ? String(rest[rest.index(after: open)..<close]) : name(text)
+            }
+            out.append(contentsOf: rest[..<open])
+            out.append(contentsOf: ("'" + shown + "'").unicodeScalars)
+            rest = rest[rest.index(after: close)...]
+            first = false
         }
-        guard let close = closing else { return reason }
-        let value = String(quoted)
-        let masked: String
-        if value.unicodeScalars.count <= 1 {
-            masked = value
-        } else if field.hasSuffix("email") {
-            masked = email(value)
-        } else if field.hasSuffix("phoneNumber") {
-            masked = phone(value)
-        } else if field.hasSuffix("displayName") {
-            masked = name(value)
-        } else if !(field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId")), value.contains(where: \.isLetter) {
-            masked = value.contains("@") ? email(value) : name(value)
-        } else {
-            masked = quarantinedId(value) ?? value
-        }
-        let before = String(String.UnicodeScalarView(scalars[..<open])), after = String(String.UnicodeScalarView(scalars[(close + 1)...]))
-        return before + "'" + masked + "'" + laterQuotedValues(in: after)
+        out.append(contentsOf: rest)
+        return String(out)
     }
 
-    /// The values a reason quotes after its first (`domain 'example.com (jane doe)' contains ' '`): a domain or one
-    /// character shows; anything else is masked as a name.
-    private func laterQuotedValues(in text: String) -> String {
-        guard let open = text.unicodeScalars.firstIndex(of: "'"),
-              let close = text.unicodeScalars[text.unicodeScalars.index(after: open)...].firstIndex(of: "'") else { return text }
-        let value = String(text.unicodeScalars[text.unicodeScalars.index(after: open)..<close])
-        let plain = value.unicodeScalars.count <= 1 || value.unicodeScalars.allSatisfy { $0 == "." || $0 == "-" || ("a"..."z").contains($0) || ("0"..."9").contains($0) }
-        let rest = String(text.unicodeScalars[text.unicodeScalars.index(after: close)...])
-        return String(text.unicodeScalars[..<open]) + "'" + (plain ? value : name(value)) + "'" + laterQuotedValues(in: rest)
+    /// A bad value of `field` as reports show it (`quotedValues`): one character as it is, an email, phone number or
+    /// name masked as such, a value of another field masked when it has a letter, an id as `quarantinedId` shows it.
+    public func value(_ value: String, ofField field: String) -> String {
+        guard !reveal, value.unicodeScalars.count > 1 else { return value }
+        if field.hasSuffix("email") { return email(value) }
+        if field.hasSuffix("phoneNumber") { return phone(value) }
+        if field.hasSuffix("displayName") { return name(value) }
+        if !(field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId")), value.contains(where: \.isLetter) {
+            return value.contains("@") ? email(value) : name(value)
+        }
+        return quarantinedId(value) ?? value
     }
 }

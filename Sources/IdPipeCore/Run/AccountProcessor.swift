@@ -7,6 +7,8 @@ public struct AccountProcessor: Sendable {
     public let planner: Planner
     /// What the fast path (`plain`) needs from the pipeline.
     let rules: PlainRules
+    /// A table's times are in the unit its pipeline gives (`timestamp_format`); an export's may need the guess.
+    let guessesTimeUnit: Bool
 
     public init(pipeline: PipelineDefinition, sideInputs: SideInputs, asOf: Int64) {
         self.pipeline = pipeline
@@ -14,6 +16,7 @@ public struct AccountProcessor: Sendable {
         self.selector = Selector(config: pipeline.selection, asOf: asOf, extraProtectedIds: sideInputs.protectedIds)
         self.planner = Planner(stages: pipeline.stages, asOf: asOf)
         self.rules = PlainRules(pipeline)
+        guessesTimeUnit = pipeline.source.format != .mappedCSV
     }
 
     /// Takes the account over (`consuming`): it is normalized in place, not copied.
@@ -30,11 +33,9 @@ public struct AccountProcessor: Sendable {
         var account = raw
         var repairs = RepairSet()
         if pipeline.stages.normalize {
-            // A table's times are in the unit its pipeline gives (`timestamp_format`); an export's may need the guess.
-            let guessesUnit = pipeline.source.format != .mappedCSV
             if normalized {
-                assert(Self.normalizes(to: account, guessesUnit), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
-            } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs, secondsMayPassForMilliseconds: guessesUnit) {
+                assert(Self.normalizes(to: account, guessesTimeUnit), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
+            } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs, secondsMayPassForMilliseconds: guessesTimeUnit) {
                 return .quarantined(QuarantineEntry(position: position, localId: rawId.isEmpty ? nil : rawId, field: issue.field, reason: issue.reason))
             }
         } else if rawId.isEmpty {

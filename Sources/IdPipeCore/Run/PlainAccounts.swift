@@ -221,8 +221,10 @@ extension AccountProcessor {
         if let sources = rules.nameSources {
             if account.displayName != nil {
                 name = .present
-            } else if sideInputs.deletionRequests.contains(bytes: id, hash: idHash) {
-                return .normalized  // no name for an account its owner asked to delete: the full path says so
+            } else if !selector.config.deletionRequested && sideInputs.deletionRequests.contains(bytes: id, hash: idHash) {
+                // No name for an account its owner asked to delete: the full path says so. (With the rule on, an account
+                // with a request was selected above, and left to the full path there: no second lookup.)
+                return .normalized
             } else {
                 for source in sources {
                     switch source {

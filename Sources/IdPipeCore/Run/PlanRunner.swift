@@ -642,7 +642,7 @@ extension PlanRunner {
             var unmatched = Unmatched()
             // The stored tokens' ids are counted, never named: with the fields of a line mixed up, the uid holds a token,
             // and it went into the reports and the state store.
-            let names = role != "stored_tokens"
+            let names = role != Self.storedTokensRole
             for index in hashes.indices where !accepted(hashes[index]) {
                 unmatched.count += 1
                 if names && unmatched.first.count < Unmatched.named { unmatched.first.append(id(index)) }
@@ -684,13 +684,15 @@ extension PlanRunner {
         let protected = inputs.protectedIds.sorted()
         return [("legacy_names", inputs.legacyNames.hashes, { inputs.legacyNames.keys[$0] }),
                 ("deletion_requests", inputs.deletionRequests.hashes, { inputs.deletionRequests.keys[$0] }),
-                ("stored_tokens", inputs.credentials.hashes, { inputs.credentials.keys[$0] }),
+                (Self.storedTokensRole, inputs.credentials.hashes, { inputs.credentials.keys[$0] }),
                 ("protected_accounts", ContiguousArray(protected.map(IdHash.of)), { protected[$0] }),
                 (Self.protectUidsRole, ContiguousArray(protectUids.map(IdHash.of)), { protectUids[$0] })]
     }
 
     /// The name the pipeline's protected uids are counted under, among the side inputs' roles.
     public static let protectUidsRole = "select.protect.uids"
+    /// The stored tokens' role: its unmatched ids are counted, never named.
+    public static let storedTokensRole = "stored_tokens"
 
     /// The account as the import file gets it: cleaned, with the name the plan fills in (a migration carries the
     /// backfilled names to the project it imports into; the plan's update-name action is for the source project).

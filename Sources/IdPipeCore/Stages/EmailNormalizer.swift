@@ -87,7 +87,7 @@ public enum EmailNormalizer {
             previous = byte
         }
         if local.contains(where: { $0 >= 0x80 }), let hidden = Substring(local).unicodeScalars.first(where: isHiddenInLocalPart) {
-            return "local part contains white space or an invisible character (U+\(String(hidden.value, radix: 16, uppercase: true)))"
+            return "local part contains white space or an invisible character (\(hidden.codePoint))"
         }
         return nil
     }
@@ -98,7 +98,7 @@ public enum EmailNormalizer {
     private static func isHiddenInLocalPart(_ scalar: Unicode.Scalar) -> Bool {
         let properties = scalar.properties
         return properties.isWhitespace || properties.isDefaultIgnorableCodePoint
-            || [.control, .format, .lineSeparator, .paragraphSeparator, .spaceSeparator].contains(properties.generalCategory)
+            || scalar.isControlOrFormat || [.lineSeparator, .paragraphSeparator, .spaceSeparator].contains(properties.generalCategory)
     }
 
     private static func isForbiddenInLocalPart(_ byte: UInt8) -> Bool {

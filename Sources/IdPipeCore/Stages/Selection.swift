@@ -87,11 +87,7 @@ public struct Selector: Sendable {
         for scalar in uid.unicodeScalars {
             if scalar == "\"" || scalar == "'" || scalar == "," { return "\(scalar) in the id" }
             if TextScan.isSpace(scalar) { return "a space in the id" }
-            switch scalar.properties.generalCategory {
-            case .control, .format:
-                return "an invisible character (U+\(String(scalar.value, radix: 16, uppercase: true))) in the id"
-            default: continue
-            }
+            if scalar.isControlOrFormat { return "an invisible character (\(scalar.codePoint)) in the id" }
         }
         return nil
     }

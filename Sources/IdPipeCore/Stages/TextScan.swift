@@ -120,3 +120,16 @@ public enum TextScan {
         return Substring(scalars[start...end])
     }
 }
+
+extension Unicode.Scalar {
+    /// `U+200B`: how a message names a character it cannot show.
+    public var codePoint: String { "U+" + String(value, radix: 16, uppercase: true) }
+
+    /// A control or format character: one that shows nothing where it stands (a NUL, a zero-width space, a bidi mark).
+    public var isControlOrFormat: Bool {
+        switch properties.generalCategory {
+        case .control, .format: true
+        default: false
+        }
+    }
+}

@@ -56,15 +56,14 @@ public final class CSVSource: AccountSource {
 
     /// A `firebase auth:export` CSV: no header, 52 columns and a trailing comma.
     public static func authExport(path: String, checkpoint: InputCheckpoint = InputCheckpoint(), batchBytes: Int = defaultBatchBytes) throws -> CSVSource {
-        if checkpoint.offset == 0 && CSVLineEnds.endWithCarriageReturns(path: path) { throw InputError(path: path, message: CSVLineEnds.refusal) }
+        // (A file whose lines end with a CR alone is refused as `forFile` opens it.)
         return try CSVSource(path: path, checkpoint: checkpoint, decoder: ExportCSVDecoder.forFile(path), batchBytes: batchBytes)
     }
 
     /// A CSV with a header row, read through a column mapping. The header is read again on resume.
     public static func mapped(path: String, mapping: ColumnMapping, timestamps: TimestampFormat, checkpoint: InputCheckpoint = InputCheckpoint(),
                               batchBytes: Int = defaultBatchBytes) throws -> CSVSource {
-        let headerReader: CSVRecordReader
-        do { headerReader = try CSVRecordReader(path: path) } catch let error as CSVReadError { throw InputError(path: path, message: error.message) }
+        let headerReader = try readingCSV(path) { try CSVRecordReader(path: path) }
         guard case .record(let header)? = try headerReader.next() else {
             throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "expected a header row")
         }

@@ -105,15 +105,13 @@ extension ExportCSVDecoder {
     /// well-formed rows have (52, or 53 with the last empty); nil on a tie.
     static func forFile(_ path: String) throws -> ExportCSVDecoder {
         var withComma = 0, without = 0
-        do {
+        try readingCSV(path) {
             let reader = try CSVRecordReader(path: path)
             while withComma + without < 100, let item = try reader.next() {
                 guard case .record(let record) = item else { continue }
                 if record.count == columnCount { without += 1 }
                 if record.count == columnCount + 1 && record.fieldBytes(columnCount).isEmpty { withComma += 1 }
             }
-        } catch let error as CSVReadError {
-            throw InputError(path: path, message: error.message)
         }
         var decoder = ExportCSVDecoder()
         if withComma != without { decoder.fieldsPerRow = withComma > without ? columnCount + 1 : columnCount }
@@ -199,5 +197,14 @@ enum CSVFields {
             throw RecordIssue(field: field, reason: "\(Quoted.value(text)) is not a timestamp in epoch milliseconds (\(column))")
         }
         return value
+    }
+}
+
+/// Runs `body`, which reads the CSV file at `path`, with its reading errors as the input errors a plan reports.
+func readingCSV<T>(_ path: String, _ body: () throws -> T) throws -> T {
+    do {
+        return try body()
+    } catch let error as CSVReadError {
+        throw InputError(path: path, message: error.message)
     }
 }

@@ -81,7 +81,7 @@ public enum SideInputReader {
     /// A bad value as an error quotes it: masked as the reports mask a value of the wrong field (a row shifted or a
     /// column mixed up puts a name or an address there, and the error went to the terminal in clear).
     static func shown(_ value: String) -> String {
-        Masking(reveal: false).quotedValues(in: Quoted.value(value), field: "value")
+        "'" + Masking(reveal: false).value(value, ofField: "value") + "'"
     }
 
     /// An invisible character (a control, a zero-width space, a bidi mark) in a side input's id: the row matched no
@@ -94,8 +94,8 @@ public enum SideInputReader {
         // Printable ASCII (every id of most files) has none: seen on the bytes. Asking each scalar its category tripled
         // the side inputs' load time (0.21 to 0.52 s for the 1M-account benchmark's, before the plan can start).
         if id.withUTF8Bytes({ $0.allSatisfy { $0 >= 0x20 && $0 < 0x7F } }) { return nil }
-        guard let scalar = id.unicodeScalars.first(where: { [.control, .format].contains($0.properties.generalCategory) }) else { return nil }
-        return "an invisible character (U+\(String(scalar.value, radix: 16, uppercase: true))) in the id"
+        guard let scalar = id.unicodeScalars.first(where: \.isControlOrFormat) else { return nil }
+        return "an invisible character (\(scalar.codePoint)) in the id"
     }
 
     /// `uid,given_name,family_name,consent`
@@ -206,8 +206,7 @@ public enum SideInputReader {
     /// one row at a time; each row is handed to `body` with the values of those columns and dropped before the next.
     static func readTable<Column>(_ path: String, _: Column.Type, _ body: (Row<Column>) throws -> Void) throws {
         let columns = Column.allCases.map(\.header)
-        let reader: CSVRecordReader
-        do { reader = try CSVRecordReader(path: path) } catch let error as CSVReadError { throw InputError(path: path, message: error.message) }
+        let reader = try readingCSV(path) { try CSVRecordReader(path: path) }
         guard case .record(let header)? = try reader.next() else { throw InputError(path: path, message: "expected a header row: \(columns.joined(separator: ","))") }
         let names = (0..<header.count).map { header.field($0)?.trimmingSpaces ?? "" }
         // Where each column is in the file: found once, not by name in every row.
