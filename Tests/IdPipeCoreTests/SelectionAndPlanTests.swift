@@ -499,12 +499,17 @@ import IdPipeTestSupport
     }
 
     /// A value quoted for another field is masked when it has a letter: a column mapped wrongly put a name where a time
-    /// belongs, and the reports showed `'Lily Doe' is not a rfc3339 timestamp` for every row. Times and numbers show;
+    /// belongs, and the reports showed `'Lily Doe' is not a rfc3339 timestamp` for every row. Short numbers show;
     /// ids are masked only when they look like personal data.
     @Test(arguments: [
         ("'Lily Doe' is not a rfc3339 timestamp (column \"full_name\")", "lastSignedInAt", "'L••• D•••' is not a rfc3339 timestamp (column \"full_name\")"),
         ("'lily@example.com' is not true or false (column 27)", "disabled", "'l•••@example.com' is not true or false (column 27)"),
-        ("'2026-13-01' is not a timestamp in epoch milliseconds (column 24)", "createdAt", "'2026-13-01' is not a timestamp in epoch milliseconds (column 24)"),
+        // Seven digits or more may be a phone number or a birth date: masked as a number. Fewer show.
+        ("'2026-13-01' is not a timestamp in epoch milliseconds (column 24)", "createdAt", "'20••••••01' is not a timestamp in epoch milliseconds (column 24)"),
+        ("'415 555 0100' is not a rfc3339 timestamp", "lastSignedInAt", "'41••••••••00' is not a rfc3339 timestamp"),
+        ("'1990-04-12' is not true or false", "disabled", "'19••••••12' is not true or false"),
+        ("'-12' is not a timestamp in epoch milliseconds", "createdAt", "'-12' is not a timestamp in epoch milliseconds"),
+        ("'123456' is not true or false", "disabled", "'123456' is not true or false"),
         ("'+14155550100' is not true or false", "disabled", "'+1••••••••00' is not true or false"),
         ("' u1 ' has spaces around it", "localId", "' u1 ' has spaces around it"),
         ("'lily@example.com' has spaces around it", "providerUserInfo[0].rawId", "'l•••@example.com' has spaces around it"),

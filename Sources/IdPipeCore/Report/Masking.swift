@@ -151,7 +151,8 @@ extension Masking {
     ///
     /// A value of another field is masked when it has a letter in it: a column mapped wrongly, or a row shifted,
     /// puts a name or an address where a time or a flag belongs (`'Lily Doe' is not a rfc3339 timestamp`). Ids are
-    /// masked as `quarantinedId` masks them, and values without letters (a time, a number) are shown.
+    /// masked as `quarantinedId` masks them. A value without letters is shown when it has fewer than seven digits (a
+    /// flag, a count), and masked as a phone number otherwise: it may be one, or a birth date.
     /// The value is read as `Quoted.value` writes it: a quote or backslash after a backslash is part of it. Read by
     /// Unicode scalar: as Characters, a combining mark after the opening quote made one character of the two, the
     /// quote was not found, and the value showed in clear.
@@ -194,14 +195,18 @@ extension Masking {
     }
 
     /// A bad value of `field` as reports show it (`quotedValues`): one character as it is, an email, phone number or
-    /// name masked as such, a value of another field masked when it has a letter, an id as `quarantinedId` shows it.
+    /// name masked as such, a value of another field masked when it has a letter or seven digits, an id as
+    /// `quarantinedId` shows it.
     public func value(_ value: String, ofField field: String) -> String {
         guard !reveal, value.unicodeScalars.count > 1 else { return value }
         if field.hasSuffix("email") { return email(value) }
         if field.hasSuffix("phoneNumber") { return phone(value) }
         if field.hasSuffix("displayName") { return name(value) }
-        if !(field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId")), value.contains(where: \.isLetter) {
-            return value.contains("@") ? email(value) : name(value)
+        if !(field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId")) {
+            if value.contains(where: \.isLetter) { return value.contains("@") ? email(value) : name(value) }
+            // Seven digits or more, without a letter, may be a phone number or a birth date in a column mapped wrongly:
+            // masked as a number is. A short number (a count, a flag written `1`) shows.
+            if value.unicodeScalars.lazy.filter({ ("0"..."9").contains($0) }).count >= 7 { return phone(value) }
         }
         return quarantinedId(value) ?? value
     }
