@@ -31,6 +31,23 @@ import Testing
         #expect(!RelayDetection.isRelayAddress("@" + RelayDetection.relayDomain))
     }
 
+    /// With `normalize: false` the addresses reach relay detection as the export has them. An invisible or fullwidth
+    /// character in the domain, or a space around the address, hid a relay address: the account counted as real, its
+    /// name could come from it. Such addresses are judged by the domain the normalize stage would have made.
+    @Test(arguments: [
+        ("abc@privaterelay.appleid.com\u{200B}", true), ("abc@privaterelay\u{AD}.appleid.com", true),
+        ("abc@\u{FEFF}PrivateRelay.AppleID.com", true), (" abc@privaterelay.appleid.com\n", true),
+        ("abc@ｐｒｉｖａｔｅｒｅｌａｙ．appleid.com", true), ("abc@privaterelay。appleid.com", true),
+        ("abc@privaterelay.appleid.com.\u{200B}example", false), ("\u{200B}@privaterelay.appleid.com", true),
+        ("abc@privaterelay.apple\u{200D}id.com", false),
+        ("jané@example.com", false),
+    ])
+    func relayAddressesAreFoundBehindWhatNormalizingRemoves(email: String, isRelay: Bool) {
+        #expect(RelayDetection.isRelayAddress(email) == isRelay)
+        let account = Account(localId: "1", email: email, providers: [Self.apple()])
+        #expect(RelayDetection.classify(account, consentRecorded: false).relayClass == (isRelay ? .relayAddress : .appleRealEmail))
+    }
+
     /// Stores written before `name` existed hold the interpolated case name: the two must stay the same text.
     @Test(arguments: RelayClass.allCases) func nameIsTheCaseName(_ relayClass: RelayClass) {
         #expect(relayClass.name == "\(relayClass)")

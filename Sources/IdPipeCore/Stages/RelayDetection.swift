@@ -1,3 +1,5 @@
+import Foundation
+
 /// How an account relates to Apple's private email relay.
 public enum RelayClass: Int, CaseIterable, Sendable, Codable {
     /// The top-level email or the `apple.com` provider email is at `privaterelay.appleid.com`.
@@ -65,9 +67,23 @@ public enum RelayDetection {
     static let relaySuffix: StaticString = "@privaterelay.appleid.com"
 
     /// Whether an address is at Apple's relay domain (ASCII case-insensitive, on bytes: it runs per account).
+    /// An address the normalize stage did not see (`normalize: false`) may carry what it would have mapped away:
+    /// white space at either end, or an invisible or fullwidth character in the domain. Such an address is judged by
+    /// its domain as the normalize stage maps it (`EmailNormalizer.mapped`), so that it is no way around the relay
+    /// rules; ASCII addresses without spaces, nearly all of them, are judged on their bytes alone.
     public static func isRelayAddress(_ email: String?) -> Bool {
         guard let email else { return false }
-        return email.withUTF8Bytes(isRelayAddress)
+        return email.withUTF8Bytes { bytes in
+            if isRelayAddress(bytes) { return true }
+            guard bytes.contains(where: { $0 >= 0x80 || $0 == 0x20 || ($0 >= 0x09 && $0 <= 0x0D) }) else { return false }
+            return isRelayAfterMapping(email)
+        }
+    }
+
+    private static func isRelayAfterMapping(_ email: String) -> Bool {
+        let trimmed = email.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard let at = trimmed.lastIndex(of: "@"), at > trimmed.startIndex, let domain = EmailNormalizer.mapped(trimmed[trimmed.index(after: at)...]) else { return false }
+        return domain == relayDomain
     }
 
     /// The same on an address's UTF-8 bytes (the plan's fast path reads them where the decoder found them).
