@@ -185,7 +185,7 @@ struct PlanExecution {
             }
             Console.progress("plan: \(progress.records) accounts\(percent) · \(rate)/s · \(progress.quarantined) quarantined")
         }
-        let sink = try definition.output.importJSON.map { try ImportJSONWriter(path: "\(out)/\($0)") }
+        let sink = definition.output.importJSON.map { ImportJSONWriter(path: "\(out)/\($0)") }
         let fingerprint: any InputFingerprint = live ? LiveSourceFingerprint(project: services?.projectId ?? "") : FileFingerprint(path: sourcePath)
         let result = try runner.plan(run: run, openSource: { try context.openSource($0, services: services) }, fingerprint: fingerprint,
                                      sink: sink, clock: wallClockSeconds)

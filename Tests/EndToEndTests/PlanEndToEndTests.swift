@@ -255,23 +255,36 @@ struct Binary {
     }
 
     /// A migration stopped midway resumes its import file where it stood; a file removed or cut since is refused, where
-    /// it used to be grown with zero bytes and finished as if whole.
+    /// it used to be grown with zero bytes and finished as if whole. Until the plan has read its input, the file is
+    /// `NAME.partial`: a plan stopped or failing overwrote the import file of an earlier plan in the same folder.
     @Test func aResumedImportFileMustBeAsLeft() throws {
         let small = ["IDPIPE_BATCH_RECORDS": "7", "IDPIPE_BATCH_BYTES": "4096"]
         let reference = Binary.temporaryDirectory(), out = Binary.temporaryDirectory()
         let plan = ["plan", "Pipelines/backfill-apple-names.yaml", "--as-of", asOf]
         try Binary.run(plan + ["--out", reference], environment: small)
+        let finished = try Data(contentsOf: URL(fileURLWithPath: reference + "/cleaned-accounts.json"))
+        let file = out + "/cleaned-accounts.json", staged = file + ".partial"
+        let earlier = Data("{\"users\": [\n]}\n".utf8)
+        try earlier.write(to: URL(fileURLWithPath: file))
         let (stopCode, _) = try Binary.run(plan + ["--out", out], environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "5"]) { $1 })
         #expect(stopCode == 130)
-        let file = out + "/cleaned-accounts.json"
-        let left = try Data(contentsOf: URL(fileURLWithPath: file))
-        try FileManager.default.removeItem(atPath: file)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == earlier)
+        let left = try Data(contentsOf: URL(fileURLWithPath: staged))
+        #expect(left.count > earlier.count && left.count < finished.count)
+        try FileManager.default.removeItem(atPath: staged)
         let (code, output) = try Binary.run(plan + ["--out", out], environment: small)
-        #expect(code == 2 && output.contains("\(file): holds 0 bytes, not the \(left.count) the interrupted run wrote"), "\(output)")
-        try left.write(to: URL(fileURLWithPath: file))
+        #expect(code == 2 && output.contains("\(staged): holds 0 bytes, not the \(left.count) the interrupted run wrote"), "\(output)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == earlier)
+        try left.write(to: URL(fileURLWithPath: staged))
         let (again, againOutput) = try Binary.run(plan + ["--out", out], environment: small)
         #expect(again == 1, "\(againOutput)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == Data(contentsOf: URL(fileURLWithPath: reference + "/cleaned-accounts.json")))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == finished)
+        #expect(!FileManager.default.fileExists(atPath: staged))
+        // Planned already, the same plan again leaves the file as it is, and makes no `.partial` file.
+        try FileManager.default.removeItem(atPath: file)
+        let (same, sameOutput) = try Binary.run(plan + ["--out", out], environment: small)
+        #expect(same == 1, "\(sameOutput)")
+        #expect(!FileManager.default.fileExists(atPath: file) && !FileManager.default.fileExists(atPath: staged))
     }
 
     /// Stopped right after the batch that ends the input (its checkpoint is at the end, the run not yet marked planned),

@@ -5,26 +5,34 @@ import Glibc
 
 /// Writes cleaned accounts as an import file, in the `auth:export` JSON layout: the export's keys, and the links of
 /// the ten exported providers. `firebase auth:import` takes only four of those and no `mfaInfo` (the plan counts the
-/// accounts it would refuse); they are written all the same, as leaving them out would lose them. Resumable: cut back
-/// to a checkpoint's length.
+/// accounts it would refuse); they are written all the same, as leaving them out would lose them.
+///
+/// The file is written as `NAME.partial` and takes its name when the plan has read the whole input: a plan that
+/// fails or is stopped leaves the import file of an earlier plan in the same folder whole, and nothing half written
+/// passes for an import file. Resumable: the `.partial` file is cut back to a checkpoint's length.
 public final class ImportJSONWriter: CleanedAccountSink {
     public let path: String
-    private let fd: Int32
+    /// Where the file is written until it is finished.
+    public var stagedPath: String { path + ".partial" }
+    private var fd: Int32 = -1
     public private(set) var length: Int64 = 0
     private var wroteAccount = false
     /// What the file starts with, before its first account.
     private static let opening = "{\"users\": ["
 
-    public init(path: String) throws {
+    /// Opens nothing yet: a plan already finished, or refused before it reads, leaves the folder as it was.
+    public init(path: String) {
         self.path = path
-        // Readable by its owner only: it holds the accounts unmasked, and their password hashes.
-        fd = open(path, O_RDWR | O_CREAT, 0o600)
-        guard fd >= 0 else { throw InputError(path: path, message: "cannot write: \(String(cString: strerror(errno)))") }
     }
 
-    deinit { close(fd) }
+    deinit { if fd >= 0 { close(fd) } }
 
     public func truncate(to length: Int64) throws {
+        if fd < 0 {
+            // Readable by its owner only: it holds the accounts unmasked, and their password hashes.
+            fd = open(stagedPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw InputError(path: stagedPath, message: "cannot write: \(String(cString: strerror(errno)))") }
+        }
         // What the interrupted run wrote must still be there: cut back, a shorter file would grow with zero bytes
         // (a removed one came back as 0 bytes of NUL then the rest) and pass for a finished import file.
         if length > 0 {
@@ -33,11 +41,11 @@ public final class ImportJSONWriter: CleanedAccountSink {
             var first = [UInt8](repeating: 0, count: head.count)
             let size = fstat(fd, &info) == 0 ? Int64(info.st_size) : 0
             if size < length || pread(fd, &first, first.count, 0) != first.count || first != head {
-                throw InputError(path: path, message: "holds \(size) bytes, not the \(length) the interrupted run wrote (or another start): it was "
-                    + "changed or removed since; put it back, or plan afresh with a new state store")
+                throw InputError(path: stagedPath, message: "holds \(size) bytes, not the \(length) the interrupted run wrote (or another start): it "
+                    + "was changed or removed since; put it back, or plan afresh with a new state store")
             }
         }
-        guard ftruncate(fd, off_t(length)) == 0 else { throw InputError(path: path, message: "cannot truncate: \(String(cString: strerror(errno)))") }
+        guard ftruncate(fd, off_t(length)) == 0 else { throw InputError(path: stagedPath, message: "cannot truncate: \(String(cString: strerror(errno)))") }
         self.length = length
         wroteAccount = length > Int64(Self.opening.utf8.count)
         if length == 0 { try append(Self.opening) }
@@ -53,15 +61,24 @@ public final class ImportJSONWriter: CleanedAccountSink {
         try append(text)
     }
 
+    /// Closes the list, syncs the file and gives it its name (the folder synced too, so the name survives a crash).
     public func finish() throws {
         try append("\n]}\n")
-        fsync(fd)
+        guard fsync(fd) == 0 else { throw InputError(path: stagedPath, message: "cannot sync: \(String(cString: strerror(errno)))") }
+        guard rename(stagedPath, path) == 0 else {
+            throw InputError(path: path, message: "cannot rename \(stagedPath) to it: \(String(cString: strerror(errno)))")
+        }
+        let folderFd = open(folder(of: path), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        if folderFd >= 0 {
+            fsync(folderFd)
+            close(folderFd)
+        }
     }
 
     private func append(_ text: String) throws {
         let bytes = Array(text.utf8)
         guard bytes.withUnsafeBytes({ FileInfo.writeAll(fd, $0, at: length) }) else {
-            throw InputError(path: path, message: "write failed: \(String(cString: strerror(errno)))")
+            throw InputError(path: stagedPath, message: "write failed: \(String(cString: strerror(errno)))")
         }
         length += Int64(bytes.count)
     }
