@@ -174,8 +174,29 @@ public struct TallyCounter: Sendable {
         if !invalid.isEmpty { keyed["import.api-refused", default: 0] += 1 }
     }
 
+    /// Whether `text` is a JSON object as a strict parser reads it. JSONSerialization takes a comma before `}` or `]`,
+    /// which the CLI's and the API's parsers refuse: such claims passed the check, and the import failed.
     static func isJSONObject(_ text: String) -> Bool {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8))) is [String: Any]
+        !hasTrailingComma(text) && (try? JSONSerialization.jsonObject(with: Data(text.utf8))) is [String: Any]
+    }
+
+    /// A `,` followed, white space apart, by `}` or `]`, outside strings.
+    static func hasTrailingComma(_ text: String) -> Bool {
+        var inString = false, escaped = false, afterComma = false
+        for byte in text.utf8 {
+            if inString {
+                if escaped { escaped = false } else if byte == UInt8(ascii: "\\") { escaped = true } else if byte == UInt8(ascii: "\"") { inString = false }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\n"), UInt8(ascii: "\r"): continue
+            case UInt8(ascii: "}"), UInt8(ascii: "]"): if afterComma { return true }
+            case UInt8(ascii: "\""): inString = true
+            default: break
+            }
+            afterComma = byte == UInt8(ascii: ",")
+        }
+        return false
     }
 
     /// `providerUserInfo[2].rawId` and `providerUserInfo[0].rawId` count together.
