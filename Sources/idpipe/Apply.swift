@@ -102,7 +102,7 @@ struct RunPipeline: ParsableCommand {
     @OptionGroup var options: ApplyOptions
     @OptionGroup var reportOptions: ReportOptions
 
-    @Option(name: .long, help: ArgumentHelp("Plan as of this moment (RFC 3339) instead of now.", valueName: "time"))
+    @Option(name: .long, help: ArgumentHelp("Plan as of this moment instead of now: an RFC 3339 time (2026-11-21T00:00:00Z), or a date alone for its midnight UTC.", valueName: "time"))
     var asOf: String?
 
     func validate() throws {
@@ -345,10 +345,34 @@ private let loggingReady = Mutex(false)
 /// Sets up logging once per process (swift-log allows one bootstrap).
 func bootstrapLogging(verbose: Bool) {
     guard loggingReady.withLock({ ready in defer { ready = true }; return !ready }) else { return }
-    LoggingSystem.bootstrap { label in
-        var handler = StreamLogHandler.standardError(label: label)
-        handler.logLevel = verbose ? .info : .warning
-        return handler
+    LoggingSystem.bootstrap { _ in ConsoleLogHandler(logLevel: verbose ? .info : .warning) }
+}
+
+/// Log lines on stderr as idpipe's other messages read them: `idpipe: warning: …`, and with `--verbose` the info lines
+/// with their time (`idpipe: 06:24:24 side inputs read in 0.26 s: …`). The stream handler's own form repeated the
+/// name (`… info idpipe: [idpipe] …`). A progress line on the terminal is cleared first.
+struct ConsoleLogHandler: LogHandler {
+    var logLevel: Logger.Level
+    var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        let all = metadata.merging(event.metadata ?? [:]) { $1 }
+        let details = all.isEmpty ? "" : " (" + all.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ") + ")"
+        let head: String
+        if event.level >= .warning {
+            head = "\(event.level): "
+        } else {
+            var now = time(nil), parts = tm()
+            localtime_r(&now, &parts)
+            head = String(format: "%02d:%02d:%02d ", parts.tm_hour, parts.tm_min, parts.tm_sec)
+        }
+        Console.error((Console.stderrIsTerminal ? "\r\u{1B}[K" : "") + "idpipe: " + head + event.message.description + details)
     }
 }
 

@@ -28,7 +28,7 @@ struct Plan: ParsableCommand {
     @OptionGroup var location: RunLocationOptions
     @OptionGroup var reportOptions: ReportOptions
 
-    @Option(name: .long, help: ArgumentHelp("Plan as of this moment (RFC 3339) instead of now; for reproducible reports.", valueName: "time"))
+    @Option(name: .long, help: ArgumentHelp("Plan as of this moment instead of now, for reproducible reports: an RFC 3339 time (2026-11-21T00:00:00Z), or a date alone for its midnight UTC.", valueName: "time"))
     var asOf: String?
 
     // Unconditional, so `--workers -1` reaches validate() instead of being taken for an option.

@@ -380,6 +380,8 @@ struct Binary {
         #expect(surveyStopCode == 130 && surveyStopOutput.contains("more than the 100 the duplicate check holds"), "\(surveyStopOutput)")
         let (code, output) = try Binary.run(plan + ["--out", resumed], environment: surveying)
         #expect(code == 1 && output.contains("resuming an interrupted plan") && output.contains("more than the 100 the duplicate check holds"), "\(output)")
+        // Log lines read as idpipe's other messages: its name once, the time, the message, its details.
+        #expect(output.split(separator: "\n").contains { $0.wholeMatch(of: /idpipe: \d\d:\d\d:\d\d resuming an interrupted plan \(records: \d+\)/) != nil }, "\(output)")
         try expectSame(resumed, "resumed with more ids in the store than the check holds")
         // Stopped in the survey a plan starts past its limit, then resumed.
         let stoppedInSurvey = Binary.temporaryDirectory()
