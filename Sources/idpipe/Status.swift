@@ -22,8 +22,10 @@ struct Status: ParsableCommand {
             guard let run = try store.loadRun() else { throw fail("\(state) holds no run") }
             let checkpoint = try store.loadCheckpoint()
             let tally = checkpoint?.tally ?? Tally()
-            Console.out("pipeline: \(run.pipelineName) (\(run.pipelinePath))")
-            Console.out("input: \(run.sourcePath)")
+            // The paths as the plan was given them, from its folder: from another folder they are shown from there.
+            let base = run.workingDirectory.flatMap { $0 == currentDirectory() ? nil : $0 } ?? ""
+            Console.out("pipeline: \(run.pipelineName) (\(SideInputReader.resolve(run.pipelinePath, base)))")
+            Console.out("input: \(run.sourceFormat == SourceFormat.identityToolkit.rawValue ? run.sourcePath : SideInputReader.resolve(run.sourcePath, base))")
             Console.out("as of: \(Timestamp.formatRFC3339(run.asOf))")
             // A run going on holds the store's lock: "running" and who, else a plan or apply left midway was stopped.
             let holder = StateLock.holder(statePath: state)
