@@ -152,6 +152,16 @@ import Testing
         let real = Account(localId: "2", email: "jane@example.com")
         let someAddress = LegacyName(givenName: "jlr6gznpih@PrivateRelay.AppleID.com", familyName: "", consent: true)
         #expect(NameBackfill.plan(real, isRelay: false, legacy: someAddress, sources: sources) == .noSource("the legacy name is a relay address"))
+        // With `normalize: false` the address may have a space or an invisible character in it: the name that is its
+        // local part is refused all the same (a leading space let it through).
+        for padded in [" k7x2m9ab@privaterelay.appleid.com", "\u{A0}k7x2m9ab@privaterelay.appleid.com", "\tk7x2m9ab@privaterelay.appleid.com",
+                       "k7x2\u{200B}m9ab@privaterelay.appleid.com", "k7x2m9ab@privaterelay.appleid.com\u{FEFF}"] {
+            let link = ProviderLink(providerId: "apple.com", rawId: "001.b", email: padded, displayName: "k7x2m9ab")
+            let account = Account(localId: "3", email: padded, providers: [link])
+            #expect(RelayDetection.isRelayAddress(padded), "\(padded.debugDescription)")
+            #expect(NameBackfill.plan(account, isRelay: true, legacy: nil, sources: appleFirst) == .noSource("the provider:apple.com name is a relay address"),
+                    "\(padded.debugDescription)")
+        }
         // A real name on a relay account, with consent, is filled.
         #expect(NameBackfill.plan(relayAccount, isRelay: true, legacy: LegacyName(givenName: "Jane", familyName: "Doe", consent: true), sources: [.legacy])
             == .fill(NameUpdate(name: "Jane Doe", source: .legacy)))

@@ -72,7 +72,12 @@ public enum NameBackfill {
         guard isRelay else { return false }
         func holdsLocalPart(_ address: String?) -> Bool {
             guard let address, RelayDetection.isRelayAddress(address), let at = address.utf8.firstIndex(of: UInt8(ascii: "@")) else { return false }
-            let local = String(address[..<at])
+            // White space or an invisible character in it (an address the normalize stage did not see) is no part of
+            // what the name would show.
+            var local = String(address[..<at])
+            if local.utf8.contains(where: { $0 >= 0x80 || $0 <= 0x20 }) {
+                local = String(String.UnicodeScalarView(local.unicodeScalars.filter { !$0.properties.isWhitespace && !$0.properties.isDefaultIgnorableCodePoint }))
+            }
             return local.utf8.count >= 4 && TextScan.containsIgnoringASCIICase(name, local)
         }
         return holdsLocalPart(account.email) || account.providers.contains { holdsLocalPart($0.email) }

@@ -68,22 +68,18 @@ public enum RelayDetection {
 
     /// Whether an address is at Apple's relay domain (ASCII case-insensitive, on bytes: it runs per account).
     /// An address the normalize stage did not see (`normalize: false`) may carry what it would have mapped away:
-    /// white space at either end, or an invisible or fullwidth character in the domain. Such an address is judged by
+    /// white space at its end, or an invisible or fullwidth character in the domain. Such an address is judged by
     /// its domain as the normalize stage maps it (`EmailNormalizer.mapped`), so that it is no way around the relay
-    /// rules; ASCII addresses without spaces, nearly all of them, are judged on their bytes alone.
+    /// rules. Others, all the normalize stage leaves (their domains are ASCII), are judged on their bytes alone.
     public static func isRelayAddress(_ email: String?) -> Bool {
         guard let email else { return false }
         return email.withUTF8Bytes { bytes in
             if isRelayAddress(bytes) { return true }
-            guard bytes.contains(where: { $0 >= 0x80 || $0 == 0x20 || ($0 >= 0x09 && $0 <= 0x0D) }) else { return false }
-            return isRelayAfterMapping(email)
+            guard let at = bytes.lastIndex(of: UInt8(ascii: "@")), at > 0,
+                  bytes[(at + 1)...].contains(where: { $0 >= 0x80 || $0 <= 0x20 }) else { return false }
+            let domain = email[email.utf8.index(email.startIndex, offsetBy: at + 1)...].trimmingCharacters(in: .whitespacesAndNewlines)
+            return EmailNormalizer.mapped(Substring(domain)) == relayDomain
         }
-    }
-
-    private static func isRelayAfterMapping(_ email: String) -> Bool {
-        let trimmed = email.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard let at = trimmed.lastIndex(of: "@"), at > trimmed.startIndex, let domain = EmailNormalizer.mapped(trimmed[trimmed.index(after: at)...]) else { return false }
-        return domain == relayDomain
     }
 
     /// The same on an address's UTF-8 bytes (the plan's fast path reads them where the decoder found them).
