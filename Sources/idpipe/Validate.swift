@@ -29,6 +29,7 @@ struct Validate: ParsableCommand {
             throw fail("\(error)")
         }
         if checkServices {
+            bootstrapLogging(verbose: false)
             let services: Services
             do { services = try Services(context, retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.2), logger: Logger(label: "idpipe")) } catch { throw fail("\(error)") }
             defer { services.shutdown() }

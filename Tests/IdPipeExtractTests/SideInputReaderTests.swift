@@ -16,6 +16,13 @@ import IdPipeTestSupport
         {"uid":"u4","provider":"facebook.com","facebook_id":"20","login":"limited"}
         """
 
+    /// A path is taken from the pipeline's (or the plan's) folder unless it is absolute; from `/` it had two slashes.
+    @Test(arguments: [("a.csv", "/x", "/x/a.csv"), ("a.csv", "/x/", "/x/a.csv"), ("work/a.csv", "/", "/work/a.csv"),
+                      ("/abs.csv", "/x", "/abs.csv"), ("a.csv", "", "a.csv"), ("../a.csv", "p", "p/../a.csv")])
+    func pathsAreResolvedFromTheirFolder(path: String, base: String, expected: String) {
+        #expect(SideInputReader.resolve(path, base) == expected)
+    }
+
     /// All four files, read at the same time, each into its own table.
     @Test func readsEveryInput() throws {
         let config = InputsConfig(

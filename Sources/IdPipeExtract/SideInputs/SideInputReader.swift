@@ -48,7 +48,7 @@ public enum SideInputReader {
     }
 
     public static func resolve(_ path: String, _ base: String) -> String {
-        path.hasPrefix("/") || base.isEmpty ? path : base + "/" + path
+        path.hasPrefix("/") || base.isEmpty ? path : base + (base.hasSuffix("/") ? "" : "/") + path
     }
 
     /// The columns of the legacy names table.
