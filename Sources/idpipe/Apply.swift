@@ -199,6 +199,19 @@ func validateAsOf(_ asOf: String?) throws {
     if let asOf, Timestamp.parseRFC3339(asOf) == nil { throw ValidationError("--as-of '\(asOf)' is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z)") }
 }
 
+/// The import file must be none of the files the run writes itself: named `state.sqlite`, it replaced the state store
+/// when it took its name (and `plan.md` replaced it in turn).
+func refuseImportFileOverOutputs(_ importFile: String?, out: String, statePath: String, pipeline: String) throws {
+    guard let importFile else { return }
+    // The same name in the same folder (the folders exist by now, however their paths are spelled).
+    func place(_ path: String) -> (FileInfo.Identity?, Substring) { (FileInfo.identity(folder(of: path)), path.split(separator: "/").last ?? "") }
+    let target = place(importFile)
+    let ours = ReportWriter.outputs(out: out, stem: "plan") + ReportWriter.outputs(out: out, stem: "report") + StateStore.files(at: statePath)
+    for file in ours where place(file) == target && target.0 != nil {
+        throw CommandError("\(pipeline): output.import_json: \(importFile) is also \(file), which this run writes; choose another name")
+    }
+}
+
 /// Runs (or resumes) the plan stage for `plan`, `run` and `resume`; returns the plan's exit code when it is not 0.
 func planStage(context: PipelineContext, statePath: String, out: String, asOf: Int64?, reveal: Bool, verbose: Bool, workers: Int? = nil,
                requestApply: Bool, maxDeletions: Int? = nil, command: String) throws -> ExitCode? {
@@ -210,6 +223,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         try makeDirectory(out)
         try makeDirectory(folder(of: statePath))
         let importFile = context.definition.output.importJSON.map { ["\(out)/\($0)"] } ?? []
+        try refuseImportFileOverOutputs(importFile.first, out: out, statePath: statePath, pipeline: context.path)
         try context.refuseOutputsOverInputs(ReportWriter.outputs(out: out, stem: "plan") + importFile
             + StateStore.files(at: statePath))
         let lock = try StateLock(statePath: statePath, command: command)
@@ -281,7 +295,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         Console.out("\(Console.count(tally["accounts.read"], "account")) read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
         for path in written { Console.out("report: \(path)") }
         if let output = context.definition.output.importJSON {
-            Console.out("import file: \(out)/\(output)")
+            let file = "\(out)/\(output)"
+            Console.out("import file: \(file)" + (fileExists(file) ? ""
+                : " (missing: removed since the plan finished; plan afresh with a new state store to write it again)"))
             if tally["import.cli-refused"] > 0 {
                 Console.error("idpipe: \(Console.count(tally["import.cli-refused"], "account")) in it would stop `firebase auth:import` "
                     + "(links beyond google.com, facebook.com, twitter.com and github.com, or MFA); "

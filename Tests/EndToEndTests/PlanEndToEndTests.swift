@@ -287,6 +287,50 @@ struct Binary {
         #expect(!FileManager.default.fileExists(atPath: file) && !FileManager.default.fileExists(atPath: staged))
     }
 
+    /// The import file takes its name once the plan is recorded as finished. Killed in between, the plan, run again,
+    /// gives it its name (it was renamed before the run was recorded, and a kill there left a plan that could not be
+    /// resumed). A symbolic link at its name is followed, not replaced; a name the run writes itself is refused, and
+    /// so, before anything is read, is a folder in its way.
+    @Test func theImportFileTakesItsNameOnceThePlanIsRecorded() throws {
+        let plan = ["plan", "Pipelines/backfill-apple-names.yaml", "--as-of", asOf]
+        let reference = Binary.temporaryDirectory(), out = Binary.temporaryDirectory()
+        try Binary.run(plan + ["--out", reference])
+        let finished = try Data(contentsOf: URL(fileURLWithPath: reference + "/cleaned-accounts.json"))
+        // As a kill after the run was recorded leaves it: planned, the file finished under its staged name.
+        try FileManager.default.moveItem(atPath: reference + "/cleaned-accounts.json", toPath: reference + "/cleaned-accounts.json.partial")
+        let (again, againOutput) = try Binary.run(plan + ["--out", reference])
+        #expect(again == 1 && againOutput.contains("already holds a finished plan"), "\(againOutput)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: reference + "/cleaned-accounts.json")) == finished)
+        #expect(!FileManager.default.fileExists(atPath: reference + "/cleaned-accounts.json.partial"))
+        // Removed since, it is said to be missing.
+        try FileManager.default.removeItem(atPath: reference + "/cleaned-accounts.json")
+        let (_, missingOutput) = try Binary.run(plan + ["--out", reference])
+        #expect(missingOutput.contains("cleaned-accounts.json (missing: removed since the plan finished"), "\(missingOutput)")
+
+        // A link at the name: the file it points to is written, and the link stays.
+        let secure = Binary.temporaryDirectory()
+        try FileManager.default.createSymbolicLink(atPath: out + "/cleaned-accounts.json", withDestinationPath: secure + "/import.json")
+        let (linked, linkedOutput) = try Binary.run(plan + ["--out", out])
+        #expect(linked == 1, "\(linkedOutput)")
+        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: out + "/cleaned-accounts.json") == secure + "/import.json")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: secure + "/import.json")) == finished)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: secure) == ["import.json"])
+
+        // A folder in the way is refused before the input is read; a name the run writes itself, before anything.
+        let blocked = Binary.temporaryDirectory()
+        try FileManager.default.createDirectory(atPath: blocked + "/cleaned-accounts.json", withIntermediateDirectories: false)
+        let (folderCode, folderOutput) = try Binary.run(plan + ["--out", blocked, "--verbose"])
+        #expect(folderCode == 2 && folderOutput.contains("cleaned-accounts.json: is a folder") && !folderOutput.contains("accounts read"), "\(folderOutput)")
+        for name in ["state.sqlite", "plan.md", "ledger.csv", "state.sqlite-wal"] {
+            let clash = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "import_json: cleaned-accounts.json", with: "import_json: \(name)")
+            defer { Binary.removeVariant(clash) }
+            let clashOut = Binary.temporaryDirectory()
+            let (code, output) = try Binary.run(["plan", clash, "--out", clashOut, "--as-of", asOf])
+            #expect(code == 2 && output.contains("output.import_json: \(clashOut)/\(name) is also"), "\(name): \(output)")
+            #expect(!FileManager.default.fileExists(atPath: clashOut + "/state.sqlite"), "\(name)")
+        }
+    }
+
     /// Stopped right after the batch that ends the input (its checkpoint is at the end, the run not yet marked planned),
     /// the plan must finish without reading again: the JSON parser once took the empty rest for a file cut short.
     @Test(arguments: ["accounts.json", "accounts.csv"])

@@ -24,7 +24,12 @@ public protocol CleanedAccountSink: AnyObject {
     func write(_ accounts: [Account]) throws
     /// The output's length so far, recorded with each checkpoint.
     var length: Int64 { get }
+    /// Ends the output; it is not yet where its readers look.
     func finish() throws
+    /// Puts the finished output where its readers look, once the plan is recorded as finished (a plan killed between
+    /// the two does it when run again). `recordedLength`: the last checkpoint's length. `required`: whether having
+    /// nothing finished of that length to publish is an error (false when it may have been published already).
+    func publish(recordedLength: Int64, required: Bool) throws
 }
 
 /// Progress after each batch, for the progress line.
@@ -124,7 +129,10 @@ public final class PlanRunner {
             }
             run = existing
             if existing.status != .planning {
-                return PlanResult(run: existing, tally: try store.loadCheckpoint()?.tally ?? Tally(), alreadyPlanned: true, resumed: false)
+                let saved = try store.loadCheckpoint()
+                // Killed after the plan was recorded, before its import file took its name: it takes it now.
+                if let saved { try sink?.publish(recordedLength: saved.importFileLength, required: false) }
+                return PlanResult(run: existing, tally: saved?.tally ?? Tally(), alreadyPlanned: true, resumed: false)
             }
             if let saved = try store.loadCheckpoint() {
                 checkpoint = saved
@@ -365,6 +373,7 @@ public final class PlanRunner {
             throw PlanError.input(InputError(path: source.path, message: "reading ended at byte \(checkpoint.input.offset) of "
                 + "\(source.totalBytes) (line \(checkpoint.input.line)), before the end of the file; the plan is incomplete"))
         }
+        let recordedLength = sink?.length ?? 0
         try sink?.finish()
         run.unmatchedSideInputIds = unmatched?.mapValues(\.count)
         run.unmatchedSideInputIdsFirst = unmatched?.mapValues(\.first)
@@ -372,6 +381,7 @@ public final class PlanRunner {
         run.guardVerdict = try Guards.verdict(pipeline.guards, tally: tally) ?? Self.repeatedIdVerdict(store.plannedDeletionsOfRepeatedIds())
         run.status = run.guardVerdict == nil ? .planned : .stoppedByGuard
         try store.saveRun(run)
+        try sink?.publish(recordedLength: recordedLength, required: true)
         return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, reportBodiesComplete: follower != nil)
     }
 

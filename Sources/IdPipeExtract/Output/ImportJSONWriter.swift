@@ -7,28 +7,33 @@ import Glibc
 /// the ten exported providers. `firebase auth:import` takes only four of those and no `mfaInfo` (the plan counts the
 /// accounts it would refuse); they are written all the same, as leaving them out would lose them.
 ///
-/// The file is written as `NAME.partial` and takes its name when the plan has read the whole input: a plan that
-/// fails or is stopped leaves the import file of an earlier plan in the same folder whole, and nothing half written
-/// passes for an import file. Resumable: the `.partial` file is cut back to a checkpoint's length.
+/// The file is written as `NAME.partial` and takes its name once the plan is recorded as finished (`publish`): a plan
+/// that fails or is stopped leaves the import file of an earlier plan in the same folder whole, and nothing half
+/// written passes for an import file. Resumable: the `.partial` file is cut back to a checkpoint's length. A symbolic
+/// link at the name is followed (the file is staged beside its target and replaces that), as the reports are.
 public final class ImportJSONWriter: CleanedAccountSink {
+    /// The file the import file replaces: the output name, its links followed.
     public let path: String
-    /// Where the file is written until it is finished.
+    /// Where the file is written until it is published.
     public var stagedPath: String { path + ".partial" }
     private var fd: Int32 = -1
     public private(set) var length: Int64 = 0
     private var wroteAccount = false
-    /// What the file starts with, before its first account.
+    /// What the file starts with, before its first account; and what `finish` ends it with.
     private static let opening = "{\"users\": ["
+    private static let closing = "\n]}\n"
 
     /// Opens nothing yet: a plan already finished, or refused before it reads, leaves the folder as it was.
     public init(path: String) {
-        self.path = path
+        self.path = Self.followingLinks(path)
     }
 
     deinit { if fd >= 0 { close(fd) } }
 
     public func truncate(to length: Int64) throws {
         if fd < 0 {
+            // Said now, not once the whole input is read and the file cannot take its name.
+            if case .folder = FileInfo.kind(path) { throw InputError(path: path, message: "is a folder: the import file cannot take its name") }
             // Readable by its owner only: it holds the accounts unmasked, and their password hashes.
             fd = open(stagedPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
             guard fd >= 0 else { throw InputError(path: stagedPath, message: "cannot write: \(String(cString: strerror(errno)))") }
@@ -61,10 +66,25 @@ public final class ImportJSONWriter: CleanedAccountSink {
         try append(text)
     }
 
-    /// Closes the list, syncs the file and gives it its name (the folder synced too, so the name survives a crash).
+    /// Closes the list and syncs the file; it keeps its staged name until `publish`.
     public func finish() throws {
-        try append("\n]}\n")
+        try append(Self.closing)
         guard fsync(fd) == 0 else { throw InputError(path: stagedPath, message: "cannot sync: \(String(cString: strerror(errno)))") }
+    }
+
+    /// Gives the finished file its name, and syncs the folder so that the name survives a crash. `recordedLength` is
+    /// the length of the accounts the plan recorded (its last checkpoint's): a staged file finished from them is
+    /// exactly that and the closing long. When there is no such file, `required` says whether that is an error (the
+    /// plan that just finished it) or not (published already, or a `.partial` of another plan, left as it is).
+    public func publish(recordedLength: Int64, required: Bool) throws {
+        var info = stat()
+        let expected = recordedLength + Int64(Self.closing.utf8.count)
+        let size: Int64? = stat(stagedPath, &info) == 0 ? Int64(info.st_size) : nil
+        guard size == expected else {
+            guard required else { return }
+            throw InputError(path: stagedPath, message: size.map { "holds \($0) bytes, not the \(expected) the plan wrote: it was changed" }
+                ?? "was removed before the plan could give it its name")
+        }
         guard rename(stagedPath, path) == 0 else {
             throw InputError(path: path, message: "cannot rename \(stagedPath) to it: \(String(cString: strerror(errno)))")
         }
@@ -73,6 +93,19 @@ public final class ImportJSONWriter: CleanedAccountSink {
             fsync(folderFd)
             close(folderFd)
         }
+    }
+
+    /// The file a path names, its symbolic links followed as opening it would follow them.
+    static func followingLinks(_ path: String) -> String {
+        var current = path
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        for _ in 0..<40 {
+            let count = readlink(current, &buffer, buffer.count - 1)
+            guard count > 0 else { return current }
+            let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            current = target.hasPrefix("/") ? target : folder(of: current) + "/" + target
+        }
+        return current
     }
 
     private func append(_ text: String) throws {
