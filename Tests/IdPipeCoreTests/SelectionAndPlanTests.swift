@@ -504,13 +504,18 @@ import IdPipeTestSupport
     @Test(arguments: [
         ("'Lily Doe' is not a rfc3339 timestamp (column \"full_name\")", "lastSignedInAt", "'L••• D•••' is not a rfc3339 timestamp (column \"full_name\")"),
         ("'lily@example.com' is not true or false (column 27)", "disabled", "'l•••@example.com' is not true or false (column 27)"),
-        // Seven digits or more may be a phone number or a birth date: masked as a number. Fewer show.
-        ("'2026-13-01' is not a timestamp in epoch milliseconds (column 24)", "createdAt", "'20••••••01' is not a timestamp in epoch milliseconds (column 24)"),
-        ("'415 555 0100' is not a rfc3339 timestamp", "lastSignedInAt", "'41••••••••00' is not a rfc3339 timestamp"),
-        ("'1990-04-12' is not true or false", "disabled", "'19••••••12' is not true or false"),
+        // Five digits or more may be a phone number or a birth date: the digits hidden (of any script), the shape shown,
+        // which tells the reviewer what the column holds. Fewer show.
+        ("'2026-13-01' is not a timestamp in epoch milliseconds (column 24)", "createdAt", "'####-##-##' is not a timestamp in epoch milliseconds (column 24)"),
+        ("'415 555 0100' is not a rfc3339 timestamp", "lastSignedInAt", "'### ### ####' is not a rfc3339 timestamp"),
+        ("'2025-02-17 02:38:20' is not a rfc3339 timestamp", "lastSignedInAt", "'####-##-## ##:##:##' is not a rfc3339 timestamp"),
+        ("'1700000000' is not a rfc3339 timestamp", "createdAt", "'##########' is not a rfc3339 timestamp"),
+        ("'17.5.90' is not true or false", "disabled", "'##.#.##' is not true or false"),
+        ("'٥٥٥١٢٣٤٥٦٧' is not true or false", "disabled", "'##########' is not true or false"),
+        ("'５５５１２３４５６７' is not a rfc3339 timestamp", "createdAt", "'##########' is not a rfc3339 timestamp"),
         ("'-12' is not a timestamp in epoch milliseconds", "createdAt", "'-12' is not a timestamp in epoch milliseconds"),
-        ("'123456' is not true or false", "disabled", "'123456' is not true or false"),
-        ("'+14155550100' is not true or false", "disabled", "'+1••••••••00' is not true or false"),
+        ("'1234' is not true or false", "disabled", "'1234' is not true or false"),
+        ("'+14155550100' is not true or false", "disabled", "'+###########' is not true or false"),
         ("' u1 ' has spaces around it", "localId", "' u1 ' has spaces around it"),
         ("'lily@example.com' has spaces around it", "providerUserInfo[0].rawId", "'l•••@example.com' has spaces around it"),
         // An apostrophe in the value ended it early, and the rest showed in clear; it is quoted with a backslash now.

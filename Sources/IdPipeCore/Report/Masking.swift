@@ -151,8 +151,8 @@ extension Masking {
     ///
     /// A value of another field is masked when it has a letter in it: a column mapped wrongly, or a row shifted,
     /// puts a name or an address where a time or a flag belongs (`'Lily Doe' is not a rfc3339 timestamp`). Ids are
-    /// masked as `quarantinedId` masks them. A value without letters is shown when it has fewer than seven digits (a
-    /// flag, a count), and masked as a phone number otherwise: it may be one, or a birth date.
+    /// masked as `quarantinedId` masks them. A value without letters is shown when it has fewer than five digits (a
+    /// flag, a count); otherwise (it may be a phone number or a birth date) its digits are shown as `#`.
     /// The value is read as `Quoted.value` writes it: a quote or backslash after a backslash is part of it. Read by
     /// Unicode scalar: as Characters, a combining mark after the opening quote made one character of the two, the
     /// quote was not found, and the value showed in clear.
@@ -194,9 +194,11 @@ extension Masking {
         return String(out)
     }
 
+    private static func isDigit(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.numericType == .decimal }
+
     /// A bad value of `field` as reports show it (`quotedValues`): one character as it is, an email, phone number or
-    /// name masked as such, a value of another field masked when it has a letter or seven digits, an id as
-    /// `quarantinedId` shows it.
+    /// name masked as such, a value of another field masked when it has a letter, its digits hidden when it has five,
+    /// an id as `quarantinedId` shows it.
     public func value(_ value: String, ofField field: String) -> String {
         guard !reveal, value.unicodeScalars.count > 1 else { return value }
         if field.hasSuffix("email") { return email(value) }
@@ -204,9 +206,12 @@ extension Masking {
         if field.hasSuffix("displayName") { return name(value) }
         if !(field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId")) {
             if value.contains(where: \.isLetter) { return value.contains("@") ? email(value) : name(value) }
-            // Seven digits or more, without a letter, may be a phone number or a birth date in a column mapped wrongly:
-            // masked as a number is. A short number (a count, a flag written `1`) shows.
-            if value.unicodeScalars.lazy.filter({ ("0"..."9").contains($0) }).count >= 7 { return phone(value) }
+            // Five digits or more (of any script), without a letter, may be a phone number or a birth date in a column
+            // mapped wrongly: the digits are hidden and the shape shows (`####-##-## ##:##:##` tells a time written
+            // with a space from one with a `T`, `##########` epoch seconds from milliseconds). A short number shows.
+            if value.unicodeScalars.lazy.filter(Self.isDigit).count >= 5 {
+                return String(String.UnicodeScalarView(value.unicodeScalars.map { Self.isDigit($0) ? "#" : $0 }))
+            }
         }
         return quarantinedId(value) ?? value
     }
