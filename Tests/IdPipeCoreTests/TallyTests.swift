@@ -66,9 +66,10 @@ import Testing
         (Account(localId: "2", customAttributes: "not json"), ["customAttributes not a JSON object"]),
         (Account(localId: "3", customAttributes: "{\"a\":1"), ["customAttributes not a JSON object"]),
         (Account(localId: "4", customAttributes: "[1]"), ["customAttributes not a JSON object"]),
-        // JSONSerialization takes a comma before a closing brace or bracket; the CLI's and the API's parsers do not.
+        // JSONSerialization takes a comma before a closing brace or bracket, and a byte order mark; JSON.parse does not.
         (Account(localId: "7", customAttributes: "{\"admin\": true,}"), ["customAttributes not a JSON object"]),
         (Account(localId: "8", customAttributes: "{\"roles\": [\"a\", \"b\" ,\n ]}"), ["customAttributes not a JSON object"]),
+        (Account(localId: "10", customAttributes: "\u{FEFF}{\"admin\": true}"), ["customAttributes not a JSON object"]),
         (Account(localId: "9", customAttributes: "{\"note\": \"a,}\", \"q\": \"\\\",]\"}"), [String]()),
         (Account(localId: "5", customAttributes: "{\"a\": \"" + String(repeating: "x", count: 1000) + "\"}"), ["customAttributes longer than 1000 characters"]),
         (Account(localId: "6", photoUrl: "https://x.example/" + String(repeating: "p", count: 2040)), ["photoUrl longer than 2048 characters"]),

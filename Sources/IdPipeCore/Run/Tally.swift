@@ -175,9 +175,11 @@ public struct TallyCounter: Sendable {
     }
 
     /// Whether `text` is a JSON object as a strict parser reads it. JSONSerialization takes a comma before `}` or `]`,
-    /// which the CLI's and the API's parsers refuse: such claims passed the check, and the import failed.
+    /// and a byte order mark before the text, which the CLI's parser (`JSON.parse`) refuses: such claims passed the
+    /// check, and the import failed.
     static func isJSONObject(_ text: String) -> Bool {
-        !hasTrailingComma(text) && (try? JSONSerialization.jsonObject(with: Data(text.utf8))) is [String: Any]
+        text.unicodeScalars.first != "\u{FEFF}" && !hasTrailingComma(text)
+            && (try? JSONSerialization.jsonObject(with: Data(text.utf8))) is [String: Any]
     }
 
     /// A `,` followed, white space apart, by `}` or `]`, outside strings.
