@@ -190,6 +190,11 @@ extension Resume {
     func finishAndApply(_ record: RunRecord, state: String, out: String) throws {
         let context: PipelineContext
         do { context = try PipelineContext(path: record.pipelinePath) } catch { throw fail("\(error)") }
+        // The import file of an interrupted migration is in its plan's folder, where it is read on.
+        if record.status == .planning, let name = context.definition.output.importJSON, let folder = record.reportFolder,
+           FileInfo.identity(folder) != FileInfo.identity(out) {
+            throw fail("the interrupted plan writes its import file (\(name)) in \(folder): resume it there, without --out or with --out \(folder)")
+        }
         try planThenApply(context: context, statePath: state, out: out, asOf: nil, apply: record.applyRequested == true, options: options,
                                  reveal: reportOptions.revealPersonalData, command: "resume")
     }

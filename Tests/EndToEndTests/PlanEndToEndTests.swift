@@ -271,6 +271,11 @@ struct Binary {
         #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == earlier)
         let left = try Data(contentsOf: URL(fileURLWithPath: staged))
         #expect(left.count > earlier.count && left.count < finished.count)
+        // Resumed with its reports elsewhere, it is sent back to its own folder, where its import file is.
+        let elsewhere = Binary.temporaryDirectory()
+        let (elsewhereCode, elsewhereOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite", "--out", elsewhere], environment: small)
+        #expect(elsewhereCode == 2 && elsewhereOutput.contains("writes its import file (cleaned-accounts.json) in \(out)"), "\(elsewhereOutput)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
         try FileManager.default.removeItem(atPath: staged)
         let (code, output) = try Binary.run(plan + ["--out", out], environment: small)
         #expect(code == 2 && output.contains("\(staged): holds 0 bytes, not the \(left.count) the interrupted run wrote"), "\(output)")
