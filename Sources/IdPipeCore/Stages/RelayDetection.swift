@@ -75,8 +75,13 @@ public enum RelayDetection {
         guard let email else { return false }
         return email.withUTF8Bytes { bytes in
             if isRelayAddress(bytes) { return true }
-            guard let at = bytes.lastIndex(of: UInt8(ascii: "@")), at > 0,
-                  bytes[(at + 1)...].contains(where: { $0 >= 0x80 || $0 <= 0x20 }) else { return false }
+            // One pass back to the @: is the domain odd (it runs for every address that is not a relay one)?
+            var at = bytes.count - 1, odd = false
+            while at > 0 && bytes[at] != UInt8(ascii: "@") {
+                odd = odd || bytes[at] >= 0x80 || bytes[at] <= 0x20
+                at -= 1
+            }
+            guard odd, at > 0 else { return false }
             let domain = email[email.utf8.index(email.startIndex, offsetBy: at + 1)...].trimmingCharacters(in: .whitespacesAndNewlines)
             return EmailNormalizer.mapped(Substring(domain)) == relayDomain
         }
