@@ -51,6 +51,8 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     private static func refuseForeign(_ db: Database, path: String) throws {
         let tables = try String.fetchAll(db, sql: "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name")
         guard !tables.isEmpty else { return }
+        // Killed while it was created: the migrations' table made, no migration committed yet. A new store still.
+        if tables == ["grdb_migrations"], try Int.fetchOne(db, sql: "SELECT COUNT(*) FROM grdb_migrations") == 0 { return }
         if tables.contains("grdb_migrations"),
            try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM grdb_migrations WHERE identifier = 'v1-plan')") == true { return }
         throw StoreError.notAStateStore(path: path, tables: tables)
@@ -74,6 +76,12 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     /// Ends what `deferSyncing` began, once the plan is whole: the store's files go to the disk (about 50 ms for a
     /// 1M-account plan's store), then the marker goes. A finished plan, which a reviewer reads and apply may carry out
     /// days later, so survives a restart of the system, and a plan made on one machine can be applied on another.
+    /// Whether a plan wrote the store at `path` without syncing it and has not reached its end (where it syncs): it
+    /// is going on, or it was killed before its end, perhaps after it was recorded as finished.
+    public static func hasUnsyncedWrites(at path: String) -> Bool {
+        UnsyncedMarker.read(statePath: path) != nil
+    }
+
     public func syncDeferred() throws {
         guard path != ":memory:", UnsyncedMarker.read(statePath: path) != nil else { return }
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }

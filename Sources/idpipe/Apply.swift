@@ -174,7 +174,9 @@ struct Resume: ParsableCommand {
             // A plan whose data counting stopped or gave up on faults, or a `run --yes` stopped between its plan and its apply.
             let uncounted: Int
             do { uncounted = try pathCountsToDo(StateStore(path: state)) } catch { throw fail("\(error)") }
-            guard uncounted > 0 || record.applyRequested == true else {
+            // Killed after the plan was recorded, before its end (the import file's name, the reports, the sync): the
+            // plan stage ends now.
+            guard uncounted > 0 || record.applyRequested == true || StateStore.hasUnsyncedWrites(at: state) else {
                 Console.out("Nothing to resume: the plan is complete and was not applied. `idpipe apply --state \(state)` carries it out.")
                 return
             }
@@ -190,11 +192,6 @@ extension Resume {
     func finishAndApply(_ record: RunRecord, state: String, out: String) throws {
         let context: PipelineContext
         do { context = try PipelineContext(path: record.pipelinePath) } catch { throw fail("\(error)") }
-        // The import file of an interrupted migration is in its plan's folder, where it is read on.
-        if record.status == .planning, let name = context.definition.output.importJSON, let folder = record.reportFolder,
-           FileInfo.identity(folder) != FileInfo.identity(out) {
-            throw fail("the interrupted plan writes its import file (\(name)) in \(folder): resume it there, without --out or with --out \(folder)")
-        }
         try planThenApply(context: context, statePath: state, out: out, asOf: nil, apply: record.applyRequested == true, options: options,
                                  reveal: reportOptions.revealPersonalData, command: "resume")
     }
@@ -212,6 +209,7 @@ func refuseImportFileOverOutputs(_ importFile: String?, out: String, statePath: 
     func place(_ path: String) -> (FileInfo.Identity?, Substring) { (FileInfo.identity(folder(of: path)), path.split(separator: "/").last ?? "") }
     let target = place(importFile)
     let ours = ReportWriter.outputs(out: out, stem: "plan") + ReportWriter.outputs(out: out, stem: "report") + StateStore.files(at: statePath)
+        + [statePath + "-journal"]
     for file in ours where place(file) == target && target.0 != nil {
         throw CommandError("\(pipeline): output.import_json: \(importFile) is also \(file), which this run writes; choose another name")
     }

@@ -112,6 +112,13 @@ struct PlanExecution {
         }
         let store = try StateStore(path: statePath)
         let existing = try store.loadRun()
+        // An interrupted migration goes on with the import file it left in its plan's folder (given another --out, it
+        // found none there and refused the run as changed).
+        if let existing, existing.status == .planning || StateStore.hasUnsyncedWrites(at: statePath),
+           let name = definition.output.importJSON, let folder = existing.reportFolder, FileInfo.identity(folder) != FileInfo.identity(out) {
+            throw CommandError("\(statePath) holds an interrupted plan whose import file (\(name)) is in \(folder): continue it there, "
+                + "with --out \(folder) (or without --out)")
+        }
         // A new or unfinished plan is written without syncing; a finished one, perhaps applied since, is not planned
         // again, and what is still written is synced.
         if existing?.status ?? .planning == .planning { try store.deferSyncing() }
@@ -142,7 +149,7 @@ struct PlanExecution {
             """)
         var run = RunRecord(
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: context.sha256,
-            asOf: planAsOf, createdAt: epochMilliseconds(), status: .planning, sourcePath: sourcePath,
+            asOf: planAsOf, createdAt: existing?.createdAt ?? epochMilliseconds(), status: .planning, sourcePath: sourcePath,
             sourceFormat: definition.source.format.rawValue, sourceSize: sourceSize, sideInputSHA256: sideDigests)
         if applyRequested {
             run.applyRequested = true
@@ -169,6 +176,8 @@ struct PlanExecution {
         // Tests plan the same input both ways and compare: every account the full way, or plain ones counted only.
         if ProcessEnvironment.value("IDPIPE_FULL_PATH") == "1" { runner.fastPath = false }
         runner.reportFollower = reportFollower
+        // Tests: the process ends as a kill would end it, the plan recorded and its import file not yet named.
+        if ProcessEnvironment.value("IDPIPE_TEST_EXIT_BEFORE_PUBLISHING") == "1" { runner.beforePublishing = { _exit(137) } }
         // Tests stop after N batches, as if interrupted, or slow each batch down (milliseconds) to send a signal mid-plan.
         let stopAfter = ProcessEnvironment.value("IDPIPE_STOP_AFTER_BATCHES").flatMap(Int.init)
         let pause = ProcessEnvironment.value("IDPIPE_TEST_BATCH_DELAY_MS").flatMap(UInt32.init) ?? 0
@@ -185,7 +194,7 @@ struct PlanExecution {
             }
             Console.progress("plan: \(progress.records) accounts\(percent) · \(rate)/s · \(progress.quarantined) quarantined")
         }
-        let sink = definition.output.importJSON.map { ImportJSONWriter(path: "\(out)/\($0)") }
+        let sink = definition.output.importJSON.map { ImportJSONWriter(path: "\(out)/\($0)", run: run.createdAt) }
         let fingerprint: any InputFingerprint = live ? LiveSourceFingerprint(project: services?.projectId ?? "") : FileFingerprint(path: sourcePath)
         let result = try runner.plan(run: run, openSource: { try context.openSource($0, services: services) }, fingerprint: fingerprint,
                                      sink: sink, clock: wallClockSeconds)

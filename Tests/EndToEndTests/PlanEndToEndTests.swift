@@ -255,27 +255,31 @@ struct Binary {
     }
 
     /// A migration stopped midway resumes its import file where it stood; a file removed or cut since is refused, where
-    /// it used to be grown with zero bytes and finished as if whole. Until the plan has read its input, the file is
-    /// `NAME.partial`: a plan stopped or failing overwrote the import file of an earlier plan in the same folder.
+    /// it used to be grown with zero bytes and finished as if whole. Until the plan is recorded as finished, the file is
+    /// `NAME.RUN.partial`: a plan stopped or failing overwrote the import file of an earlier plan in the same folder.
     @Test func aResumedImportFileMustBeAsLeft() throws {
         let small = ["IDPIPE_BATCH_RECORDS": "7", "IDPIPE_BATCH_BYTES": "4096"]
         let reference = Binary.temporaryDirectory(), out = Binary.temporaryDirectory()
         let plan = ["plan", "Pipelines/backfill-apple-names.yaml", "--as-of", asOf]
         try Binary.run(plan + ["--out", reference], environment: small)
         let finished = try Data(contentsOf: URL(fileURLWithPath: reference + "/cleaned-accounts.json"))
-        let file = out + "/cleaned-accounts.json", staged = file + ".partial"
+        let file = out + "/cleaned-accounts.json"
         let earlier = Data("{\"users\": [\n]}\n".utf8)
         try earlier.write(to: URL(fileURLWithPath: file))
         let (stopCode, _) = try Binary.run(plan + ["--out", out], environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "5"]) { $1 })
         #expect(stopCode == 130)
         #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == earlier)
+        let staged = try #require(Self.stagedImportFiles(out).first)
         let left = try Data(contentsOf: URL(fileURLWithPath: staged))
         #expect(left.count > earlier.count && left.count < finished.count)
-        // Resumed with its reports elsewhere, it is sent back to its own folder, where its import file is.
+        // Continued with its reports elsewhere, by resume or plan, it is sent back to its own folder, where its import
+        // file is (it was refused as changed, and an empty staged file left in the other folder).
         let elsewhere = Binary.temporaryDirectory()
-        let (elsewhereCode, elsewhereOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite", "--out", elsewhere], environment: small)
-        #expect(elsewhereCode == 2 && elsewhereOutput.contains("writes its import file (cleaned-accounts.json) in \(out)"), "\(elsewhereOutput)")
-        #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        for command in [["resume", "--state", out + "/state.sqlite", "--out", elsewhere], plan + ["--state", out + "/state.sqlite", "--out", elsewhere]] {
+            let (elsewhereCode, elsewhereOutput) = try Binary.run(command, environment: small)
+            #expect(elsewhereCode == 2 && elsewhereOutput.contains("import file (cleaned-accounts.json) is in \(out): continue it there"), "\(elsewhereOutput)")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: elsewhere).isEmpty)
+        }
         try FileManager.default.removeItem(atPath: staged)
         let (code, output) = try Binary.run(plan + ["--out", out], environment: small)
         #expect(code == 2 && output.contains("\(staged): holds 0 bytes, not the \(left.count) the interrupted run wrote"), "\(output)")
@@ -284,49 +288,69 @@ struct Binary {
         let (again, againOutput) = try Binary.run(plan + ["--out", out], environment: small)
         #expect(again == 1, "\(againOutput)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: file)) == finished)
-        #expect(!FileManager.default.fileExists(atPath: staged))
-        // Planned already, the same plan again leaves the file as it is, and makes no `.partial` file.
+        #expect(try Self.stagedImportFiles(out).isEmpty)
+        // Planned already, the same plan again leaves the file as it is, and makes no staged file.
         try FileManager.default.removeItem(atPath: file)
         let (same, sameOutput) = try Binary.run(plan + ["--out", out], environment: small)
-        #expect(same == 1, "\(sameOutput)")
-        #expect(!FileManager.default.fileExists(atPath: file) && !FileManager.default.fileExists(atPath: staged))
+        #expect(same == 1 && sameOutput.contains("cleaned-accounts.json (missing: removed since the plan finished"), "\(sameOutput)")
+        #expect(!FileManager.default.fileExists(atPath: file))
+        #expect(try Self.stagedImportFiles(out).isEmpty)
     }
 
-    /// The import file takes its name once the plan is recorded as finished. Killed in between, the plan, run again,
-    /// gives it its name (it was renamed before the run was recorded, and a kill there left a plan that could not be
-    /// resumed). A symbolic link at its name is followed, not replaced; a name the run writes itself is refused, and
-    /// so, before anything is read, is a folder in its way.
+    static func stagedImportFiles(_ folder: String) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder)
+            .filter { $0.hasPrefix("cleaned-accounts.json.") && $0.hasSuffix(".partial") }.map { folder + "/" + $0 }
+    }
+
+    /// The import file takes its name once the plan is recorded as finished. Killed in between (it was renamed before
+    /// the run was recorded, and a kill there left a plan nothing could finish), `resume` or the same plan gives it
+    /// its name, and writes the reports. Another plan's staged file in the same folder is not taken for its own. What
+    /// has its name must be a regular file (a link to /dev/null was followed, and the device replaced); a name the run
+    /// writes itself is refused, and so, before anything is read, is a folder in its way.
     @Test func theImportFileTakesItsNameOnceThePlanIsRecorded() throws {
         let plan = ["plan", "Pipelines/backfill-apple-names.yaml", "--as-of", asOf]
-        let reference = Binary.temporaryDirectory(), out = Binary.temporaryDirectory()
+        let reference = Binary.temporaryDirectory()
         try Binary.run(plan + ["--out", reference])
         let finished = try Data(contentsOf: URL(fileURLWithPath: reference + "/cleaned-accounts.json"))
-        // As a kill after the run was recorded leaves it: planned, the file finished under its staged name.
-        try FileManager.default.moveItem(atPath: reference + "/cleaned-accounts.json", toPath: reference + "/cleaned-accounts.json.partial")
-        let (again, againOutput) = try Binary.run(plan + ["--out", reference])
-        #expect(again == 1 && againOutput.contains("already holds a finished plan"), "\(againOutput)")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: reference + "/cleaned-accounts.json")) == finished)
-        #expect(!FileManager.default.fileExists(atPath: reference + "/cleaned-accounts.json.partial"))
-        // Removed since, it is said to be missing.
-        try FileManager.default.removeItem(atPath: reference + "/cleaned-accounts.json")
-        let (_, missingOutput) = try Binary.run(plan + ["--out", reference])
-        #expect(missingOutput.contains("cleaned-accounts.json (missing: removed since the plan finished"), "\(missingOutput)")
+        for finishing in [["resume", "--state"], plan + ["--state"]] {
+            let out = Binary.temporaryDirectory()
+            let (killed, _) = try Binary.run(plan + ["--out", out], environment: ["IDPIPE_TEST_EXIT_BEFORE_PUBLISHING": "1"])
+            #expect(killed == 137)
+            #expect(!FileManager.default.fileExists(atPath: out + "/cleaned-accounts.json") && !FileManager.default.fileExists(atPath: out + "/plan.md"))
+            let (code, output) = try Binary.run(finishing + [out + "/state.sqlite", "--out", out])
+            #expect(code == 1, "\(finishing[0]): \(output)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/cleaned-accounts.json")) == finished)
+            #expect(try Self.stagedImportFiles(out).isEmpty)
+            #expect(FileManager.default.fileExists(atPath: out + "/plan.md"))
+        }
 
-        // A link at the name: the file it points to is written, and the link stays.
-        let secure = Binary.temporaryDirectory()
-        try FileManager.default.createSymbolicLink(atPath: out + "/cleaned-accounts.json", withDestinationPath: secure + "/import.json")
-        let (linked, linkedOutput) = try Binary.run(plan + ["--out", out])
-        #expect(linked == 1, "\(linkedOutput)")
-        #expect(try FileManager.default.destinationOfSymbolicLink(atPath: out + "/cleaned-accounts.json") == secure + "/import.json")
-        #expect(try Data(contentsOf: URL(fileURLWithPath: secure + "/import.json")) == finished)
-        #expect(try FileManager.default.contentsOfDirectory(atPath: secure) == ["import.json"])
+        // Two plans with their own stores in one folder: one killed before its import file took its name, the other
+        // finished. The finished one, run again, leaves the other's staged file alone; that one is then finished too.
+        let shared = Binary.temporaryDirectory()
+        try Binary.run(plan + ["--out", shared, "--state", shared + "/a.sqlite"])
+        let (killed, _) = try Binary.run(plan + ["--out", shared, "--state", shared + "/b.sqlite"], environment: ["IDPIPE_TEST_EXIT_BEFORE_PUBLISHING": "1"])
+        #expect(killed == 137)
+        try FileManager.default.removeItem(atPath: shared + "/cleaned-accounts.json")
+        try Binary.run(plan + ["--out", shared, "--state", shared + "/a.sqlite"])
+        #expect(!FileManager.default.fileExists(atPath: shared + "/cleaned-accounts.json"))
+        #expect(try Self.stagedImportFiles(shared).count == 1)
+        let (finishedB, finishedBOutput) = try Binary.run(plan + ["--out", shared, "--state", shared + "/b.sqlite"])
+        #expect(finishedB == 1, "\(finishedBOutput)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: shared + "/cleaned-accounts.json")) == finished)
 
-        // A folder in the way is refused before the input is read; a name the run writes itself, before anything.
+        // What is not a regular file at the name (a link, a folder) is refused before the input is read.
+        let linked = Binary.temporaryDirectory(), secure = Binary.temporaryDirectory()
+        try FileManager.default.createSymbolicLink(atPath: linked + "/cleaned-accounts.json", withDestinationPath: secure + "/import.json")
         let blocked = Binary.temporaryDirectory()
         try FileManager.default.createDirectory(atPath: blocked + "/cleaned-accounts.json", withIntermediateDirectories: false)
-        let (folderCode, folderOutput) = try Binary.run(plan + ["--out", blocked, "--verbose"])
-        #expect(folderCode == 2 && folderOutput.contains("cleaned-accounts.json: is a folder") && !folderOutput.contains("accounts read"), "\(folderOutput)")
-        for name in ["state.sqlite", "plan.md", "ledger.csv", "state.sqlite-wal"] {
+        for out in [linked, blocked] {
+            let (code, output) = try Binary.run(plan + ["--out", out])
+            #expect(code == 2 && output.contains("cleaned-accounts.json: is not a regular file") && !output.contains("accounts read"), "\(output)")
+            #expect(try Self.stagedImportFiles(out).isEmpty)
+        }
+        #expect(try FileManager.default.contentsOfDirectory(atPath: secure).isEmpty)
+        // A name the run writes itself is refused before anything is written.
+        for name in ["state.sqlite", "plan.md", "ledger.csv", "state.sqlite-wal", "state.sqlite-journal"] {
             let clash = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "import_json: cleaned-accounts.json", with: "import_json: \(name)")
             defer { Binary.removeVariant(clash) }
             let clashOut = Binary.temporaryDirectory()

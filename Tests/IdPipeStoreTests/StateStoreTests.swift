@@ -648,6 +648,16 @@ final class CountingFingerprint: InputFingerprint {
         #expect(FileManager.default.createFile(atPath: empty, contents: Data()))
         _ = try StateStore(path: empty)
         _ = try StateStore(path: empty)
+        // Killed while it was created: the migrations' table made, none of them recorded. It opens as a new store; one
+        // with a foreign migration recorded does not.
+        let cut = folder + "/cut.sqlite"
+        try DatabaseQueue(path: cut).write { db in try db.execute(sql: "CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY)") }
+        #expect(try StateStore(path: cut).loadRun() == nil)
+        let other = folder + "/other.sqlite"
+        try DatabaseQueue(path: other).write { db in
+            try db.execute(sql: "CREATE TABLE grdb_migrations (identifier TEXT NOT NULL PRIMARY KEY); INSERT INTO grdb_migrations VALUES ('their-v1')")
+        }
+        #expect(throws: StoreError.self) { try StateStore(path: other) }
     }
     @Test(arguments: [[], ["google.com"], ["google.com", "apple.com"], ["apple.com", "google.com"], ["apple.com", "apple.com"],
                       ["twitter.com", "facebook.com", "apple.com"]])

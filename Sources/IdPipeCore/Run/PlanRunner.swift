@@ -97,6 +97,8 @@ public final class PlanRunner {
     /// Whether decoders may take the fast path for accounts that need nothing (`AccountProcessor.fastPath`). Off, every
     /// account goes the full way: the same plan, more slowly (tests compare the two).
     public var fastPath = true
+    /// Tests: called once the plan is recorded as finished, before the import file takes its name (a kill there).
+    public var beforePublishing: (() -> Void)?
     /// Gets each batch before it is committed, when the plan starts from the beginning of its input (a resumed plan
     /// has batches it never saw).
     public var reportFollower: (any PlanReportFollower)?
@@ -381,6 +383,7 @@ public final class PlanRunner {
         run.guardVerdict = try Guards.verdict(pipeline.guards, tally: tally) ?? Self.repeatedIdVerdict(store.plannedDeletionsOfRepeatedIds())
         run.status = run.guardVerdict == nil ? .planned : .stoppedByGuard
         try store.saveRun(run)
+        beforePublishing?()
         try sink?.publish(recordedLength: recordedLength, required: true)
         return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, reportBodiesComplete: follower != nil)
     }

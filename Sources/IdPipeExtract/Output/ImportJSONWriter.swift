@@ -7,15 +7,16 @@ import Glibc
 /// the ten exported providers. `firebase auth:import` takes only four of those and no `mfaInfo` (the plan counts the
 /// accounts it would refuse); they are written all the same, as leaving them out would lose them.
 ///
-/// The file is written as `NAME.partial` and takes its name once the plan is recorded as finished (`publish`): a plan
-/// that fails or is stopped leaves the import file of an earlier plan in the same folder whole, and nothing half
-/// written passes for an import file. Resumable: the `.partial` file is cut back to a checkpoint's length. A symbolic
-/// link at the name is followed (the file is staged beside its target and replaces that), as the reports are.
+/// The file is written as `NAME.RUN.partial` (RUN: the plan's creation time, so that two plans with their own state
+/// stores in one folder never take each other's) and takes its name once the plan is recorded as finished
+/// (`publish`): a plan that fails or is stopped leaves the import file of an earlier plan in the same folder whole, and
+/// nothing half written passes for an import file. Resumable: the staged file is cut back to a checkpoint's length.
+/// The name must be free or a regular file: a symbolic link there (to a device, the state store, a report) would be
+/// replaced, and the file is not written through one.
 public final class ImportJSONWriter: CleanedAccountSink {
-    /// The file the import file replaces: the output name, its links followed.
     public let path: String
     /// Where the file is written until it is published.
-    public var stagedPath: String { path + ".partial" }
+    public let stagedPath: String
     private var fd: Int32 = -1
     public private(set) var length: Int64 = 0
     private var wroteAccount = false
@@ -23,19 +24,21 @@ public final class ImportJSONWriter: CleanedAccountSink {
     private static let opening = "{\"users\": ["
     private static let closing = "\n]}\n"
 
-    /// Opens nothing yet: a plan already finished, or refused before it reads, leaves the folder as it was.
-    public init(path: String) {
-        self.path = Self.followingLinks(path)
+    /// Opens nothing yet: a plan already finished, or refused before it reads, leaves the folder as it was. `run`: the
+    /// plan's creation time (`RunRecord.createdAt`).
+    public init(path: String, run: Int64) {
+        self.path = path
+        stagedPath = "\(path).\(run).partial"
     }
 
     deinit { if fd >= 0 { close(fd) } }
 
     public func truncate(to length: Int64) throws {
         if fd < 0 {
-            // Said now, not once the whole input is read and the file cannot take its name.
-            if case .folder = FileInfo.kind(path) { throw InputError(path: path, message: "is a folder: the import file cannot take its name") }
+            // Said now, not once the whole input is read.
+            try refuseWhatIsNoFile()
             // Readable by its owner only: it holds the accounts unmasked, and their password hashes.
-            fd = open(stagedPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            fd = open(stagedPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
             guard fd >= 0 else { throw InputError(path: stagedPath, message: "cannot write: \(String(cString: strerror(errno)))") }
         }
         // What the interrupted run wrote must still be there: cut back, a shorter file would grow with zero bytes
@@ -85,6 +88,7 @@ public final class ImportJSONWriter: CleanedAccountSink {
             throw InputError(path: stagedPath, message: size.map { "holds \($0) bytes, not the \(expected) the plan wrote: it was changed" }
                 ?? "was removed before the plan could give it its name")
         }
+        try refuseWhatIsNoFile()
         guard rename(stagedPath, path) == 0 else {
             throw InputError(path: path, message: "cannot rename \(stagedPath) to it: \(String(cString: strerror(errno)))")
         }
@@ -95,17 +99,13 @@ public final class ImportJSONWriter: CleanedAccountSink {
         }
     }
 
-    /// The file a path names, its symbolic links followed as opening it would follow them.
-    static func followingLinks(_ path: String) -> String {
-        var current = path
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        for _ in 0..<40 {
-            let count = readlink(current, &buffer, buffer.count - 1)
-            guard count > 0 else { return current }
-            let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-            current = target.hasPrefix("/") ? target : folder(of: current) + "/" + target
+    /// The import file replaces what has its name: only a regular file may.
+    private func refuseWhatIsNoFile() throws {
+        var info = stat()
+        if lstat(path, &info) == 0 && (info.st_mode & S_IFMT) != S_IFREG {
+            throw InputError(path: path, message: "is not a regular file (a folder, a symbolic link, a device): the import file would replace "
+                + "it; give the file another name, or --out another folder")
         }
-        return current
     }
 
     private func append(_ text: String) throws {
