@@ -41,6 +41,10 @@ import Testing
         ("abc@privaterelay.appleid.com.\u{200B}example", false), ("\u{200B}@privaterelay.appleid.com", true),
         ("abc@privaterelay.apple\u{200D}id.com", false),
         ("jané@example.com", false),
+        // Empty labels and a fullwidth @, which the normalize stage would have refused, do not hide one either.
+        ("abc@privaterelay.appleid.com.", true), ("abc@privaterelay.appleid.com。", true), ("abc@privaterelay..appleid.com", true),
+        ("abc@.privaterelay.appleid.com", true), ("abc＠privaterelay.appleid.com", true), ("abc@example.com.", false),
+        ("@privaterelay.appleid.com.", false), ("abc@privaterelay.appleid.co.", false),
     ])
     func relayAddressesAreFoundBehindWhatNormalizingRemoves(email: String, isRelay: Bool) {
         #expect(RelayDetection.isRelayAddress(email) == isRelay)

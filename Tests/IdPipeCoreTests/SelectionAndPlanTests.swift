@@ -513,6 +513,8 @@ import IdPipeTestSupport
         ("'17.5.90' is not true or false", "disabled", "'##.#.##' is not true or false"),
         ("'٥٥٥١٢٣٤٥٦٧' is not true or false", "disabled", "'##########' is not true or false"),
         ("'５５５１２３４５６７' is not a rfc3339 timestamp", "createdAt", "'##########' is not a rfc3339 timestamp"),
+        ("'¹²³⁴⁵⁶⁷⁸⁹' is not a rfc3339 timestamp", "createdAt", "'#########' is not a rfc3339 timestamp"),
+        ("'①②③④⑤-⑥⑦' is not true or false", "disabled", "'#####-##' is not true or false"),
         ("'-12' is not a timestamp in epoch milliseconds", "createdAt", "'-12' is not a timestamp in epoch milliseconds"),
         ("'1234' is not true or false", "disabled", "'1234' is not true or false"),
         ("'+14155550100' is not true or false", "disabled", "'+###########' is not true or false"),

@@ -194,7 +194,8 @@ extension Masking {
         return String(out)
     }
 
-    private static func isDigit(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.numericType == .decimal }
+    /// A digit of any script, and any other numeral (`¹`, `①`): what a number can be written with.
+    private static func isDigit(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.numericType != nil }
 
     /// A bad value of `field` as reports show it (`quotedValues`): one character as it is, an email, phone number or
     /// name masked as such, a value of another field masked when it has a letter, its digits hidden when it has five,
@@ -206,7 +207,7 @@ extension Masking {
         if field.hasSuffix("displayName") { return name(value) }
         if !(field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId")) {
             if value.contains(where: \.isLetter) { return value.contains("@") ? email(value) : name(value) }
-            // Five digits or more (of any script), without a letter, may be a phone number or a birth date in a column
+            // Five digits or more (of any script, or other numerals), without a letter, may be a phone number or a birth date in a column
             // mapped wrongly: the digits are hidden and the shape shows (`####-##-## ##:##:##` tells a time written
             // with a space from one with a `T`, `##########` epoch seconds from milliseconds). A short number shows.
             if value.unicodeScalars.lazy.filter(Self.isDigit).count >= 5 {

@@ -67,10 +67,11 @@ public enum RelayDetection {
     static let relaySuffix: StaticString = "@privaterelay.appleid.com"
 
     /// Whether an address is at Apple's relay domain (ASCII case-insensitive, on bytes: it runs per account).
-    /// An address the normalize stage did not see (`normalize: false`) may carry what it would have mapped away:
-    /// white space at its end, or an invisible or fullwidth character in the domain. Such an address is judged by
-    /// its domain as the normalize stage maps it (`EmailNormalizer.mapped`), so that it is no way around the relay
-    /// rules. Others, all the normalize stage leaves (their domains are ASCII), are judged on their bytes alone.
+    /// An address the normalize stage did not see (`normalize: false`) may carry what it would have mapped away or
+    /// refused: white space at its end, an invisible or fullwidth character (a fullwidth `＠` too), an empty label (a
+    /// dot at the end, two dots). Such an address is judged by its domain as the normalize stage maps it
+    /// (`EmailNormalizer.mapped`), its empty labels left out, so that it is no way around the relay rules. Others, all
+    /// the normalize stage leaves, are judged on their bytes alone.
     public static func isRelayAddress(_ email: String?) -> Bool {
         guard let email else { return false }
         return email.withUTF8Bytes { bytes in
@@ -78,13 +79,20 @@ public enum RelayDetection {
             // One pass back to the @: is the domain odd (it runs for every address that is not a relay one)?
             var at = bytes.count - 1, odd = false
             while at > 0 && bytes[at] != UInt8(ascii: "@") {
-                odd = odd || bytes[at] >= 0x80 || bytes[at] <= 0x20
+                let byte = bytes[at]
+                odd = odd || byte >= 0x80 || byte <= 0x20
+                    || (byte == UInt8(ascii: ".") && (at == bytes.count - 1 || bytes[at + 1] == byte || bytes[at - 1] == UInt8(ascii: "@")))
                 at -= 1
             }
-            guard odd, at > 0 else { return false }
-            let domain = email[email.utf8.index(email.startIndex, offsetBy: at + 1)...].trimmingCharacters(in: .whitespacesAndNewlines)
-            return EmailNormalizer.mapped(Substring(domain)) == relayDomain
+            return odd && isRelayAfterMapping(email)
         }
+    }
+
+    private static func isRelayAfterMapping(_ email: String) -> Bool {
+        // The whole address mapped: a fullwidth ＠ is an @ then.
+        guard let mapped = EmailNormalizer.mapped(Substring(email.trimmingCharacters(in: .whitespacesAndNewlines))),
+              let at = mapped.lastIndex(of: "@"), at > mapped.startIndex else { return false }
+        return mapped[mapped.index(after: at)...].split(separator: ".").joined(separator: ".") == relayDomain
     }
 
     /// The same on an address's UTF-8 bytes (the plan's fast path reads them where the decoder found them).
