@@ -73,15 +73,15 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = OFF") }
     }
 
-    /// Ends what `deferSyncing` began, once the plan is whole: the store's files go to the disk (about 50 ms for a
-    /// 1M-account plan's store), then the marker goes. A finished plan, which a reviewer reads and apply may carry out
-    /// days later, so survives a restart of the system, and a plan made on one machine can be applied on another.
     /// Whether a plan wrote the store at `path` without syncing it and has not reached its end (where it syncs): it
     /// is going on, or it was killed before its end, perhaps after it was recorded as finished.
     public static func hasUnsyncedWrites(at path: String) -> Bool {
         UnsyncedMarker.read(statePath: path) != nil
     }
 
+    /// Ends what `deferSyncing` began, once the plan is whole: the store's files go to the disk (about 50 ms for a
+    /// 1M-account plan's store), then the marker goes. A finished plan, which a reviewer reads and apply may carry out
+    /// days later, so survives a restart of the system, and a plan made on one machine can be applied on another.
     public func syncDeferred() throws {
         guard path != ":memory:", UnsyncedMarker.read(statePath: path) != nil else { return }
         try queue.writeWithoutTransaction { db in try db.execute(sql: "PRAGMA synchronous = NORMAL") }

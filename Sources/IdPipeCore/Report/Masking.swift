@@ -207,9 +207,10 @@ extension Masking {
         if field.hasSuffix("displayName") { return name(value) }
         if !(field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId")) {
             if value.contains(where: \.isLetter) { return value.contains("@") ? email(value) : name(value) }
-            // Five digits or more (of any script, or other numerals), without a letter, may be a phone number or a birth date in a column
-            // mapped wrongly: the digits are hidden and the shape shows (`####-##-## ##:##:##` tells a time written
-            // with a space from one with a `T`, `##########` epoch seconds from milliseconds). A short number shows.
+            // Five numerals or more (digits of any script, `¹`, `①`), without a letter, may be a phone number or a birth
+            // date in a column mapped wrongly: they are hidden and the shape shows (`####-##-## ##:##:##` tells a time
+            // written with a space from one with a `T`, `##########` epoch seconds from milliseconds). A short number
+            // shows.
             if value.unicodeScalars.lazy.filter(Self.isDigit).count >= 5 {
                 return String(String.UnicodeScalarView(value.unicodeScalars.map { Self.isDigit($0) ? "#" : $0 }))
             }
