@@ -166,6 +166,19 @@ import Testing
             #expect(NameBackfill.plan(account, isRelay: true, legacy: nil, sources: appleFirst) == .noSource("the provider:apple.com name is a relay address"),
                     "\(padded.debugDescription)")
         }
+        // Nor does it when the name or the local part is written in fullwidth letters, or the name has a space inside;
+        // a real name that happens to share no run of the local part is filled.
+        for (address, shown) in [("dq7xmpkzt@privaterelay.appleid.com", "ＤＱ７ＸＭＰＫＺＴ"), ("ｄｑ７ｘｍｐｋｚｔ@privaterelay.appleid.com", "dq7xmpkzt"),
+                                  ("dq7xmpkzt@privaterelay.appleid.com", "dq7x mpkzt"), ("dq7xmpkzt＠privaterelay.appleid.com", "dq7xmpkzt"),
+                                  ("dq7xmpkzt@privaterelay.appleid.com", "山田 dq7xmpkzt")] {
+            let link = ProviderLink(providerId: "apple.com", rawId: "001.c", email: address, displayName: shown)
+            let account = Account(localId: "4", email: address, providers: [link])
+            #expect(NameBackfill.plan(account, isRelay: true, legacy: nil, sources: appleFirst) == .noSource("the provider:apple.com name is a relay address"),
+                    "\(address) \(shown)")
+        }
+        let namedReal = ProviderLink(providerId: "apple.com", rawId: "001.d", email: "dq7xmpkzt@privaterelay.appleid.com", displayName: "Dora Quinn")
+        #expect(NameBackfill.plan(Account(localId: "5", email: namedReal.email, providers: [namedReal]), isRelay: true, legacy: nil, sources: appleFirst)
+            == .fill(NameUpdate(name: "Dora Quinn", source: .provider("apple.com"))))
         // A real name on a relay account, with consent, is filled.
         #expect(NameBackfill.plan(relayAccount, isRelay: true, legacy: LegacyName(givenName: "Jane", familyName: "Doe", consent: true), sources: [.legacy])
             == .fill(NameUpdate(name: "Jane Doe", source: .legacy)))

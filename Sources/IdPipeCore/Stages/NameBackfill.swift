@@ -62,6 +62,12 @@ public enum NameBackfill {
         return .noSource(unusable ?? noSourceHasAName)
     }
 
+    /// NFKC, lower case, without white space or invisible characters (`EmailNormalizer.mapped`, joiners dropped too).
+    private static func folded(_ text: String) -> String {
+        let kept = String(String.UnicodeScalarView(text.unicodeScalars.filter { !$0.properties.isWhitespace && $0 != "\u{200C}" && $0 != "\u{200D}" }))
+        return EmailNormalizer.mapped(Substring(kept)) ?? kept
+    }
+
     /// Why a nameless account gets no name when none of its sources has one.
     public static let noSourceHasAName = "no configured source has a name"
 
@@ -71,14 +77,21 @@ public enum NameBackfill {
         if name.utf8.contains(UInt8(ascii: "@")) && TextScan.containsIgnoringASCIICase(name, RelayDetection.relayDomain) { return true }
         guard isRelay else { return false }
         func holdsLocalPart(_ address: String?) -> Bool {
-            guard let address, RelayDetection.isRelayAddress(address), let at = address.utf8.firstIndex(of: UInt8(ascii: "@")) else { return false }
-            // White space or an invisible character in it (an address the normalize stage did not see) is no part of
-            // what the name would show.
-            var local = String(address[..<at])
-            if local.utf8.contains(where: { $0 >= 0x80 || $0 <= 0x20 }) {
-                local = String(String.UnicodeScalarView(local.unicodeScalars.filter { !$0.properties.isWhitespace && !$0.properties.isDefaultIgnorableCodePoint }))
+            guard let address, RelayDetection.isRelayAddress(address) else { return false }
+            // Printable ASCII, as Apple writes its addresses and most names are: on bytes, the name's spaces left out
+            // (`k7x2 m9ab` shows `k7x2m9ab` all the same).
+            if address.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
+               let at = address.utf8.firstIndex(of: UInt8(ascii: "@")) {
+                let local = String(address[..<at])
+                let squeezed = name.utf8.contains(0x20) ? String(decoding: name.utf8.filter { $0 != 0x20 }, as: UTF8.self) : name
+                return local.utf8.count >= 4 && TextScan.containsIgnoringASCIICase(squeezed, local)
             }
-            return local.utf8.count >= 4 && TextScan.containsIgnoringASCIICase(name, local)
+            // Otherwise (fullwidth letters, an invisible character, a fullwidth ＠: an address the normalize stage did not
+            // see, or a name in another script) both folded as the normalize stage maps a domain, white space left out.
+            let mapped = Self.folded(address)
+            guard let at = mapped.lastIndex(of: "@") else { return false }
+            let local = mapped[..<at]
+            return local.unicodeScalars.count >= 4 && Self.folded(name).contains(local)
         }
         return holdsLocalPart(account.email) || account.providers.contains { holdsLocalPart($0.email) }
     }
