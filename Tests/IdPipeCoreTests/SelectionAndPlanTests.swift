@@ -516,6 +516,9 @@ import IdPipeTestSupport
         ("'¹²³⁴⁵⁶⁷⁸⁹' is not a rfc3339 timestamp", "createdAt", "'#########' is not a rfc3339 timestamp"),
         ("'①②③④⑤-⑥⑦' is not true or false", "disabled", "'#####-##' is not true or false"),
         ("'-12' is not a timestamp in epoch milliseconds", "createdAt", "'-12' is not a timestamp in epoch milliseconds"),
+        // A time's T and Z are the format's, not a name's letters: its shape shows.
+        ("'2024-01-01T00:00:00Z' is not a timestamp in epoch milliseconds", "createdAt", "'####-##-##T##:##:##Z' is not a timestamp in epoch milliseconds"),
+        ("'Tz 1' is not true or false", "disabled", "'T••• 1•••' is not true or false"),
         ("'1234' is not true or false", "disabled", "'1234' is not true or false"),
         ("'+14155550100' is not true or false", "disabled", "'+###########' is not true or false"),
         ("' u1 ' has spaces around it", "localId", "' u1 ' has spaces around it"),

@@ -151,8 +151,8 @@ extension Masking {
     ///
     /// A value of another field is masked when it has a letter in it: a column mapped wrongly, or a row shifted,
     /// puts a name or an address where a time or a flag belongs (`'Lily Doe' is not a rfc3339 timestamp`). Ids are
-    /// masked as `quarantinedId` masks them. A value without letters is shown when it has fewer than five digits (a
-    /// flag, a count); otherwise (it may be a phone number or a birth date) its digits are shown as `#`.
+    /// masked as `quarantinedId` masks them. A value without letters (but a time's `T` and `Z`) is shown when it has
+    /// fewer than five numerals (a flag, a count); otherwise (it may be a phone number or a birth date) they show as `#`.
     /// The value is read as `Quoted.value` writes it: a quote or backslash after a backslash is part of it. Read by
     /// Unicode scalar: as Characters, a combining mark after the opening quote made one character of the two, the
     /// quote was not found, and the value showed in clear.
@@ -206,14 +206,15 @@ extension Masking {
         if field.hasSuffix("phoneNumber") { return phone(value) }
         if field.hasSuffix("displayName") { return name(value) }
         if !(field.hasSuffix("localId") || field.hasSuffix("rawId") || field.hasSuffix("providerId")) {
-            if value.contains(where: \.isLetter) { return value.contains("@") ? email(value) : name(value) }
             // Five numerals or more (digits of any script, `¹`, `①`), without a letter, may be a phone number or a birth
             // date in a column mapped wrongly: they are hidden and the shape shows (`####-##-## ##:##:##` tells a time
-            // written with a space from one with a `T`, `##########` epoch seconds from milliseconds). A short number
-            // shows.
-            if value.unicodeScalars.lazy.filter(Self.isDigit).count >= 5 {
+            // written with a space from one with a `T`, `##########` epoch seconds from milliseconds). A time's `T` and
+            // `Z` are no letters of a name: `####-##-##T##:##:##Z`. A short number shows.
+            let timeLettersOnly = value.unicodeScalars.allSatisfy { !$0.properties.isAlphabetic || "TZtz".unicodeScalars.contains($0) }
+            if timeLettersOnly && value.unicodeScalars.lazy.filter(Self.isDigit).count >= 5 {
                 return String(String.UnicodeScalarView(value.unicodeScalars.map { Self.isDigit($0) ? "#" : $0 }))
             }
+            if value.contains(where: \.isLetter) { return value.contains("@") ? email(value) : name(value) }
         }
         return quarantinedId(value) ?? value
     }
