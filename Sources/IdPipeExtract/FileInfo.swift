@@ -45,6 +45,20 @@ public enum FileInfo {
         let inode: UInt64
     }
 
+    /// The names of the entries of a folder (none when it cannot be read), `.` and `..` left out.
+    public static func names(in folder: String) -> [String] {
+        guard let directory = opendir(folder) else { return [] }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while let entry = readdir(directory) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
+                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
+            }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        return names
+    }
+
     /// nil when nothing is there.
     public static func identity(_ path: String) -> Identity? {
         var info = stat()

@@ -182,6 +182,8 @@ struct Resume: ParsableCommand {
             }
             try finishAndApply(record, state: state, out: out)
         case .stoppedByGuard:
+            // Killed before its end, its reports not written: they are, and the guard's exit follows.
+            if StateStore.hasUnsyncedWrites(at: state) { try finishAndApply(record, state: state, out: out) }
             throw fail("the plan was stopped by a guard: \(record.guardVerdict ?? "")", code: Exit.stoppedByGuard)
         }
     }
@@ -231,6 +233,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             + StateStore.files(at: statePath))
         let lock = try StateLock(statePath: statePath, command: command)
         defer { withExtendedLifetime(lock) {} }
+        let endCutShort = StateStore.hasUnsyncedWrites(at: statePath)
         let started = wallClockSeconds()
         // Ctrl-C is caught while the input is read (the plan stops at its next checkpoint); afterwards, during the
         // data counts and the reports, it has its default effect again (what is counted stays counted).
@@ -281,7 +284,10 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         // The plan is whole: its store goes to the disk, so a restart of the system from now on loses nothing of it.
         try store.syncDeferred()
         let tally = outcome.tally
-        if outcome.alreadyPlanned {
+        if outcome.alreadyPlanned && endCutShort {
+            Console.out("The plan had been recorded but stopped before its end: its reports\(context.definition.output.importJSON == nil ? " were" : " and import file were") "
+                + "written now.")
+        } else if outcome.alreadyPlanned {
             Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "
                 + "again. To plan afresh (a scheduled run, say), give a new state store: --state, or --out when --state is not given.")
             if let asOf, asOf != outcome.run.asOf {
@@ -410,6 +416,11 @@ struct ApplyCommand {
             let lock = try StateLock(statePath: statePath, command: command)
             defer { withExtendedLifetime(lock) {} }
             let store = try StateStore(path: statePath)
+            // A plan killed after it was recorded, before its end: no report was written for a reviewer to read.
+            if StateStore.hasUnsyncedWrites(at: statePath), let run = try store.loadRun(), run.status == .planned || run.status == .stoppedByGuard {
+                throw CommandError("the plan in \(statePath) was stopped before its end, its reports not written; "
+                    + "`idpipe resume --state \(statePath)` writes them (read them before you apply)")
+            }
             // The plan wrote the store without syncing it: synced and checked before anything is sent.
             try store.makeDurable()
             guard var run = try store.loadRun() else { throw CommandError("\(statePath) holds no run") }

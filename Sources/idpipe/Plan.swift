@@ -151,6 +151,8 @@ struct PlanExecution {
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: context.sha256,
             asOf: planAsOf, createdAt: existing?.createdAt ?? epochMilliseconds(), status: .planning, sourcePath: sourcePath,
             sourceFormat: definition.source.format.rawValue, sourceSize: sourceSize, sideInputSHA256: sideDigests)
+        run.importFileToken = existing.map { $0.importFileToken ?? "\($0.createdAt)" }
+            ?? "\(run.createdAt)-\(String(UInt32.random(in: .min ... .max), radix: 16))"
         if applyRequested {
             run.applyRequested = true
             run.maxDeletions = maxDeletions
@@ -194,7 +196,13 @@ struct PlanExecution {
             }
             Console.progress("plan: \(progress.records) accounts\(percent) · \(rate)/s · \(progress.quarantined) quarantined")
         }
-        let sink = definition.output.importJSON.map { ImportJSONWriter(path: "\(out)/\($0)", run: run.createdAt) }
+        let sink = definition.output.importJSON.map { ImportJSONWriter(path: "\(out)/\($0)", token: run.importFileToken ?? "\(run.createdAt)") }
+        // Staged import files of other plans (stopped, or started over): unmasked accounts, left as they are (another
+        // plan may resume with its own), and named.
+        for other in sink?.otherStagedFiles() ?? [] {
+            Console.error("idpipe: warning: \(other) is the unfinished import file of another plan (unmasked accounts and password hashes): "
+                + "remove it unless that plan is to be resumed")
+        }
         let fingerprint: any InputFingerprint = live ? LiveSourceFingerprint(project: services?.projectId ?? "") : FileFingerprint(path: sourcePath)
         let result = try runner.plan(run: run, openSource: { try context.openSource($0, services: services) }, fingerprint: fingerprint,
                                      sink: sink, clock: wallClockSeconds)

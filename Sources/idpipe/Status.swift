@@ -29,7 +29,9 @@ struct Status: ParsableCommand {
             Console.out("as of: \(Timestamp.formatRFC3339(run.asOf))")
             // A run going on holds the store's lock: "running" and who, else a plan or apply left midway was stopped.
             let holder = StateLock.holder(statePath: state)
-            Console.out("status: \(run.status.rawValue)" + (holder.map { " (running now: \($0))" } ?? ""))
+            Console.out("status: \(run.status.rawValue)" + (holder.map { " (running now: \($0))" } ?? "")
+                + (holder == nil && run.status != .planning && StateStore.hasUnsyncedWrites(at: state)
+                    ? " (stopped before its end, its reports not written: `idpipe resume --state \(state)` writes them)" : ""))
             if run.status == .planning {
                 let done = checkpoint?.input.offset ?? 0
                 let percent = run.sourceSize > 0 ? done * 100 / run.sourceSize : 0

@@ -317,8 +317,13 @@ struct Binary {
             let (killed, _) = try Binary.run(plan + ["--out", out], environment: ["IDPIPE_TEST_EXIT_BEFORE_PUBLISHING": "1"])
             #expect(killed == 137)
             #expect(!FileManager.default.fileExists(atPath: out + "/cleaned-accounts.json") && !FileManager.default.fileExists(atPath: out + "/plan.md"))
+            // Nobody has read a report of it: status says so, and apply sends nothing.
+            let (_, status) = try Binary.run(["status", "--state", out + "/state.sqlite"])
+            #expect(status.contains("status: planned (stopped before its end, its reports not written"), "\(status)")
+            let (applied, appliedOutput) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
+            #expect(applied == 2 && appliedOutput.contains("was stopped before its end, its reports not written"), "\(appliedOutput)")
             let (code, output) = try Binary.run(finishing + [out + "/state.sqlite", "--out", out])
-            #expect(code == 1, "\(finishing[0]): \(output)")
+            #expect(code == 1 && output.contains("recorded but stopped before its end: its reports and import file were written now"), "\(finishing[0]): \(output)")
             #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/cleaned-accounts.json")) == finished)
             #expect(try Self.stagedImportFiles(out).isEmpty)
             #expect(FileManager.default.fileExists(atPath: out + "/plan.md"))
@@ -331,12 +336,22 @@ struct Binary {
         let (killed, _) = try Binary.run(plan + ["--out", shared, "--state", shared + "/b.sqlite"], environment: ["IDPIPE_TEST_EXIT_BEFORE_PUBLISHING": "1"])
         #expect(killed == 137)
         try FileManager.default.removeItem(atPath: shared + "/cleaned-accounts.json")
-        try Binary.run(plan + ["--out", shared, "--state", shared + "/a.sqlite"])
+        let (_, againA) = try Binary.run(plan + ["--out", shared, "--state", shared + "/a.sqlite"])
+        #expect(againA.contains("is the unfinished import file of another plan"), "\(againA)")
         #expect(!FileManager.default.fileExists(atPath: shared + "/cleaned-accounts.json"))
         #expect(try Self.stagedImportFiles(shared).count == 1)
         let (finishedB, finishedBOutput) = try Binary.run(plan + ["--out", shared, "--state", shared + "/b.sqlite"])
         #expect(finishedB == 1, "\(finishedBOutput)")
         #expect(try Data(contentsOf: URL(fileURLWithPath: shared + "/cleaned-accounts.json")) == finished)
+
+        // Stopped by a guard and killed before its end: resume writes the reports, and exits as the guard says.
+        let strict = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "max_deletions: 100", with: "max_deletions: 1")
+        defer { Binary.removeVariant(strict) }
+        let guarded = Binary.temporaryDirectory()
+        let (guardKilled, _) = try Binary.run(["plan", strict, "--out", guarded, "--as-of", asOf], environment: ["IDPIPE_TEST_EXIT_BEFORE_PUBLISHING": "1"])
+        #expect(guardKilled == 137 && !FileManager.default.fileExists(atPath: guarded + "/plan.md"))
+        let (guardCode, guardOutput) = try Binary.run(["resume", "--state", guarded + "/state.sqlite"])
+        #expect(guardCode == 3 && FileManager.default.fileExists(atPath: guarded + "/plan.md"), "\(guardOutput)")
 
         // What is not a regular file at the name (a link, a folder) is refused before the input is read.
         let linked = Binary.temporaryDirectory(), secure = Binary.temporaryDirectory()

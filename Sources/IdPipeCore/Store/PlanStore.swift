@@ -36,6 +36,10 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var listLimit: Int?
     /// How many deletion requests are dated after `asOf`: not honoured (`Selector.select`), and the reports say so.
     public var deletionRequestsAfterAsOf: Int?
+    /// What names the run's import file while it is written (`NAME.TOKEN.partial`): its creation time and a random
+    /// part, so that two plans started in one millisecond keep apart (nil in a store planned before it was kept: the
+    /// creation time then).
+    public var importFileToken: String?
 
     public init(pipelineName: String, pipelinePath: String, pipelineSHA256: String, asOf: Int64, createdAt: Int64,
                 status: RunStatus, sourcePath: String, sourceFormat: String, sourceSHA256: String? = nil, sourceSize: Int64,

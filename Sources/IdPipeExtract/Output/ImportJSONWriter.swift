@@ -7,8 +7,8 @@ import Glibc
 /// the ten exported providers. `firebase auth:import` takes only four of those and no `mfaInfo` (the plan counts the
 /// accounts it would refuse); they are written all the same, as leaving them out would lose them.
 ///
-/// The file is written as `NAME.RUN.partial` (RUN: the plan's creation time, so that two plans with their own state
-/// stores in one folder never take each other's) and takes its name once the plan is recorded as finished
+/// The file is written as `NAME.TOKEN.partial` (TOKEN: the run's own, `RunRecord.importFileToken`, so that two plans
+/// with their own state stores in one folder never take each other's) and takes its name once the plan is recorded as finished
 /// (`publish`): a plan that fails or is stopped leaves the import file of an earlier plan in the same folder whole, and
 /// nothing half written passes for an import file. Resumable: the staged file is cut back to a checkpoint's length.
 /// The name must be free or a regular file: a symbolic link there (to a device, the state store, a report) would be
@@ -24,11 +24,18 @@ public final class ImportJSONWriter: CleanedAccountSink {
     private static let opening = "{\"users\": ["
     private static let closing = "\n]}\n"
 
-    /// Opens nothing yet: a plan already finished, or refused before it reads, leaves the folder as it was. `run`: the
-    /// plan's creation time (`RunRecord.createdAt`).
-    public init(path: String, run: Int64) {
+    /// Opens nothing yet: a plan already finished, or refused before it reads, leaves the folder as it was. `token`:
+    /// the run's (`RunRecord.importFileToken`).
+    public init(path: String, token: String) {
         self.path = path
-        stagedPath = "\(path).\(run).partial"
+        stagedPath = "\(path).\(token).partial"
+    }
+
+    /// The staged import files of the same name that are not this run's.
+    public func otherStagedFiles() -> [String] {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        return FileInfo.names(in: folder(of: path)).filter { $0.hasPrefix(name + ".") && $0.hasSuffix(".partial") && $0.count > name.count + 9 }
+            .map { folder(of: path) + "/" + $0 }.filter { $0 != stagedPath }.sorted()
     }
 
     deinit { if fd >= 0 { close(fd) } }
