@@ -45,6 +45,9 @@ import Testing
         ("abc@privaterelay.appleid.com.", true), ("abc@privaterelay.appleid.com。", true), ("abc@privaterelay..appleid.com", true),
         ("abc@.privaterelay.appleid.com", true), ("abc＠privaterelay.appleid.com", true), ("abc@example.com.", false),
         ("@privaterelay.appleid.com.", false), ("abc@privaterelay.appleid.co.", false),
+        // Controls, which the normalize stage refuses.
+        ("abc@privaterelay.appleid.com\u{0}", true), ("abc@privaterelay.appleid.com\u{1F}", true), ("abc@privaterelay.appleid.com\u{7F}", true),
+        ("abc@privaterelay.appleid.com\u{80}", true), ("abc@example.com\u{7F}", false),
     ])
     func relayAddressesAreFoundBehindWhatNormalizingRemoves(email: String, isRelay: Bool) {
         #expect(RelayDetection.isRelayAddress(email) == isRelay)
@@ -156,6 +159,10 @@ import Testing
         let real = Account(localId: "2", email: "jane@example.com")
         let someAddress = LegacyName(givenName: "jlr6gznpih@PrivateRelay.AppleID.com", familyName: "", consent: true)
         #expect(NameBackfill.plan(real, isRelay: false, legacy: someAddress, sources: sources) == .noSource("the legacy name is a relay address"))
+        for written in ["xyz＠privaterelay.appleid.com", "xyz@ｐｒｉｖａｔｅｒｅｌａｙ.appleid.com", "xyz@privaterelay\u{AD}.appleid.com"] {
+            #expect(NameBackfill.plan(real, isRelay: false, legacy: LegacyName(givenName: written, familyName: "", consent: true), sources: sources)
+                == .noSource("the legacy name is a relay address"), "\(written)")
+        }
         // With `normalize: false` the address may have a space or an invisible character in it: the name that is its
         // local part is refused all the same (a leading space let it through).
         for padded in [" k7x2m9ab@privaterelay.appleid.com", "\u{A0}k7x2m9ab@privaterelay.appleid.com", "\tk7x2m9ab@privaterelay.appleid.com",
@@ -170,7 +177,9 @@ import Testing
         // a real name that happens to share no run of the local part is filled.
         for (address, shown) in [("dq7xmpkzt@privaterelay.appleid.com", "ＤＱ７ＸＭＰＫＺＴ"), ("ｄｑ７ｘｍｐｋｚｔ@privaterelay.appleid.com", "dq7xmpkzt"),
                                   ("dq7xmpkzt@privaterelay.appleid.com", "dq7x mpkzt"), ("dq7xmpkzt＠privaterelay.appleid.com", "dq7xmpkzt"),
-                                  ("dq7xmpkzt@privaterelay.appleid.com", "山田 dq7xmpkzt")] {
+                                  ("dq7xmpkzt@privaterelay.appleid.com", "山田 dq7xmpkzt"), ("dq7xmpkzt@privaterelay.appleid.com", "dq7x-mpkzt"),
+                                  ("dq7xmpkzt@privaterelay.appleid.com", "dq7x.mpkzt"), ("dq7xmpkzt@privaterelay.appleid.com", "dq7x·mpkzt"),
+                                  ("\"dq7xmpkzt\"@privaterelay.appleid.com", "dq7xmpkzt"), ("dq7xmpkzt@privaterelay.appleid.com", "x＠privaterelay.appleid.com")] {
             let link = ProviderLink(providerId: "apple.com", rawId: "001.c", email: address, displayName: shown)
             let account = Account(localId: "4", email: address, providers: [link])
             #expect(NameBackfill.plan(account, isRelay: true, legacy: nil, sources: appleFirst) == .noSource("the provider:apple.com name is a relay address"),

@@ -519,6 +519,9 @@ import IdPipeTestSupport
         // A time's T and Z are the format's, not a name's letters: its shape shows.
         ("'2024-01-01T00:00:00Z' is not a timestamp in epoch milliseconds", "createdAt", "'####-##-##T##:##:##Z' is not a timestamp in epoch milliseconds"),
         ("'Tz 1' is not true or false", "disabled", "'T••• 1•••' is not true or false"),
+        // Only where a time has them: a T or Z elsewhere is a letter of a name or an address.
+        ("'T.Z. 0412345678' is not true or false", "disabled", "'T••• 0•••' is not true or false"),
+        ("'tz12345@tz.tz' is not true or false", "disabled", "'t•••@tz.tz' is not true or false"),
         ("'1234' is not true or false", "disabled", "'1234' is not true or false"),
         ("'+14155550100' is not true or false", "disabled", "'+###########' is not true or false"),
         ("' u1 ' has spaces around it", "localId", "' u1 ' has spaces around it"),

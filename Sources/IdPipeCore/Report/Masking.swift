@@ -194,6 +194,19 @@ extension Masking {
         return String(out)
     }
 
+    /// No letter but where a time has one: a `T` between digits, a `Z` after the last digit.
+    private static func hasTimeLettersOnly(_ value: String) -> Bool {
+        let scalars = Array(value.unicodeScalars)
+        for (index, scalar) in scalars.enumerated() where scalar.properties.isAlphabetic {
+            let after = index > 0 && ("0"..."9").contains(scalars[index - 1])
+            let before = index + 1 < scalars.count && ("0"..."9").contains(scalars[index + 1])
+            guard (scalar == "T" || scalar == "t") && after && before || (scalar == "Z" || scalar == "z") && after && index + 1 == scalars.count else {
+                return false
+            }
+        }
+        return true
+    }
+
     /// A digit of any script, and any other numeral (`¹`, `①`): what a number can be written with.
     private static func isDigit(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.numericType != nil }
 
@@ -210,8 +223,7 @@ extension Masking {
             // date in a column mapped wrongly: they are hidden and the shape shows (`####-##-## ##:##:##` tells a time
             // written with a space from one with a `T`, `##########` epoch seconds from milliseconds). A time's `T` and
             // `Z` are no letters of a name: `####-##-##T##:##:##Z`. A short number shows.
-            let timeLettersOnly = value.unicodeScalars.allSatisfy { !$0.properties.isAlphabetic || "TZtz".unicodeScalars.contains($0) }
-            if timeLettersOnly && value.unicodeScalars.lazy.filter(Self.isDigit).count >= 5 {
+            if Self.hasTimeLettersOnly(value) && value.unicodeScalars.lazy.filter(Self.isDigit).count >= 5 {
                 return String(String.UnicodeScalarView(value.unicodeScalars.map { Self.isDigit($0) ? "#" : $0 }))
             }
             if value.contains(where: \.isLetter) { return value.contains("@") ? email(value) : name(value) }

@@ -62,6 +62,16 @@ public enum NameBackfill {
         return .noSource(unusable ?? noSourceHasAName)
     }
 
+    /// The ASCII letters and digits of printable ASCII text.
+    private static func alphanumerics(_ bytes: some Sequence<UInt8>) -> String {
+        String(decoding: bytes.filter { ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }, as: UTF8.self)
+    }
+
+    /// The letters and numerals of folded text.
+    private static func alphanumerics(_ text: some StringProtocol) -> String {
+        String(String.UnicodeScalarView(text.unicodeScalars.filter { $0.properties.isAlphabetic || $0.properties.numericType != nil }))
+    }
+
     /// NFKC, lower case, without white space or invisible characters (`EmailNormalizer.mapped`, joiners dropped too).
     private static func folded(_ text: String) -> String {
         let kept = String(String.UnicodeScalarView(text.unicodeScalars.filter { !$0.properties.isWhitespace && $0 != "\u{200C}" && $0 != "\u{200D}" }))
@@ -75,23 +85,26 @@ public enum NameBackfill {
     /// the address Apple hid on show (an Apple login's name is sometimes its address).
     static func showsRelayAddress(_ name: String, of account: Account, isRelay: Bool) -> Bool {
         if name.utf8.contains(UInt8(ascii: "@")) && TextScan.containsIgnoringASCIICase(name, RelayDetection.relayDomain) { return true }
+        // Written in fullwidth letters, or with an invisible character, the address is no less on show.
+        if name.utf8.contains(where: { $0 >= 0x80 }) {
+            let folded = Self.folded(name)
+            if folded.contains("@") && folded.contains(RelayDetection.relayDomain) { return true }
+        }
         guard isRelay else { return false }
         func holdsLocalPart(_ address: String?) -> Bool {
             guard let address, RelayDetection.isRelayAddress(address) else { return false }
-            // Printable ASCII, as Apple writes its addresses and most names are: on bytes, the name's spaces left out
-            // (`k7x2 m9ab` shows `k7x2m9ab` all the same).
+            // Letters and digits only: `dq7x-mpkzt2`, `dq7x mpkzt2` and `"dq7xmpkzt2"` show the local part all the same.
+            // Printable ASCII, as Apple writes its addresses and most names are, on bytes; anything else folded first
+            // as the normalize stage maps a domain (fullwidth letters, a fullwidth ＠, invisible characters).
             if address.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }), name.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }),
                let at = address.utf8.firstIndex(of: UInt8(ascii: "@")) {
-                let local = String(address[..<at])
-                let squeezed = name.utf8.contains(0x20) ? String(decoding: name.utf8.filter { $0 != 0x20 }, as: UTF8.self) : name
-                return local.utf8.count >= 4 && TextScan.containsIgnoringASCIICase(squeezed, local)
+                let local = Self.alphanumerics(address[..<at].utf8)
+                return local.count >= 4 && TextScan.containsIgnoringASCIICase(Self.alphanumerics(name.utf8), local)
             }
-            // Otherwise (fullwidth letters, an invisible character, a fullwidth ＠: an address the normalize stage did not
-            // see, or a name in another script) both folded as the normalize stage maps a domain, white space left out.
             let mapped = Self.folded(address)
             guard let at = mapped.lastIndex(of: "@") else { return false }
-            let local = mapped[..<at]
-            return local.unicodeScalars.count >= 4 && Self.folded(name).contains(local)
+            let local = Self.alphanumerics(mapped[..<at])
+            return local.unicodeScalars.count >= 4 && Self.alphanumerics(Self.folded(name)).contains(local)
         }
         return holdsLocalPart(account.email) || account.providers.contains { holdsLocalPart($0.email) }
     }

@@ -68,8 +68,8 @@ public enum RelayDetection {
 
     /// Whether an address is at Apple's relay domain (ASCII case-insensitive, on bytes: it runs per account).
     /// An address the normalize stage did not see (`normalize: false`) may carry what it would have mapped away or
-    /// refused: white space at its end, an invisible or fullwidth character (a fullwidth `＠` too), an empty label (a
-    /// dot at the end, two dots). Such an address is judged by its domain as the normalize stage maps it
+    /// refused: white space at its end, a control, an invisible or fullwidth character (a fullwidth `＠` too), an empty
+    /// label (a dot at the end, two dots). Such an address is judged by its domain as the normalize stage maps it
     /// (`EmailNormalizer.mapped`), its empty labels left out, so that it is no way around the relay rules. Others, all
     /// the normalize stage leaves, are judged on their bytes alone.
     public static func isRelayAddress(_ email: String?) -> Bool {
@@ -80,7 +80,7 @@ public enum RelayDetection {
             var at = bytes.count - 1, odd = false
             while at > 0 && bytes[at] != UInt8(ascii: "@") {
                 let byte = bytes[at]
-                odd = odd || byte >= 0x80 || byte <= 0x20
+                odd = odd || byte >= 0x7F || byte <= 0x20
                     || (byte == UInt8(ascii: ".") && (at == bytes.count - 1 || bytes[at + 1] == byte || bytes[at - 1] == UInt8(ascii: "@")))
                 at -= 1
             }
@@ -89,8 +89,9 @@ public enum RelayDetection {
     }
 
     private static func isRelayAfterMapping(_ email: String) -> Bool {
-        // The whole address mapped: a fullwidth ＠ is an @ then.
-        guard let mapped = EmailNormalizer.mapped(Substring(email.trimmingCharacters(in: .whitespacesAndNewlines))),
+        // The whole address mapped (a fullwidth ＠ is an @ then), without the controls the normalize stage refuses.
+        let kept = String(String.UnicodeScalarView(email.unicodeScalars.filter { $0.properties.generalCategory != .control }))
+        guard let mapped = EmailNormalizer.mapped(Substring(kept.trimmingCharacters(in: .whitespacesAndNewlines))),
               let at = mapped.lastIndex(of: "@"), at > mapped.startIndex else { return false }
         return mapped[mapped.index(after: at)...].split(separator: ".").joined(separator: ".") == relayDomain
     }
