@@ -49,7 +49,8 @@ struct ExistingRunOptions: ParsableArguments {
 
     /// The store and the report folder as absolute paths, then into the folder the plan ran in: the pipeline and input
     /// paths the store holds are as given there (resumed from elsewhere, "cannot read the pipeline file p.yaml"). The
-    /// reports go where the plan wrote its own unless --out says otherwise (resume wrote them beside the store).
+    /// reports go where the plan wrote its own unless --out says otherwise (resume wrote them beside the store), or
+    /// beside the store when that folder is gone.
     func enterRun() throws -> (state: String, out: String, record: RunRecord?) {
         let state = absolutePath(try existingState())
         let given = out.map(absolutePath)
@@ -60,7 +61,8 @@ struct ExistingRunOptions: ParsableArguments {
             Console.error("idpipe: the plan ran in \(folder), which cannot be entered (\(String(cString: strerror(errno)))): "
                 + "its relative paths are read from here")
         }
-        return (state, given ?? record?.reportFolder ?? folder(of: state), record)
+        // A report folder that is gone (moved with its store, say) is not made again: the store's folder is used.
+        return (state, given ?? record?.reportFolder.flatMap { fileExists($0) ? $0 : nil } ?? folder(of: state), record)
     }
 }
 

@@ -115,7 +115,8 @@ struct PlanExecution {
         // An interrupted migration goes on with the import file it left in its plan's folder (given another --out, it
         // found none there and refused the run as changed).
         if let existing, existing.status == .planning || StateStore.hasUnsyncedWrites(at: statePath),
-           let name = definition.output.importJSON, let folder = existing.reportFolder, FileInfo.identity(folder) != FileInfo.identity(out) {
+           let name = definition.output.importJSON, let folder = existing.reportFolder, FileInfo.identity(folder) != FileInfo.identity(out),
+           !fileExists("\(out)/\(name).\(existing.importFileToken ?? "\(existing.createdAt)").partial") {  // a folder moved, its staged file in it
             throw CommandError("\(statePath) holds an interrupted plan whose import file (\(name)) is in \(folder): continue it there, "
                 + "with --out \(folder) (or without --out)")
         }

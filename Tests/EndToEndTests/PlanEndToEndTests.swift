@@ -297,6 +297,26 @@ struct Binary {
         #expect(try Self.stagedImportFiles(out).isEmpty)
     }
 
+    /// A run folder moved with its store, its migration interrupted, is resumed where it now is: with --out naming it
+    /// (refused before, as another folder than the plan's), and without (the old folder was made again, empty).
+    @Test func aMovedRunFolderIsResumedWhereItIs() throws {
+        let small = ["IDPIPE_BATCH_RECORDS": "7", "IDPIPE_BATCH_BYTES": "4096"]
+        let plan = ["plan", "Pipelines/backfill-apple-names.yaml", "--as-of", asOf]
+        let reference = Binary.temporaryDirectory()
+        try Binary.run(plan + ["--out", reference], environment: small)
+        for withOut in [true, false] {
+            let old = Binary.temporaryDirectory(), moved = old + "-moved"
+            let (stopCode, _) = try Binary.run(plan + ["--out", old], environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "3"]) { $1 })
+            #expect(stopCode == 130)
+            try FileManager.default.moveItem(atPath: old, toPath: moved)
+            let (code, output) = try Binary.run(["resume", "--state", moved + "/state.sqlite"] + (withOut ? ["--out", moved] : []), environment: small)
+            #expect(code == 1, "\(output)")
+            #expect(try Data(contentsOf: URL(fileURLWithPath: moved + "/cleaned-accounts.json"))
+                == Data(contentsOf: URL(fileURLWithPath: reference + "/cleaned-accounts.json")))
+            #expect(!FileManager.default.fileExists(atPath: old))
+        }
+    }
+
     static func stagedImportFiles(_ folder: String) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: folder)
             .filter { $0.hasPrefix("cleaned-accounts.json.") && $0.hasSuffix(".partial") }.map { folder + "/" + $0 }
