@@ -179,7 +179,10 @@ import Testing
                                   ("dq7xmpkzt@privaterelay.appleid.com", "dq7x mpkzt"), ("dq7xmpkzt＠privaterelay.appleid.com", "dq7xmpkzt"),
                                   ("dq7xmpkzt@privaterelay.appleid.com", "山田 dq7xmpkzt"), ("dq7xmpkzt@privaterelay.appleid.com", "dq7x-mpkzt"),
                                   ("dq7xmpkzt@privaterelay.appleid.com", "dq7x.mpkzt"), ("dq7xmpkzt@privaterelay.appleid.com", "dq7x·mpkzt"),
-                                  ("\"dq7xmpkzt\"@privaterelay.appleid.com", "dq7xmpkzt"), ("dq7xmpkzt@privaterelay.appleid.com", "x＠privaterelay.appleid.com")] {
+                                  ("\"dq7xmpkzt\"@privaterelay.appleid.com", "dq7xmpkzt"), ("dq7xmpkzt@privaterelay.appleid.com", "x＠privaterelay.appleid.com"),
+                                  // Whatever NFKC folds onto ASCII: superscripts, modifier letters, ligatures, long s.
+                                  ("dq7xmpkzt2@privaterelay.appleid.com", "dq7xmpkzt²"), ("dq7xmpkzt2@privaterelay.appleid.com", "ᵈq7ˣᵐᵖᵏᶻᵗ2"),
+                                  ("qfi7zk2mxa@privaterelay.appleid.com", "qﬁ7zk2mxa"), ("qs7zk2mxa@privaterelay.appleid.com", "qſ7zk2mxa")] {
             let link = ProviderLink(providerId: "apple.com", rawId: "001.c", email: address, displayName: shown)
             let account = Account(localId: "4", email: address, providers: [link])
             #expect(NameBackfill.plan(account, isRelay: true, legacy: nil, sources: appleFirst) == .noSource("the provider:apple.com name is a relay address"),

@@ -62,15 +62,12 @@ public enum NameBackfill {
         return .noSource(unusable ?? noSourceHasAName)
     }
 
-    /// The ASCII letters and digits of a text, in order, the rest left out; when the text holds a compatibility form of
-    /// them (fullwidth, circled, math bold, superscript: the ranges NFKC folds onto ASCII), folded first. Names in
-    /// other scripts are not folded: NFKC on every name cost a plan a fifth of its time.
+    /// The ASCII letters and digits of a text, in order, the rest left out; when the text holds a character that NFKC
+    /// with case folding changes (fullwidth, circled, math bold, superscript, modifier letters, ligatures, `ſ`, an
+    /// upper-case accented letter), folded first. Other names (CJK, lower-case accents, ASCII) are not folded: NFKC on
+    /// every name cost a plan a fifth of its time.
     private static func asciiAlphanumerics(_ text: some StringProtocol) -> String {
-        func isCompatibilityForm(_ value: UInt32) -> Bool {
-            (0x2070...0x24FF).contains(value) || (0xFF00...0xFFEF).contains(value) || (0x1D400...0x1D7FF).contains(value)
-                || (0x1F100...0x1F1FF).contains(value)
-        }
-        let foldFirst = text.utf8.contains { $0 >= 0x80 } && text.unicodeScalars.contains { isCompatibilityForm($0.value) }
+        let foldFirst = text.utf8.contains { $0 >= 0x80 } && text.unicodeScalars.contains { $0.value >= 0x80 && $0.properties.changesWhenNFKCCaseFolded }
         let source = foldFirst ? folded(String(text)) : String(text)
         return String(decoding: source.utf8.filter { ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }, as: UTF8.self)
     }
