@@ -286,12 +286,14 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         // The plan is whole: its store goes to the disk, so a restart of the system from now on loses nothing of it.
         try store.syncDeferred()
         let tally = outcome.tally
-        if outcome.alreadyPlanned && endCutShort {
-            Console.out("The plan had been recorded but stopped before its end: its reports\(context.definition.output.importJSON == nil ? " were" : " and import file were") "
-                + "written now.")
-        } else if outcome.alreadyPlanned {
-            Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "
-                + "again. To plan afresh (a scheduled run, say), give a new state store: --state, or --out when --state is not given.")
+        if outcome.alreadyPlanned {
+            if endCutShort {
+                Console.out("The plan had been recorded but stopped before its end: its reports\(context.definition.output.importJSON == nil ? " were" : " and import file were") "
+                    + "written now.")
+            } else {
+                Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "
+                    + "again. To plan afresh (a scheduled run, say), give a new state store: --state, or --out when --state is not given.")
+            }
             if let asOf, asOf != outcome.run.asOf {
                 Console.error("idpipe: --as-of \(Timestamp.formatRFC3339(asOf)) was not used: a finished plan keeps its own time")
             }

@@ -201,8 +201,8 @@ struct PlanExecution {
         // Staged import files of other plans (stopped, or started over): unmasked accounts, left as they are (another
         // plan may resume with its own), and named.
         for other in sink?.otherStagedFiles() ?? [] {
-            Console.error("idpipe: warning: \(other) is the unfinished import file of another plan (unmasked accounts and password hashes): "
-                + "remove it unless that plan is to be resumed")
+            Console.error("idpipe: warning: \(other) is the unfinished import file of another plan, or of one given up (unmasked accounts "
+                + "and password hashes): remove it unless a plan is to be resumed with it")
         }
         let fingerprint: any InputFingerprint = live ? LiveSourceFingerprint(project: services?.projectId ?? "") : FileFingerprint(path: sourcePath)
         let result = try runner.plan(run: run, openSource: { try context.openSource($0, services: services) }, fingerprint: fingerprint,

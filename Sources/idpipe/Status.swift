@@ -31,7 +31,7 @@ struct Status: ParsableCommand {
             let holder = StateLock.holder(statePath: state)
             Console.out("status: \(run.status.rawValue)" + (holder.map { " (running now: \($0))" } ?? "")
                 + (holder == nil && run.status != .planning && StateStore.hasUnsyncedWrites(at: state)
-                    ? " (stopped before its end, its reports not written: `idpipe resume --state \(state)` writes them)" : ""))
+                    ? " (stopped before its end, its reports perhaps not written: `idpipe resume --state \(state)` ends it)" : ""))
             if run.status == .planning {
                 let done = checkpoint?.input.offset ?? 0
                 let percent = run.sourceSize > 0 ? done * 100 / run.sourceSize : 0

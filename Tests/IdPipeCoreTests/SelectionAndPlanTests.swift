@@ -522,6 +522,9 @@ import IdPipeTestSupport
         // Only where a time has them: a T or Z elsewhere is a letter of a name or an address.
         ("'T.Z. 0412345678' is not true or false", "disabled", "'T••• 0•••' is not true or false"),
         ("'tz12345@tz.tz' is not true or false", "disabled", "'t•••@tz.tz' is not true or false"),
+        ("'2024-01-01T00:00:00Z ' is not a rfc3339 timestamp", "createdAt", "'####-##-##T##:##:##Z ' is not a rfc3339 timestamp"),
+        ("'T00:00:00Z' is not a rfc3339 timestamp", "createdAt", "'T##:##:##Z' is not a rfc3339 timestamp"),
+        ("'2024-01-01T00:00:00 Z' is not a rfc3339 timestamp", "createdAt", "'####-##-##T##:##:## Z' is not a rfc3339 timestamp"),
         ("'1234' is not true or false", "disabled", "'1234' is not true or false"),
         ("'+14155550100' is not true or false", "disabled", "'+###########' is not true or false"),
         ("' u1 ' has spaces around it", "localId", "' u1 ' has spaces around it"),

@@ -194,15 +194,16 @@ extension Masking {
         return String(out)
     }
 
-    /// No letter but where a time has one: a `T` between digits, a `Z` after the last digit.
+    /// No letter but where a time has one: a `T` before a digit (after one, or first), a `Z` after the last digit (a
+    /// space between them allowed), white space around the whole.
     private static func hasTimeLettersOnly(_ value: String) -> Bool {
-        let scalars = Array(value.unicodeScalars)
+        let scalars = Array(value.unicodeScalars.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+        func isDigit(_ index: Int) -> Bool { scalars.indices.contains(index) && ("0"..."9").contains(scalars[index]) }
         for (index, scalar) in scalars.enumerated() where scalar.properties.isAlphabetic {
-            let after = index > 0 && ("0"..."9").contains(scalars[index - 1])
-            let before = index + 1 < scalars.count && ("0"..."9").contains(scalars[index + 1])
-            guard (scalar == "T" || scalar == "t") && after && before || (scalar == "Z" || scalar == "z") && after && index + 1 == scalars.count else {
-                return false
-            }
+            let time = (scalar == "T" || scalar == "t") && isDigit(index + 1) && (index == 0 || isDigit(index - 1))
+            let zone = (scalar == "Z" || scalar == "z") && index == scalars.count - 1
+                && (isDigit(index - 1) || (index >= 2 && scalars[index - 1] == " " && isDigit(index - 2)))
+            guard time || zone else { return false }
         }
         return true
     }

@@ -31,11 +31,19 @@ public final class ImportJSONWriter: CleanedAccountSink {
         stagedPath = "\(path).\(token).partial"
     }
 
-    /// The staged import files of the same name that are not this run's.
+    /// The staged import files of the same name that are not this run's: `NAME.TOKEN.partial`, TOKEN digits and a
+    /// hexadecimal part (digits alone from stores made before it had one).
     public func otherStagedFiles() -> [String] {
         let name = path.split(separator: "/").last.map(String.init) ?? path
-        return FileInfo.names(in: folder(of: path)).filter { $0.hasPrefix(name + ".") && $0.hasSuffix(".partial") && $0.count > name.count + 9 }
-            .map { folder(of: path) + "/" + $0 }.filter { $0 != stagedPath }.sorted()
+        func isToken(_ text: Substring) -> Bool {
+            let parts = text.split(separator: "-", omittingEmptySubsequences: false)
+            return (1...2).contains(parts.count) && parts[0].allSatisfy({ $0.isASCII && $0.isWholeNumber }) && !parts[0].isEmpty
+                && (parts.count == 1 || (!parts[1].isEmpty && parts[1].allSatisfy({ $0.isASCII && $0.isHexDigit })))
+        }
+        return FileInfo.names(in: folder(of: path)).filter { entry in
+            entry.hasPrefix(name + ".") && entry.hasSuffix(".partial") && entry.count > name.count + 9
+                && isToken(entry.dropFirst(name.count + 1).dropLast(8))
+        }.map { folder(of: path) + "/" + $0 }.filter { $0 != stagedPath }.sorted()
     }
 
     deinit { if fd >= 0 { close(fd) } }
