@@ -8,9 +8,9 @@ import Glibc
 /// accounts it would refuse); they are written all the same, as leaving them out would lose them.
 ///
 /// The file is written as `NAME.TOKEN.partial` (TOKEN: the run's own, `RunRecord.importFileToken`, so that two plans
-/// with their own state stores in one folder never take each other's) and takes its name once the plan is recorded as finished
-/// (`publish`): a plan that fails or is stopped leaves the import file of an earlier plan in the same folder whole, and
-/// nothing half written passes for an import file. Resumable: the staged file is cut back to a checkpoint's length.
+/// with their own state stores in one folder never take each other's) and takes its name once the plan is recorded as
+/// finished (`publish`): a plan that fails or is stopped leaves the import file of an earlier plan in the same folder
+/// whole, and nothing half written passes for an import file. Resumable: the staged file is cut back to a checkpoint's length.
 /// The name must be free or a regular file: a symbolic link there (to a device, the state store, a report) would be
 /// replaced, and the file is not written through one.
 public final class ImportJSONWriter: CleanedAccountSink {
