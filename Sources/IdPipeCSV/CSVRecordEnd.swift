@@ -17,6 +17,8 @@ import Glibc
 /// stops at the first quote that breaks the rules, which for an unbalanced quote is the next quote in the file, so the
 /// reads it costs are bounded by the distance to the next quoted field.
 public enum CSVRecordEnd {
+    static let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ",")
+
     /// Where the record ends: the offset after its last line, and the number of the line after it.
     public struct End: Equatable, Sendable {
         public var offset: Int64
@@ -39,7 +41,7 @@ public enum CSVRecordEnd {
         var line = line
         let block = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: blockSize)
         defer { block.deallocate() }
-        let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ",")
+        let (quote, comma) = (Self.quote, Self.comma)
         while true {
             let count = pread(fd, block.baseAddress!, blockSize, off_t(position))
             if count < 0 && errno == EINTR { continue }
@@ -86,7 +88,7 @@ public enum CSVRecordEnd {
         case ended
 
         func after(_ byte: UInt8) -> State {
-            let quote = UInt8(ascii: "\""), comma = UInt8(ascii: ",")
+            let (quote, comma) = (CSVRecordEnd.quote, CSVRecordEnd.comma)
             switch self {
             case .quoted:
                 return byte == quote ? .quoteInQuoted : .quoted

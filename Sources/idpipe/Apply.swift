@@ -294,16 +294,12 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "
                     + "again. To plan afresh (a scheduled run, say), give a new state store: --state, or --out when --state is not given.")
             }
-            if let asOf, asOf != outcome.run.asOf {
-                Console.error("idpipe: --as-of \(Timestamp.formatRFC3339(asOf)) was not used: a finished plan keeps its own time")
-            }
         }
-        if outcome.resumed {
-            Console.out("Resumed an interrupted plan.")
-            if let asOf, asOf != outcome.run.asOf {
-                Console.error("idpipe: --as-of \(Timestamp.formatRFC3339(asOf)) was not used: a resumed plan keeps the time it was started with "
-                    + "(\(Timestamp.formatRFC3339(outcome.run.asOf)))")
-            }
+        if outcome.resumed { Console.out("Resumed an interrupted plan.") }
+        if let asOf, asOf != outcome.run.asOf, outcome.alreadyPlanned || outcome.resumed {
+            Console.error("idpipe: --as-of \(Timestamp.formatRFC3339(asOf)) was not used: "
+                + (outcome.resumed ? "a resumed plan keeps the time it was started with (\(Timestamp.formatRFC3339(outcome.run.asOf)))"
+                    : "a finished plan keeps its own time"))
         }
         Console.out("\(Console.count(tally["accounts.read"], "account")) read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
         for path in written { Console.out("report: \(path)") }

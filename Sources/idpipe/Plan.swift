@@ -116,7 +116,7 @@ struct PlanExecution {
         // found none there and refused the run as changed).
         if let existing, existing.status == .planning || StateStore.hasUnsyncedWrites(at: statePath),
            let name = definition.output.importJSON, let folder = existing.reportFolder, FileInfo.identity(folder) != FileInfo.identity(out),
-           !fileExists("\(out)/\(name).\(existing.importFileToken ?? "\(existing.createdAt)").partial") {  // a folder moved, its staged file in it
+           !fileExists("\(out)/\(name).\(existing.stagingToken).partial") {  // a folder moved, its staged file in it
             throw CommandError("\(statePath) holds an interrupted plan whose import file (\(name)) is in \(folder): continue it there, "
                 + "with --out \(folder) (or without --out)")
         }
@@ -131,9 +131,9 @@ struct PlanExecution {
         // A side input given and empty (a decryption that failed into `<(…)`, a file truncated) made every account "no
         // stored Apple token", deleted unrevoked, without a word.
         let rows = ["legacy_names": sideInputs.legacyNames.count, "deletion_requests": sideInputs.deletionRequests.count,
-                    "stored_tokens": sideInputs.credentials.count, "protected_accounts": sideInputs.protectedIds.count]
+                    PlanRunner.storedTokensRole: sideInputs.credentials.count, "protected_accounts": sideInputs.protectedIds.count]
         for (role, path) in context.sideInputPaths where rows[role] == 0 {
-            Console.error("idpipe: warning: inputs.\(role) (\(path)) has no rows" + (role == "stored_tokens"
+            Console.error("idpipe: warning: inputs.\(role) (\(path)) has no rows" + (role == PlanRunner.storedTokensRole
                 ? ": no revocation that needs a stored token is possible (was the file cut short, or its command failed?)" : ""))
         }
         for warning in context.warnings() { Console.error("idpipe: warning: " + warning) }
@@ -152,8 +152,7 @@ struct PlanExecution {
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: context.sha256,
             asOf: planAsOf, createdAt: existing?.createdAt ?? epochMilliseconds(), status: .planning, sourcePath: sourcePath,
             sourceFormat: definition.source.format.rawValue, sourceSize: sourceSize, sideInputSHA256: sideDigests)
-        run.importFileToken = existing.map { $0.importFileToken ?? "\($0.createdAt)" }
-            ?? "\(run.createdAt)-\(String(UInt32.random(in: .min ... .max), radix: 16))"
+        run.importFileToken = existing?.stagingToken ?? "\(run.createdAt)-\(String(UInt32.random(in: .min ... .max), radix: 16))"
         if applyRequested {
             run.applyRequested = true
             run.maxDeletions = maxDeletions
@@ -197,7 +196,7 @@ struct PlanExecution {
             }
             Console.progress("plan: \(progress.records) accounts\(percent) · \(rate)/s · \(progress.quarantined) quarantined")
         }
-        let sink = definition.output.importJSON.map { ImportJSONWriter(path: "\(out)/\($0)", token: run.importFileToken ?? "\(run.createdAt)") }
+        let sink = definition.output.importJSON.map { ImportJSONWriter(path: "\(out)/\($0)", token: run.stagingToken) }
         // Staged import files of other plans (stopped, or started over): unmasked accounts, left as they are (another
         // plan may resume with its own), and named.
         for other in sink?.otherStagedFiles() ?? [] {

@@ -198,11 +198,11 @@ extension Masking {
     /// space between them allowed), white space around the whole.
     private static func hasTimeLettersOnly(_ value: String) -> Bool {
         let scalars = Array(value.unicodeScalars.drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
-        func isDigit(_ index: Int) -> Bool { scalars.indices.contains(index) && ("0"..."9").contains(scalars[index]) }
+        func asciiDigit(at index: Int) -> Bool { scalars.indices.contains(index) && ("0"..."9").contains(scalars[index]) }
         for (index, scalar) in scalars.enumerated() where scalar.properties.isAlphabetic {
-            let time = (scalar == "T" || scalar == "t") && isDigit(index + 1) && (index == 0 || isDigit(index - 1))
+            let time = (scalar == "T" || scalar == "t") && asciiDigit(at: index + 1) && (index == 0 || asciiDigit(at: index - 1))
             let zone = (scalar == "Z" || scalar == "z") && index == scalars.count - 1
-                && (isDigit(index - 1) || (index >= 2 && scalars[index - 1] == " " && isDigit(index - 2)))
+                && (asciiDigit(at: index - 1) || (index >= 2 && scalars[index - 1] == " " && asciiDigit(at: index - 2)))
             guard time || zone else { return false }
         }
         return true

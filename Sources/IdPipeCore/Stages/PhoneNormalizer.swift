@@ -4,13 +4,9 @@ public enum PhoneNormalizer {
         if let trunk = trunkPrefix(in: raw) {
             var repaired = raw
             repaired.removeSubrange(trunk)
-            switch normalize(repaired, repairs: &repairs) {
-            case .success(let number):
-                repairs.insert(.phoneReformatted)
-                return .success(number)
-            case .failure(let reason):
-                return .failure(reason)
-            }
+            let result = normalize(repaired, repairs: &repairs)
+            if case .success = result { repairs.insert(.phoneReformatted) }
+            return result
         }
         var digits: [UInt8] = []
         digits.reserveCapacity(16)

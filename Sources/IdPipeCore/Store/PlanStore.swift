@@ -41,6 +41,9 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// creation time then).
     public var importFileToken: String?
 
+    /// The token the run's import file is staged under: `importFileToken`, or the creation time for a store made before.
+    public var stagingToken: String { importFileToken ?? "\(createdAt)" }
+
     public init(pipelineName: String, pipelinePath: String, pipelineSHA256: String, asOf: Int64, createdAt: Int64,
                 status: RunStatus, sourcePath: String, sourceFormat: String, sourceSHA256: String? = nil, sourceSize: Int64,
                 sideInputSHA256: [String: String], guardVerdict: String? = nil) {
