@@ -461,6 +461,25 @@ import IdPipeTestSupport
         #expect(Timestamp.parseRFC3339(text) == expected)
     }
 
+    /// What is wrong with a time that is none, in words that show none of it: masked in a report, the value shows only its
+    /// shape, and `2024-13-01T00:00:00Z` looked like any valid time.
+    @Test(arguments: [
+        ("2026-10-03T12:00:00Z", nil), ("2026-10-03", nil), ("2026-10-03T14:00:00.250+02:00", nil),
+        ("2024-13-01T00:00:00Z", "its month is not 01 to 12"), ("2024-00-01", "its month is not 01 to 12"),
+        ("2026-02-29T00:00:00Z", "its day is not one of its month's"), ("2026-04-00", "its day is not one of its month's"),
+        ("2026-10-03T24:00:00Z", "its hour is over 23"), ("2026-10-03T12:60:00Z", "its minute is over 59"),
+        ("2026-10-03T12:00:61Z", "its second is over 60"), ("2026-10-03T12:00:00+24:00", "its offset from UTC is out of range"),
+        // The shape is judged first: a wrong month in a text cut short is named by its shape.
+        ("2024-13-01T00:00", Timestamp.Flaw.shape.rawValue), ("2026-10-03T12:00:00", Timestamp.Flaw.shape.rawValue),
+        ("2026-10-03 12:00:00Z", nil), ("2026-10-03T12:00:00.Z", Timestamp.Flaw.shape.rawValue),
+        ("2026-10-03T12:00:00Zx", Timestamp.Flaw.shape.rawValue), ("1700000000", Timestamp.Flaw.shape.rawValue),
+        ("", Timestamp.Flaw.shape.rawValue), ("yesterday", Timestamp.Flaw.shape.rawValue),
+    ] as [(String, String?)])
+    func namesTheFlaw(text: String, expected: String?) {
+        #expect(Timestamp.rfc3339Flaw(text) == expected)
+        #expect((Timestamp.parseRFC3339(text) == nil) == (expected != nil))
+    }
+
     @Test(arguments: [
         (1_791_028_800_000, "2026-10-03T12:00:00Z"), (1_791_028_800_999, "2026-10-03T12:00:00Z"), (0, "1970-01-01T00:00:00Z"),
         (-1, "1969-12-31T23:59:59Z"), (951_782_400_000, "2000-02-29T00:00:00Z"), (1_704_067_199_000, "2023-12-31T23:59:59Z"),
@@ -525,6 +544,9 @@ import IdPipeTestSupport
         ("'2024-01-01T00:00:00Z ' is not a rfc3339 timestamp", "createdAt", "'####-##-##T##:##:##Z ' is not a rfc3339 timestamp"),
         ("'T00:00:00Z' is not a rfc3339 timestamp", "createdAt", "'T##:##:##Z' is not a rfc3339 timestamp"),
         ("'2024-01-01T00:00:00 Z' is not a rfc3339 timestamp", "createdAt", "'####-##-##T##:##:## Z' is not a rfc3339 timestamp"),
+        // The flaw named after the value is no value: it shows.
+        ("'2024-13-01T00:00:00Z' is not a rfc3339 timestamp (column \"signup\"): its month is not 01 to 12", "createdAt",
+         "'####-##-##T##:##:##Z' is not a rfc3339 timestamp (column \"signup\"): its month is not 01 to 12"),
         ("'1234' is not true or false", "disabled", "'1234' is not true or false"),
         ("'+14155550100' is not true or false", "disabled", "'+###########' is not true or false"),
         ("' u1 ' has spaces around it", "localId", "' u1 ' has spaces around it"),

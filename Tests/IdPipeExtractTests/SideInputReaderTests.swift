@@ -87,6 +87,11 @@ import IdPipeTestSupport
         ("names", "uid,given_name,family_name,consent,uid\nu1,A,B,true,u2\n", ":1: the header has the column 'uid' twice"),
         ("deletions", "uid,requested_at,source\n,2025-01-01T00:00:00Z,app\n", ":2: uid: is empty"),
         ("deletions", "uid,requested_at,source\nu1,yesterday,app\n", ":2: requested_at: 'y•••' is not an RFC 3339 time"),
+        // Masked, a wrong time shows its shape only: what is wrong with it is said.
+        ("deletions", "uid,requested_at,source\nu1,2025-13-01T00:00:00Z,app\n",
+         ":2: requested_at: '####-##-##T##:##:##Z' is not an RFC 3339 time: its month is not 01 to 12"),
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-02-30T00:00:00Z\"}\n",
+         ":1: captured_at: expected an RFC 3339 time (its day is not one of its month's)"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"id_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
          ":1: type: expected refresh_token, access_token or authorization_code"),
         ("tokens", "\n{\"uid\":\"u1\",\"provider\":\"apple.com\",\"token\":\"t-secret\n", ":2: not a JSON object"),

@@ -7,6 +7,36 @@ public enum Timestamp {
 
     /// The same, on the text's UTF-8 bytes (read in place: a copy of each timestamp cost an allocation).
     public static func parseRFC3339(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
+        if case .time(let millis) = readRFC3339(bytes) { return millis }
+        return nil
+    }
+
+    /// Why `text` is no RFC 3339 time, in words that show none of it (nil when it is one): a reviewer of a masked
+    /// report sees `'####-##-##T##:##:##Z'` and needs to know which part is wrong.
+    public static func rfc3339Flaw(_ text: String) -> String? {
+        text.withUTF8Bytes { bytes in
+            if case .flaw(let flaw) = readRFC3339(bytes) { return flaw.rawValue }
+            return nil
+        }
+    }
+
+    /// What is wrong with a text that is no RFC 3339 time.
+    enum Flaw: String {
+        case shape = "not written as 2026-11-21T00:00:00Z, with an optional fraction and Z or an offset, or as a date alone"
+        case month = "its month is not 01 to 12"
+        case day = "its day is not one of its month's"
+        case hour = "its hour is over 23"
+        case minute = "its minute is over 59"
+        case second = "its second is over 60"
+        case offset = "its offset from UTC is out of range"
+    }
+
+    enum Reading {
+        case time(Int64)
+        case flaw(Flaw)
+    }
+
+    static func readRFC3339(_ bytes: UnsafeBufferPointer<UInt8>) -> Reading {
         func number(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= bytes.count else { return nil }
             var value = 0
@@ -17,32 +47,47 @@ public enum Timestamp {
             return value
         }
         guard let year = number(0, 4), bytes.count >= 10, bytes[4] == 45, let month = number(5, 2), bytes[7] == 45,
-              let day = number(8, 2), (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day) else { return nil }
-        var millis = daysFromCivil(year: year, month: month, day: day) * 86_400_000
-        if bytes.count == 10 { return Int64(millis) }
-        guard bytes.count >= 20, bytes[10] == 84 || bytes[10] == 116 || bytes[10] == 32, let hour = number(11, 2), bytes[13] == 58,
-              let minute = number(14, 2), bytes[16] == 58, let second = number(17, 2), hour < 24, minute < 60, second < 61 else { return nil }
-        millis += ((hour * 60 + minute) * 60 + second) * 1000
+              let day = number(8, 2) else { return .flaw(.shape) }
+        // The shape first: a text cut after a wrong month is no time by its shape as well.
         var index = 19
-        if bytes[index] == 46 {  // fraction
-            index += 1
-            var scale = 100, fraction = 0, digits = 0
-            while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
-                if digits < 3 { fraction += Int(bytes[index] - 48) * scale; scale /= 10 }
-                digits += 1
+        if bytes.count > 10 {
+            guard bytes.count >= 20, bytes[10] == 84 || bytes[10] == 116 || bytes[10] == 32, number(11, 2) != nil, bytes[13] == 58,
+                  number(14, 2) != nil, bytes[16] == 58, number(17, 2) != nil else { return .flaw(.shape) }
+            if bytes[index] == 46 {  // fraction
                 index += 1
+                let digits = index
+                while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 { index += 1 }
+                guard index > digits else { return .flaw(.shape) }
             }
-            guard digits > 0 else { return nil }
-            millis += fraction
+            guard index < bytes.count else { return .flaw(.shape) }
+            if bytes[index] == 90 || bytes[index] == 122 {  // Z
+                guard index + 1 == bytes.count else { return .flaw(.shape) }
+            } else {
+                guard bytes[index] == 43 || bytes[index] == 45, index + 6 == bytes.count, number(index + 1, 2) != nil,
+                      bytes[index + 3] == 58, number(index + 4, 2) != nil else { return .flaw(.shape) }
+            }
         }
-        guard index < bytes.count else { return nil }
-        if bytes[index] == 90 || bytes[index] == 122 {  // Z
-            return index + 1 == bytes.count ? Int64(millis) : nil
+        guard (1...12).contains(month) else { return .flaw(.month) }
+        guard (1...daysIn(month: month, year: year)).contains(day) else { return .flaw(.day) }
+        var millis = daysFromCivil(year: year, month: month, day: day) * 86_400_000
+        if bytes.count == 10 { return .time(Int64(millis)) }
+        let hour = number(11, 2)!, minute = number(14, 2)!, second = number(17, 2)!
+        guard hour < 24 else { return .flaw(.hour) }
+        guard minute < 60 else { return .flaw(.minute) }
+        guard second < 61 else { return .flaw(.second) }
+        millis += ((hour * 60 + minute) * 60 + second) * 1000
+        if bytes[19] == 46 {
+            var scale = 100
+            for digit in bytes[20..<min(index, 23)] {
+                millis += Int(digit - 48) * scale
+                scale /= 10
+            }
         }
-        guard bytes[index] == 43 || bytes[index] == 45, index + 6 == bytes.count, let offsetHours = number(index + 1, 2),
-              bytes[index + 3] == 58, let offsetMinutes = number(index + 4, 2), offsetHours < 24, offsetMinutes < 60 else { return nil }
+        if bytes[index] == 90 || bytes[index] == 122 { return .time(Int64(millis)) }
+        let offsetHours = number(index + 1, 2)!, offsetMinutes = number(index + 4, 2)!
+        guard offsetHours < 24, offsetMinutes < 60 else { return .flaw(.offset) }
         let offset = (offsetHours * 60 + offsetMinutes) * 60_000
-        return Int64(bytes[index] == 43 ? millis - offset : millis + offset)
+        return .time(Int64(bytes[index] == 43 ? millis - offset : millis + offset))
     }
 
     /// 28 to 31: a 30 February is refused rather than taken for 2 March.

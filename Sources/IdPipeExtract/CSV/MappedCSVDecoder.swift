@@ -69,7 +69,11 @@ struct MappedCSVDecoder: CSVRecordDecoder {
                     return overflow ? nil : milliseconds
                 }
             }
-            guard let parsed else { throw RecordIssue(field: field, reason: "\(Quoted.value(value)) is not a \(timestamps.rawValue) timestamp (\(column(columns[field]!)))") }
+            guard let parsed else {
+                // Masked in a report, the value no longer says what is wrong with it: the flaw is named.
+                let flaw = timestamps == .rfc3339 ? Timestamp.rfc3339Flaw(value).map { ": \($0)" } ?? "" : ""
+                throw RecordIssue(field: field, reason: "\(Quoted.value(value)) is not a \(timestamps.rawValue) timestamp (\(column(columns[field]!)))\(flaw)")
+            }
             return parsed
         }
         func flag(_ field: String) throws(RecordIssue) -> Bool {

@@ -122,7 +122,9 @@ public enum SideInputReader {
         try readTable(path, DeletionColumn.self) { row in
             let id = try row.id(.uid)
             let text = try row.required(.requestedAt)
-            guard let at = Timestamp.parseRFC3339(text) else { throw row.error(.requestedAt, "\(Self.shown(text)) is not an RFC 3339 time") }
+            guard let at = Timestamp.parseRFC3339(text) else {
+                throw row.error(.requestedAt, "\(Self.shown(text)) is not an RFC 3339 time: \(Timestamp.rfc3339Flaw(text) ?? "")")
+            }
             let request = DeletionRequest(requestedAt: at, source: row.text(.source) ?? "unspecified")
             result.modify(id) { entry in
                 if let earlier = entry, earlier.requestedAt <= at { return }

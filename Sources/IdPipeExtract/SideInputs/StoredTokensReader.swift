@@ -77,7 +77,10 @@ extension SideInputReader {
         }
         guard let token = fields.text("token"), !token.isEmpty else { throw fail("token: is missing") }
         try refuseSpacesAround(token, "token", fail: fail)
-        guard let captured = fields.value("captured_at")?.timestamp else { throw fail("captured_at: expected an RFC 3339 time") }
+        guard let captured = fields.value("captured_at")?.timestamp else {
+            let flaw = fields.text("captured_at").flatMap(Timestamp.rfc3339Flaw).map { " (\($0))" } ?? ""
+            throw fail("captured_at: expected an RFC 3339 time\(flaw)")
+        }
         return StoredAppleToken(kind: kind, token: Secret(value: token, fingerprint: SecretFingerprint.of(token)), capturedAt: captured)
     }
 
