@@ -57,6 +57,8 @@ final class FileOutput: TextOutputStream, ByteSink {
     private let file: UnsafeMutablePointer<FILE>
     let path: String
     private var failure: Int32 = 0
+    /// A staged file's own lock (`StagedReportLock`), held after `close` until the file is renamed or removed.
+    private(set) var lock: StagedReportLock?
 
     /// Tests: a disk that holds only this many bytes of each file (writes past them fail with ENOSPC).
     private var room = ProcessEnvironment.value("IDPIPE_TEST_DISK_BYTES").flatMap(Int.init) ?? .max
@@ -74,6 +76,7 @@ final class FileOutput: TextOutputStream, ByteSink {
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))") }
         let staged = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        lock = StagedReportLock(descriptor)
         fchmod(descriptor, Self.stagedMode(for: target))
         guard let file = fdopen(descriptor, "w") else {
             let reason = String(cString: strerror(errno))
@@ -83,6 +86,12 @@ final class FileOutput: TextOutputStream, ByteSink {
         }
         self.file = file
         self.path = staged
+    }
+
+    /// Appends to a staged file, through a descriptor of its own, holding its lock (`StagedReportLock`).
+    convenience init(appendingTo descriptor: Int32, path: String, lock: StagedReportLock) throws {
+        try self.init(appendingTo: descriptor, path: path)
+        self.lock = lock
     }
 
     /// Appends to an open file, through a descriptor of its own (`path` names it in messages).

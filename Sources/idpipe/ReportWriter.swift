@@ -63,7 +63,14 @@ struct ReportWriter {
                 throw error
             }
         }
+        sayLeftoversRemoved(beside: rendered.filter { $0.staged != nil }.map(\.target))
         return rendered.map(\.target)
+    }
+
+    private func sayLeftoversRemoved(beside targets: [String]) {
+        for path in LeftoverReports.remove(beside: targets) {
+            Console.error("idpipe: removed \(path), a report left half written by a run that was stopped")
+        }
     }
 
     /// A report rendered whole: staged beside its target until `publish` renames it over it, or written through a
@@ -71,8 +78,11 @@ struct ReportWriter {
     struct Rendered {
         let target: String
         let staged: String?
+        /// Held until the staged file is renamed or removed: what `LeftoverReports` sees unlocked is no live run's.
+        let lock: StagedReportLock?
 
         func publish() throws {
+            defer { lock?.release() }
             guard let staged, rename(staged, target) != 0 else { return }
             let reason = String(cString: strerror(errno))
             unlink(staged)
@@ -81,6 +91,7 @@ struct ReportWriter {
 
         func discard() {
             if let staged { unlink(staged) }
+            lock?.release()
         }
     }
 
@@ -91,6 +102,7 @@ struct ReportWriter {
     func write(_ format: Format, to path: String? = nil) throws -> String {
         let report = try stage(format, to: path)
         try report.publish()
+        if report.staged != nil { sayLeftoversRemoved(beside: [report.target]) }
         return report.target
     }
 
@@ -117,9 +129,10 @@ struct ReportWriter {
         } catch {
             try? file.close()
             if staged { unlink(file.path) }
+            file.lock?.release()
             throw error
         }
-        return Rendered(target: target, staged: staged ? file.path : nil)
+        return Rendered(target: target, staged: staged ? file.path : nil, lock: file.lock)
     }
 
     /// What follows the accounts in a streamed plan.json (the quarantine, the run, the totals), or in the ledger (nothing).
@@ -141,5 +154,69 @@ struct ReportWriter {
         case .json: try JSONReport(source: source, masking: masking).render(into: &stream)
         case .csv: try CSVLedger(source: source, masking: masking).render(into: &stream)
         }
+    }
+}
+
+/// The lock of a report being written under a staged name (`NAME.partial.XXXXXX`): an exclusive `flock` on its own
+/// descriptor, taken as the file is made and held until it is renamed or removed. A run killed meanwhile leaves the
+/// file unlocked, which is how `LeftoverReports` tells it from one that another run is still writing.
+final class StagedReportLock: @unchecked Sendable {
+    private var descriptor: Int32
+
+    init(_ file: Int32) {
+        descriptor = dup(file)
+        if descriptor >= 0 { flock(descriptor, LOCK_EX | LOCK_NB) }
+    }
+
+    /// Once only (from the thread that publishes); the file's other descriptors may stay open, the lock goes now.
+    func release() {
+        guard descriptor >= 0 else { return }
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { release() }
+}
+
+/// Removes what runs killed while writing their reports left beside them (`plan.json.partial.Ab3xYz`, a whole
+/// account list unfinished): after a run has written its own, the staged files of the same reports that no run holds
+/// locked (`StagedReportLock`). One made in the last seconds is left, as it may not be locked yet.
+enum LeftoverReports {
+    static let minimumAge: Int = 2
+
+    /// The paths removed.
+    static func remove(beside targets: [String]) -> [String] {
+        var removed: [String] = []
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        for target in targets {
+            let folder = folder(of: target)
+            let prefix = (target.split(separator: "/").last.map(String.init) ?? target) + ".partial."
+            for name in FileInfo.names(in: folder) where isStagedName(name, prefix: prefix) {
+                let path = folder + "/" + name
+                if removeIfLeft(path, before: now.tv_sec - minimumAge) { removed.append(path) }
+            }
+        }
+        return removed.sorted()
+    }
+
+    /// `PREFIX` and six letters or digits, as `mkstemp` and `ReportBody.name` make them.
+    static func isStagedName(_ name: String, prefix: String) -> Bool {
+        guard name.hasPrefix(prefix) else { return false }
+        let suffix = name.utf8.dropFirst(prefix.utf8.count)
+        return suffix.count == 6 && suffix.allSatisfy { (48...57).contains($0) || (65...90).contains($0) || (97...122).contains($0) }
+    }
+
+    private static func removeIfLeft(_ path: String, before time: Int) -> Bool {
+        let descriptor = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else { return false }
+        defer { close(descriptor) }
+        var opened = stat(), named = stat()
+        guard fstat(descriptor, &opened) == 0, opened.st_mode & S_IFMT == S_IFREG, opened.st_mtim.tv_sec < time,
+              flock(descriptor, LOCK_EX | LOCK_NB) == 0 else { return false }
+        // Still the file that was opened and found unlocked.
+        guard lstat(path, &named) == 0, named.st_dev == opened.st_dev, named.st_ino == opened.st_ino else { return false }
+        return unlink(path) == 0
     }
 }

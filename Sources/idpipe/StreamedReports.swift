@@ -83,6 +83,8 @@ final class ReportBody {
     /// bytes, so a second report from it is whole too).
     func name(beside target: String) -> FileOutput? {
         guard nameable else { return nil }
+        // Locked before it has a name: never seen unlocked while it is written.
+        let lock = StagedReportLock(descriptor)
         fchmod(descriptor, FileOutput.stagedMode(for: target))
         var generator = SystemRandomNumberGenerator()
         let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
@@ -90,7 +92,7 @@ final class ReportBody {
             let staged = target + ".partial." + String(decoding: (0..<6).map { _ in letters.randomElement(using: &generator)! }, as: UTF8.self)
             if linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, staged, AT_SYMLINK_FOLLOW) == 0 {
                 nameable = false
-                guard let output = try? FileOutput(appendingTo: descriptor, path: staged) else {
+                guard let output = try? FileOutput(appendingTo: descriptor, path: staged, lock: lock) else {
                     unlink(staged)
                     return nil
                 }

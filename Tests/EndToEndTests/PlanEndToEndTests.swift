@@ -1171,6 +1171,51 @@ struct Binary {
         try expectRefused(replacing: Self.exportLine, with: Self.export(at: "/dev/zero"), saying: "source.path: the input /dev/zero is a device, not a file")
     }
 
+    /// A run killed while it renamed its reports into place left `plan.json.partial.XXXXXX` files, a whole account list
+    /// unfinished, that nothing removed. The next run that writes the same reports removes those no run holds locked,
+    /// and says so; a link, a folder, another name, a file of the last seconds and one still locked stay.
+    @Test func reportsLeftHalfWrittenByAStoppedRunAreRemoved() throws {
+        let out = Binary.temporaryDirectory()
+        let plan = ["plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", asOf]
+        #expect(try Binary.run(plan).0 == 1)
+        let hourAgo = Date(timeIntervalSinceNow: -3600)
+        func leave(_ name: String, old: Bool = true) throws {
+            try "{\"accounts\": [".write(toFile: out + "/" + name, atomically: false, encoding: .utf8)
+            if old { try FileManager.default.setAttributes([.modificationDate: hourAgo], ofItemAtPath: out + "/" + name) }
+        }
+        try leave("plan.json.partial.Ab12Cd")
+        try leave("ledger.csv.partial.0Zz9aA")
+        try leave("plan.md.partial.Lock3d")
+        try leave("plan.md.partial.Young1", old: false)
+        try leave("plan.json.partial.toolong1")
+        try leave("plan.json.partial.Ab12C-")
+        try leave("plan.json.bak")
+        try FileManager.default.createSymbolicLink(atPath: out + "/ledger.csv.partial.Link12", withDestinationPath: out + "/plan.json.bak")
+        try FileManager.default.createDirectory(atPath: out + "/plan.json.partial.Dir123", withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.modificationDate: hourAgo], ofItemAtPath: out + "/plan.json.partial.Dir123")
+        // Another run's, still being written: it holds its lock.
+        let held = open(out + "/plan.md.partial.Lock3d", O_RDONLY)
+        #expect(held >= 0 && flock(held, LOCK_EX) == 0)
+        func staged() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains(".partial") }.sorted() }
+
+        let (code, output) = try Binary.run(plan)
+        #expect(code == 1, "\(output)")
+        #expect(output.contains("idpipe: removed \(out)/plan.json.partial.Ab12Cd, a report left half written by a run that was stopped"), "\(output)")
+        #expect(output.contains("ledger.csv.partial.0Zz9aA, a report left"), "\(output)")
+        #expect(try staged() == ["ledger.csv.partial.Link12", "plan.json.partial.Ab12C-", "plan.json.partial.Dir123", "plan.json.partial.toolong1",
+                                 "plan.md.partial.Lock3d", "plan.md.partial.Young1"])
+        #expect(try String(contentsOfFile: out + "/plan.json.bak", encoding: .utf8) == "{\"accounts\": [")
+
+        // Its run stopped (the lock gone), it is removed by the next report written there, alone.
+        close(held)
+        let (rewritten, rewriteOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--output", out + "/plan.md"])
+        #expect(rewritten == 0, "\(rewriteOutput)")
+        #expect(rewriteOutput.contains("removed \(out)/plan.md.partial.Lock3d"), "\(rewriteOutput)")
+        #expect(!rewriteOutput.contains("Young1"), "\(rewriteOutput)")
+        #expect(try staged() == ["ledger.csv.partial.Link12", "plan.json.partial.Ab12C-", "plan.json.partial.Dir123", "plan.json.partial.toolong1",
+                                 "plan.md.partial.Young1"])
+    }
+
     /// Reports are renamed into place once whole: a write that fails (a full disk, here one that holds 1000 bytes of
     /// a file) leaves the report a reviewer read as it was, and nothing staged behind. Targets that are not files
     /// themselves (stdout redirected to a file, a symlink) are written through, and stay what they were.
