@@ -143,18 +143,46 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(summary(try readRecords(text, parts: 1)).first == "2:quarantine:providerUserInfo[0]")
     }
 
-    /// A stray comma, or a missing one, between two accounts costs the account after it: the quarantine names that
-    /// account's id (it named only the line of the fault), and the reading goes on with the next.
-    @Test(arguments: [(",,\n", "expected a user object, found ','"), ("\n", "expected ',' between user objects")])
-    func aFaultBetweenAccountsNamesTheAccountItCosts(separator: String, message: String) throws {
+    /// A missing comma between two accounts costs the account after it: the quarantine names that account's id (it
+    /// named only the line of the fault), and the reading goes on with the next. A stray comma costs nothing but its
+    /// own entry (it cost the account after it).
+    @Test(arguments: [(",,\n", "expected a user object, found ','", nil as String?), ("\n", "expected ',' between user objects", "u3")])
+    func aFaultBetweenAccountsNamesTheAccountItCosts(separator: String, message: String, lost: String?) throws {
         let text = "{\"users\": [\n" + users[0] + ",\n" + users[1] + separator + users[2] + ",\n" + users[3] + "]}"
         let records = try readRecords(text, parts: 1)
         #expect(summary(records).first == "2:u1" && summary(records).last == "35:u4", "\(summary(records))")
+        #expect(summary(records).contains("24:u3") == (lost == nil), "\(summary(records))")
         let entries = records.compactMap { record -> QuarantineEntry? in
             if case .malformed(let entry) = record { return entry }
             return nil
         }
-        #expect(entries.count == 1 && entries[0].localId == "u3" && entries[0].reason.hasPrefix(message), "\(entries)")
+        #expect(entries.count == 1 && entries[0].localId == lost && entries[0].reason.hasPrefix(message), "\(entries)")
+    }
+
+    /// An element of the users list that is no object (a number, null, a string, a list) is quarantined alone, on its
+    /// line; so is text that is no value, and an account that lost its closing `}`. The account after each was lost
+    /// with it, its id on the entry of a fault that was not its own.
+    @Test(arguments: [
+        ("42", "expected a user object, found '4'"), ("null", "expected a user object, found 'n'"),
+        ("\"text\"", "expected a user object, found '\"'"), ("[1, {\"localId\": \"x\"}]", "expected a user object, found '['"),
+        ("oops", "expected a user object, found 'o'"), ("42,\n43", "expected a user object, found '4'"),
+    ])
+    func anElementThatIsNoAccountCostsNoOther(element: String, message: String) throws {
+        let text = "{\"users\": [\n" + users[0] + ",\n" + element + ",\n" + users[1] + ",\n" + users[2] + "]}"
+        let records = try readRecords(text, parts: 1)
+        let lines = element.split(separator: "\n").count
+        let expected = ["2:u1"] + (0..<lines).map { "\(13 + $0):quarantine:record" } + ["\(13 + lines):u2", "\(24 + lines):u3"]
+        #expect(summary(records) == expected, "\(summary(records))")
+        guard case .malformed(let entry) = records[1] else { return }
+        #expect(entry.localId == nil && entry.reason == "\(message) (line 13)", "\(entry)")
+
+        // An account whose closing } is missing: quarantined with its own id, the next one read.
+        let unclosed = users[1].dropLast()
+        let broken = "{\"users\": [\n" + users[0] + ",\n" + unclosed + ",\n" + users[2] + ",\n" + users[3] + "]}"
+        let read = try readRecords(broken, parts: 1)
+        #expect(summary(read) == ["2:u1", "13:quarantine:record", "24:u3", "35:u4"], "\(summary(read))")
+        guard case .malformed(let unclosedEntry) = read[1] else { return }
+        #expect(unclosedEntry.localId == "u2", "\(unclosedEntry)")
     }
 
     /// A key given twice would have had its second value replace the first without a word (an older last sign-in, a

@@ -106,7 +106,18 @@ struct ExportJSONBatch: RawBatch {
                 cursor = start
             }
             do throws(JSONCursor.SyntaxError) {
-                if byte != UInt8(ascii: "{") { throw cursor.fail("expected a user object, found \(cursor.describe(byte))") }
+                if byte != UInt8(ascii: "{") {
+                    let error = cursor.fail("expected a user object, found \(cursor.describe(byte))")
+                    // A value that is no object (a number, null, a list): quarantined alone, and the reading goes on
+                    // after it; found by the line heuristic below, the account after it was lost with it.
+                    var element = cursor
+                    do { try element.skipValue() } catch _ { throw error }
+                    each(.malformed(QuarantineEntry(position: position(startOffset, line: startLine), localId: nil, field: error.field,
+                                                    reason: "\(error.message) (line \(startLine))")))
+                    cursor = element
+                    expectComma = true
+                    continue
+                }
                 if expectComma { throw cursor.fail("expected ',' between user objects") }
                 let decoded = try AccountJSONDecoder.decode(&cursor)
                 let where_ = position(startOffset, line: startLine)
@@ -120,7 +131,8 @@ struct ExportJSONBatch: RawBatch {
             } catch {
                 let errorLine = baseLine + cursor.newlines
                 let where_ = position(startOffset, line: startLine)
-                let resume = exportLayout ? Self.nextClosingLine(buffer, from: error.position, end: boundaries[part + 1]) : nil
+                let next = exportLayout ? Self.nextAccount(buffer, from: error.position, after: startOffset, end: boundaries[part + 1]) : nil
+                let resume = next?.offset
                 // The id is looked for up to where reading goes on: an account swallowed by a fault before it (a stray
                 // comma, a missing one) is named, not only the line of the fault.
                 let uid = Self.peekLocalId(buffer, from: startOffset, to: resume ?? min(cursor.position + 1, boundaries[part + 1]))
@@ -139,7 +151,8 @@ struct ExportJSONBatch: RawBatch {
                     position: where_, localId: uid, field: error.field, reason: "\(error.message) (line \(errorLine))")))
                 cursor.newlines += Newlines.count(UnsafeRawBufferPointer(buffer), error.position..<resume)
                 cursor.position = resume
-                expectComma = true
+                // At the next account's `{`, the comma before it was read with the broken one, or is not needed.
+                expectComma = next?.atObject != true
             }
         }
         if lastPart && !closed {
@@ -152,11 +165,16 @@ struct ExportJSONBatch: RawBatch {
         .fatal(InputError(path: path, position: position, message: message))
     }
 
-    /// Just past the next `}` that starts a line: the end of a broken object in the export's layout.
-    static func nextClosingLine(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int, end: Int) -> Int? {
+    /// Where reading goes on after a fault at `start` in the element that begins at `element`, in the export's layout:
+    /// just past the next `}` that starts a line (the end of a broken object), or at the next `{` that starts a line
+    /// when it comes first (the next account, after an object that lost its closing `}` or text that is no value).
+    static func nextAccount(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int, after element: Int, end: Int) -> (offset: Int, atObject: Bool)? {
         var index = max(start - 1, 0)
         while index + 1 < end {
-            if buffer[index] == 0x0A && buffer[index + 1] == UInt8(ascii: "}") { return index + 2 }
+            if buffer[index] == 0x0A {
+                if buffer[index + 1] == UInt8(ascii: "}") { return (index + 2, false) }
+                if buffer[index + 1] == UInt8(ascii: "{") && index + 1 > element { return (index + 1, true) }
+            }
             index += 1
         }
         return nil
