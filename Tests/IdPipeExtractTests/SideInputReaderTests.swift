@@ -94,7 +94,7 @@ import IdPipeTestSupport
          ":1: captured_at: expected an RFC 3339 time (its day is not one of its month's)"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"id_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
          ":1: type: expected refresh_token, access_token or authorization_code"),
-        ("tokens", "\n{\"uid\":\"u1\",\"provider\":\"apple.com\",\"token\":\"t-secret\n", ":2: not a JSON object"),
+        ("tokens", "\n{\"uid\":\"u1\",\"provider\":\"apple.com\",\"token\":\"t-secret\n", ":2: token: unexpected end of input"),
         // A token pasted into the provider field is not echoed; a provider id is.
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"t-secret.AbC-987\"}\n", ":1: provider: expected apple.com or facebook.com, found another value (not shown)"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"google.com\"}\n", ":1: provider: expected apple.com or facebook.com, found 'google.com'"),
@@ -114,7 +114,7 @@ import IdPipeTestSupport
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":true,\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
          ":1: token: expected a string, found a number or true/false"),
         ("tokens", "{\"uid\":12,\"provider\":\"apple.com\"}\n", ":1: uid: expected a string, found a number or true/false"),
-        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"token\":{\"t-secret\":1}}\n", ":1: not a JSON object: token: expected a string, found an object or an array"),
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"token\":{\"t-secret\":1}}\n", ":1: token: expected a string, found an object or an array"),
         // An invisible character in an id matched no account, and the row was lost without a word.
         ("tokens", "{\"uid\":\"u1\\u200b\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
          ":1: uid: an invisible character (U+200B) in the id"),
@@ -204,20 +204,47 @@ import IdPipeTestSupport
     /// A second Apple token for an account is named as such even when its own fields are wrong too, and a member
     /// whose value is null counts as absent: the checks run in the order they always did.
     @Test(arguments: [
-        ("{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"id_token\"}", ":3: uid 'u1' has a second apple.com token"),
-        ("{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"\"}", ":3: uid 'u1' has a second facebook.com entry"),
+        ("{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"id_token\"}", ":3: uid: a second apple.com token for an account an earlier line has one for"),
+        ("{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"\"}", ":3: uid: a second facebook.com entry for an account an earlier line has one for"),
         ("{\"uid\":\"u5\",\"provider\":\"facebook.com\",\"facebook_id\":\"\"}", ":3: facebook_id: is missing"),
         ("{\"uid\":null,\"provider\":\"apple.com\"}", ":3: uid: is missing"),
         ("{\"uid\":\"u5\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\",\"captured_at\":\"soon\"}",
          ":3: captured_at: expected an RFC 3339 time"),
         ("{\"uid\":\"u5\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-secret\",\"captured_at\":\"2025-01-01T00:00:00Z\"} x",
-         ":3: not a JSON object: "),
+         ":3: not a JSON object: text after the object"),
     ])
     func storedTokenChecksKeepTheirOrder(line: String, expected: String) throws {
         let path = TemporaryFile.write(tokens.split(separator: "\n").prefix(2).joined(separator: "\n") + "\n" + line + "\n", name: "second.jsonl")
         let error = #expect(throws: InputError.self) { try SideInputReader.storedTokens(path) }
         #expect(error?.description.hasPrefix(path + expected) == true, "\(error?.description ?? "")")
         #expect(error?.description.contains("t-secret") == false)
+    }
+
+    /// A line with its values mixed up has a token where the uid or a key belongs: the messages name neither (the
+    /// uid of a second token, a key that is not the file's, were quoted). Another key's value may be anything; one
+    /// of the file's keys, written without quotes, is said to want them.
+    @Test(arguments: [
+        ("{\"uid\":\"t-secret\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"u1\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n"
+            + "{\"uid\":\"t-secret\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"u1\",\"captured_at\":\"2025-01-01T00:00:00Z\"}",
+         ":2: uid: a second apple.com token for an account an earlier line has one for"),
+        ("{\"uid\":\"u1\",\"t-secret\":{\"x\":}}", ":1: the value of a key idpipe does not read: "),
+        ("{\"uid\":\"u1\",\"t-secret\":tru}", ":1: the value of a key idpipe does not read: "),
+        ("{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":a-t-secret}", ":1: token: expected a string in double quotes"),
+        ("{\"uid\":\"u1\",t-secret:1}", ":1: not a JSON object: expected a key in double quotes"),
+    ])
+    func mixedUpLinesNameNoToken(text: String, expected: String) throws {
+        let path = TemporaryFile.write(text + "\n", name: "mixed.jsonl")
+        let error = #expect(throws: InputError.self) { try SideInputReader.storedTokens(path) }
+        #expect(error?.description.hasPrefix(path + expected) == true, "\(error?.description ?? "")")
+        #expect(error?.description.contains("t-secret") == false)
+    }
+
+    /// Keys the file does not use are ignored, whatever their value: an object there stopped the run.
+    @Test func otherKeysMayHoldAnyValue() throws {
+        let line = "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"r1\",\"captured_at\":\"2025-01-01T00:00:00Z\","
+            + "\"meta\":{\"source\":[1,{\"a\":null}]},\"n\":-2.5e3}\n"
+        let credentials = try SideInputReader.storedTokens(TemporaryFile.write(line, name: "other-keys.jsonl"))
+        #expect(credentials["u1"]?.apple?.token.value == "r1")
     }
 
     /// A byte-order mark before the first line of the stored tokens is skipped, as in the other inputs.

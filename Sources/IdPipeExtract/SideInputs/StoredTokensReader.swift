@@ -51,12 +51,13 @@ extension SideInputReader {
             let provider = fields.value("provider")
             if provider?.equals(ProviderID.apple) == true {
                 try result.modify(uid) { entry in
-                    guard entry?.apple == nil else { throw fail("uid '\(uid)' has a second apple.com token") }
+                    // The uid is not quoted: on a line with its values mixed up, a token stands there.
+                    guard entry?.apple == nil else { throw fail("uid: a second apple.com token for an account an earlier line has one for") }
                     entry = StoredCredentials(apple: try appleToken(fields, fail: fail), facebook: entry?.facebook)
                 }
             } else if provider?.equals(ProviderID.facebook) == true {
                 try result.modify(uid) { entry in
-                    guard entry?.facebook == nil else { throw fail("uid '\(uid)' has a second facebook.com entry") }
+                    guard entry?.facebook == nil else { throw fail("uid: a second facebook.com entry for an account an earlier line has one for") }
                     entry = StoredCredentials(apple: entry?.apple, facebook: try facebookLogin(fields, fail: fail))
                 }
             } else {
@@ -171,6 +172,7 @@ extension SideInputReader {
             try cursor.expect(UInt8(ascii: "{"))
             if try cursor.peek() == UInt8(ascii: "}") { return }
             while true {
+                cursor.currentKey = nil
                 let key = try cursor.key()
                 cursor.currentKey = key
                 try cursor.expect(UInt8(ascii: ":"))
@@ -186,8 +188,15 @@ extension SideInputReader {
                     }
                 case UInt8(ascii: "t"), UInt8(ascii: "f"): fields.members.append((key, .notString(try cursor.bool() ? "true" : "false")))
                 case UInt8(ascii: "n"): try cursor.literal("null")
-                case UInt8(ascii: "{"), UInt8(ascii: "["): throw cursor.fail("expected a string, found an object or an array")
-                default:
+                case UInt8(ascii: "{"), UInt8(ascii: "["):
+                    // Another key's value may be anything (it is ignored); one of this file's is a string.
+                    guard storedTokenKeys.contains(where: { TextScan.sameBytes(key, $0) }) else {
+                        try cursor.skipValue()
+                        break
+                    }
+                    throw cursor.fail("expected a string, found an object or an array")
+                case let byte:
+                    guard byte == UInt8(ascii: "-") || (48...57).contains(byte) else { throw cursor.fail("expected a string in double quotes") }
                     let start = cursor.position
                     try cursor.skipNumber()
                     fields.members.append((key, .notString(String(decoding: UnsafeBufferPointer(rebasing: buffer[start..<cursor.position]), as: UTF8.self))))
@@ -197,10 +206,16 @@ extension SideInputReader {
                 break
             }
             cursor.skipWhitespace()
-            guard cursor.atEnd else { throw cursor.fail("text after the object") }
+            guard cursor.atEnd else {
+                cursor.currentKey = nil
+                throw cursor.fail("text after the object")
+            }
         } catch {
-            // The message names the field and the problem, never the line's text (it may hold a token).
-            throw fail("not a JSON object: \(error.field): \(error.message)")
+            // The message names the field and the problem, never the line's text (it may hold a token), nor a key
+            // that is not this file's (a token may stand there too).
+            guard let key = cursor.currentKey else { throw fail("not a JSON object: \(error.message)") }
+            let known = storedTokenKeys.contains { TextScan.sameBytes(key, $0) }
+            throw fail(known ? "\(error.field): \(error.message)" : "the value of a key idpipe does not read: \(error.message)")
         }
     }
 }
