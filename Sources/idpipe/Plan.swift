@@ -160,6 +160,7 @@ struct PlanExecution {
         run.workingDirectory = currentDirectory()
         run.reportFolder = absolutePath(out)
         run.listLimit = definition.report.listLimit
+        run.revealPersonalData = definition.report.revealPersonalData ? true : nil
         if definition.selection.deletionRequested {
             let later = sideInputs.deletionRequests.allRows.count { $0.requestedAt > planAsOf }
             if later > 0 {

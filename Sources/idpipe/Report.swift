@@ -34,7 +34,8 @@ struct Report: ParsableCommand {
             let store = try StateStore(path: state)
             let run = try store.loadRun()
             let planned = run?.listLimit
-            let writer = ReportWriter(store: store, out: ".", reveal: reportOptions.revealPersonalData,
+            // As the plan's reports were written: with the pipeline's report settings.
+            let writer = ReportWriter(store: store, out: ".", reveal: reportOptions.revealPersonalData || run?.revealPersonalData == true,
                                       listLimit: listLimit ?? planned ?? ReportConfig().listLimit)
             let chosen = ReportWriter.Format(rawValue: format)!
             if let output {

@@ -514,13 +514,16 @@ struct Binary {
         let flags = reveal ? ["--reveal-personal-data"] : []
         // The third plan protects some of the accounts asked for deletion and lists at most 3 accounts a list: plan.md's
         // lists, gathered as the plan goes, are cut where the store's are.
+        // The fourth shows personal data by its pipeline's setting, which report takes too (it masked them).
         let plans = [try generatedPlan("json"), try generatedPlan("json", extra: "guards: {max_deletions: 3}"),
-                     try withProtectedAccounts(generatedPlan("json", extra: "report: {list_limit: 3}"))]
+                     try withProtectedAccounts(generatedPlan("json", extra: "report: {list_limit: 3}")),
+                     try generatedPlan("json", extra: "report: {reveal_personal_data: true}")]
         for (index, pipeline) in plans.enumerated() {
             let out = Binary.temporaryDirectory()
             let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf] + flags)
             #expect(code == (index == 1 ? 3 : 1), "\(output)")
             if index == 2 { #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("### Protected"), "\(pipeline)") }
+            if index == 3 { #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("Personal data is shown"), "\(pipeline)") }
             for (format, file) in [("md", "plan.md"), ("json", "plan.json"), ("csv", "ledger.csv")] {
                 let again = out + "/again." + format
                 // Without --list-limit, report takes the pipeline's (it took 50, whatever the plan had used).

@@ -34,6 +34,9 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// The pipeline's `report.list_limit`: `idpipe report` writes the plan's Markdown with it (nil in a store planned
     /// before it was kept; the default then).
     public var listLimit: Int?
+    /// The pipeline's `report.reveal_personal_data`: `idpipe report` shows personal data as the plan's reports do (nil
+    /// in a store planned before it was kept: masked then, unless asked).
+    public var revealPersonalData: Bool?
     /// How many deletion requests are dated after `asOf`: not honoured (`Selector.select`), and the reports say so.
     public var deletionRequestsAfterAsOf: Int?
     /// What names the run's import file while it is written (`NAME.TOKEN.partial`): its creation time and a random
