@@ -187,7 +187,7 @@ struct PipelineContext {
             lines.append("delete: off")
         }
         if d.guards.maxDeletions != nil || d.guards.maxDeletionShare != nil {
-            lines.append("guards: " + [d.guards.maxDeletions.map { "at most \($0) deletions" }, d.guards.maxDeletionShare.map { "at most \($0 * 100) % of accounts" }]
+            lines.append("guards: " + [d.guards.maxDeletions.map { "at most \($0) deletions" }, d.guards.maxDeletionPercent.map { "at most \($0) % of accounts" }]
                 .compactMap { $0 }.joined(separator: ", "))
         } else if d.stages.delete != nil {
             lines.append("guards: none (nothing caps the deletions; --max-deletions caps an apply)")

@@ -335,8 +335,11 @@ import IdPipeTestSupport
         #expect(tally["accounts.processed"] == 100 && tally["accounts.deletions-planned"] == 11)
         #expect(Guards.verdict(GuardsConfig(maxDeletions: 10, maxDeletionShare: nil), tally: tally)
             == "the plan deletes the data or the account of 11 accounts; guards.max_deletions allows 10")
-        #expect(Guards.verdict(GuardsConfig(maxDeletions: 11, maxDeletionShare: 0.1), tally: tally) != nil)
+        // The share as written: 0.034 * 100 is 3.4000000000000004, and the message said so.
+        #expect(Guards.verdict(GuardsConfig(maxDeletions: 11, maxDeletionShare: 0.034), tally: tally)
+            == "the plan deletes the data or the account of 11 of 100 accounts (11.0 %); guards.max_deletion_share allows 3.4 %")
         #expect(Guards.verdict(GuardsConfig(maxDeletions: 11, maxDeletionShare: 0.2), tally: tally) == nil)
+        #expect([0.5, 0.034, 0.07, 0.001, 0.0000125, 1].map(GuardsConfig.percent) == ["50", "3.4", "7", "0.1", "0.00125", "100"])
     }
 }
 

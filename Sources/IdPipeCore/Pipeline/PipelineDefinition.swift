@@ -166,6 +166,15 @@ public struct DeleteConfig: Sendable, Equatable {
 public struct GuardsConfig: Sendable, Equatable {
     public var maxDeletions: Int?
     public var maxDeletionShare: Double?
+
+    /// `max_deletion_share` as a percentage.
+    public var maxDeletionPercent: String? { maxDeletionShare.map(Self.percent) }
+
+    /// A share as a percentage, as written: 0.034 is `3.4`, not the `3.4000000000000004` of `0.034 * 100`; 0.5 is `50`.
+    public static func percent(_ share: Double) -> String {
+        let percent = (share * 100 * 1_000_000).rounded() / 1_000_000
+        return percent == percent.rounded() && abs(percent) < 1e15 ? String(Int64(percent)) : "\(percent)"
+    }
 }
 
 public struct ReportConfig: Sendable, Equatable {

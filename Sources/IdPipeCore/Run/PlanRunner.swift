@@ -617,7 +617,7 @@ public enum Guards {
         if let share = guards.maxDeletionShare, accounts > 0, Double(deletions) / Double(accounts) > share {
             let percent = (Double(deletions) * 1000 / Double(accounts)).rounded() / 10
             return "the plan deletes the data or the account of \(deletions) of \(accounts) accounts (\(percent) %); "
-                + "guards.max_deletion_share allows \(share * 100) %"
+                + "guards.max_deletion_share allows \(GuardsConfig.percent(share)) %"
         }
         return nil
     }
