@@ -11,11 +11,8 @@ import Synchronization
 import Glibc
 #endif
 
-/// Options shared by the commands that change accounts.
+/// Options shared by the commands that change accounts (`--yes` is each command's own: it means something else to each).
 struct ApplyOptions: ParsableArguments {
-    @Flag(name: .long, help: "Carry out the plan without asking (scheduled jobs). Without it, apply asks on a terminal and refuses otherwise.")
-    var yes = false
-
     @Option(name: .long, parsing: .unconditional,
             help: ArgumentHelp("Delete the data or account of at most this many accounts in this run (counting earlier sessions); "
                 + "lowers the pipeline's guards, and is kept with the run for later sessions until another is given.", valueName: "n"))
@@ -78,12 +75,14 @@ struct Apply: ParsableCommand {
             """)
 
     @OptionGroup var location: ExistingRunOptions
+    @Flag(name: .long, help: "Carry out the plan without asking (scheduled jobs). Without it, apply asks on a terminal and refuses otherwise.")
+    var yes = false
     @OptionGroup var options: ApplyOptions
     @OptionGroup var reportOptions: ReportOptions
 
     func run() throws {
         let (state, out, _) = try location.enterRun()
-        try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "apply", confirmed: options.yes)
+        try ApplyCommand(statePath: state, out: out, options: options, reveal: reportOptions.revealPersonalData).run(command: "apply", confirmed: yes)
     }
 }
 
@@ -101,6 +100,8 @@ struct RunPipeline: ParsableCommand {
     var pipeline: String
 
     @OptionGroup var location: RunLocationOptions
+    @Flag(name: .long, help: "Apply the plan once it is complete, asking nothing (scheduled jobs). Without it (and without apply.unattended), run is a dry run.")
+    var yes = false
     @OptionGroup var options: ApplyOptions
     @OptionGroup var reportOptions: ReportOptions
 
@@ -116,7 +117,7 @@ struct RunPipeline: ParsableCommand {
         do { context = try PipelineContext(path: pipeline) } catch { throw fail("\(error)") }
         let out = location.out ?? "out/\(context.definition.name)"
         let statePath = location.state ?? "\(out)/state.sqlite"
-        let apply = options.yes || context.definition.apply.unattended
+        let apply = yes || context.definition.apply.unattended
         try planThenApply(context: context, statePath: statePath, out: out, asOf: asOf.flatMap(Timestamp.parseRFC3339), apply: apply,
                           options: options, reveal: reportOptions.revealPersonalData, command: "run")
     }
@@ -153,6 +154,9 @@ struct Resume: ParsableCommand {
             """)
 
     @OptionGroup var location: ExistingRunOptions
+    // Accepted, as scripts pass it: what resume does was decided by the command it continues.
+    @Flag(name: .long, help: "Changes nothing: resume asks nothing. It goes on with an apply that was confirmed when it started, and applies a plan only when `run --yes` asked for that; a plan alone is only finished.")
+    var yes = false
     @OptionGroup var options: ApplyOptions
     @OptionGroup var reportOptions: ReportOptions
 

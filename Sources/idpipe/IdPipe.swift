@@ -12,8 +12,9 @@ struct IdPipe: ParsableCommand {
             extract → normalize → detect private relay → backfill names → revoke tokens → delete → report.
 
             Exit codes: 0 all done; 1 done, with quarantined rows or per-account failures; 2 bad usage, pipeline \
-            file, input or credentials; 3 stopped by a guard; 130 interrupted (`idpipe resume --state DB` \
-            continues, as does the same command again).
+            file, input or credentials, or a service that went down during apply (`idpipe resume --state DB` goes \
+            on once it is back); 3 stopped by a guard; 130 interrupted (`idpipe resume --state DB` continues, as \
+            does the same command again).
             """,
         version: IdPipeVersion.text,
         subcommands: [Validate.self, Plan.self, Apply.self, RunPipeline.self, Resume.self, Status.self, Report.self])
