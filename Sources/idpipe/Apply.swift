@@ -306,6 +306,11 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                     : "a finished plan keeps its own time"))
         }
         Console.out("\(Console.count(tally["accounts.read"], "account")) read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
+        // An empty CSV export is a valid one (it has no header): a scheduled job is told, as an export that failed
+        // may have left it so.
+        if tally["accounts.read"] == 0 {
+            Console.error("idpipe: warning: the input \(outcome.run.sourcePath) holds no accounts; the plan has nothing to act on")
+        }
         for path in written { Console.out("report: \(path)") }
         if let output = context.definition.output.importJSON {
             let file = "\(out)/\(output)"

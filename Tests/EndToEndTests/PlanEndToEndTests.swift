@@ -906,11 +906,33 @@ struct Binary {
     /// The summary lines count in the singular too: "1 account read", "1 input row was quarantined".
     @Test func summaryLinesSayOneInTheSingular() throws {
         let data = Binary.temporaryDirectory()
-        try "onlyRow1,a@example.com,true\n".write(toFile: data + "/one.csv", atomically: true, encoding: .utf8)
+        // The export's 52 fields and trailing comma, its email without an @.
+        try ("onlyRow1,no-at" + String(repeating: ",", count: 51) + "\n").write(toFile: data + "/one.csv", atomically: true, encoding: .utf8)
         let (code, output) = try planVariant(replacing: Self.exportLine, with: "path: \(data)/one.csv\n  format: auth-export-csv")
         #expect(code == 1, "\(output)")
         #expect(output.contains("1 account read, 1 quarantined"), "\(output)")
         #expect(output.contains("idpipe: 1 input row was quarantined;"), "\(output)")
+    }
+
+    /// Another file given as a CSV export (the JSON export, a table with semicolons) had every row quarantined, and
+    /// the plan ended "done, with quarantined rows" (exit 1): it is refused, as a CSV given as a JSON export is. An
+    /// empty export (a CSV of no users is one) is planned, with a warning.
+    @Test func aFileThatIsNoCSVExportIsRefused() throws {
+        let data = Binary.temporaryDirectory()
+        try "uid;email;name\nu1;a@example.com;Ann\n".write(toFile: data + "/semicolons.csv", atomically: true, encoding: .utf8)
+        // The JSON export's first line, `{"users": [`, is a broken quote: its first row is its second line.
+        for (file, line) in [("Samples/accounts.json", 2), (data + "/semicolons.csv", 1)] {
+            let path = file.hasPrefix("/") ? file : Binary.root.appendingPathComponent(file).path
+            let (code, output) = try planVariant(replacing: Self.exportLine, with: "path: \(path)\n  format: auth-export-csv")
+            #expect(code == 2, "\(output)")
+            #expect(output.contains("\(path):\(line): not an auth:export CSV file: none of its first ")
+                        && output.contains("has the export's 52 fields (and trailing comma); line \(line) has 1 field"),
+                    "\(output)")
+        }
+        try "".write(toFile: data + "/empty.csv", atomically: true, encoding: .utf8)
+        let (code, output) = try planVariant(replacing: Self.exportLine, with: "path: \(data)/empty.csv\n  format: auth-export-csv")
+        #expect(code == 0, "\(output)")
+        #expect(output.contains("0 accounts read") && output.contains("idpipe: warning: the input \(data)/empty.csv holds no accounts"), "\(output)")
     }
 
     /// An id given twice, its first row selected for deletion and its second (quarantined) at a protected domain: the

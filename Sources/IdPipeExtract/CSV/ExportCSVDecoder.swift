@@ -102,16 +102,27 @@ struct ExportCSVDecoder: CSVRecordDecoder {
 
 extension ExportCSVDecoder {
     /// The decoder for the export at `path`, told how many fields its rows have: the count most of its first 100
-    /// well-formed rows have (52, or 53 with the last empty); nil on a tie.
+    /// well-formed rows have (52, or 53 with the last empty); nil on a tie. A file none of whose first 100 rows has
+    /// the export's fields is refused: another file given as the export (a JSON export, a table with semicolons)
+    /// had every row quarantined, and the plan ended "done, with quarantined rows".
     static func forFile(_ path: String) throws -> ExportCSVDecoder {
-        var withComma = 0, without = 0
+        var withComma = 0, without = 0, seen = 0
+        var first: (line: Int, fields: Int)?
         try readingCSV(path) {
             let reader = try CSVRecordReader(path: path)
-            while withComma + without < 100, let item = try reader.next() {
+            while withComma + without < 100, seen < 100, let item = try reader.next() {
+                seen += 1
                 guard case .record(let record) = item else { continue }
+                if first == nil { first = (record.firstLine, record.count) }
                 if record.count == columnCount { without += 1 }
                 if record.count == columnCount + 1 && record.fieldBytes(columnCount).isEmpty { withComma += 1 }
             }
+        }
+        if withComma + without == 0, seen > 0 {
+            let shown = first.map { "line \($0.line) has \($0.fields == 1 ? "1 field" : "\($0.fields) fields")" } ?? "its lines are no CSV rows"
+            throw InputError(path: path, position: first.map { SourcePosition(file: path, line: $0.line) },
+                             message: "not an auth:export CSV file: none of its first \(seen == 1 ? "row" : "\(seen) rows") has the export's "
+                                + "52 fields (and trailing comma); \(shown)")
         }
         var decoder = ExportCSVDecoder()
         if withComma != without { decoder.fieldsPerRow = withComma > without ? columnCount + 1 : columnCount }
