@@ -136,6 +136,11 @@ struct PlanExecution {
             Console.error("idpipe: warning: inputs.\(role) (\(path)) has no rows" + (role == PlanRunner.storedTokensRole
                 ? ": no revocation that needs a stored token is possible (was the file cut short, or its command failed?)" : ""))
         }
+        if sideInputs.repeatedDeletionRequests > 0, let path = context.sideInputPaths.first(where: { $0.0 == "deletion_requests" })?.1 {
+            let repeats = sideInputs.repeatedDeletionRequests
+            Console.error("idpipe: warning: inputs.deletion_requests (\(path)): \(Console.count(repeats, "row")) ask\(repeats == 1 ? "s" : "") "
+                + "for an account an earlier row asks for; each account's earliest request counts")
+        }
         for warning in context.warnings() { Console.error("idpipe: warning: " + warning) }
         // --verbose: what the plan starts from (the progress line says how it goes).
         let resuming = existing?.status == .planning ? ", resuming the plan in \(statePath)" : ""

@@ -35,6 +35,8 @@ import IdPipeTestSupport
         // The earliest request counts; an empty source is "unspecified".
         #expect(inputs.deletionRequests["u1"] == DeletionRequest(requestedAt: 1_735_689_600_000, source: "support"))
         #expect(inputs.deletionRequests["u3"]?.source == "unspecified")
+        // The second request of u1 is counted, for the plan to say (it went without a word).
+        #expect(inputs.repeatedDeletionRequests == 1)
         #expect(inputs.credentials["u1"]?.apple?.kind == .refreshToken)
         #expect(inputs.credentials["u1"]?.apple?.token.value == "r-secret-1")
         #expect(inputs.credentials["u1"]?.facebook?.accessToken?.value == "fb-secret")

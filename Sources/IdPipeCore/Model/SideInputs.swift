@@ -94,6 +94,8 @@ public struct SideInputs: Sendable {
     public var deletionRequests: KeyedRows<DeletionRequest>
     public var credentials: KeyedRows<StoredCredentials>
     public var protectedIds: Set<String>
+    /// Deletion requests of an account an earlier row of the list asked for (the earliest counts).
+    public var repeatedDeletionRequests = 0
 
     public init(
         legacyNames: KeyedRows<LegacyName> = [:], deletionRequests: KeyedRows<DeletionRequest> = [:],

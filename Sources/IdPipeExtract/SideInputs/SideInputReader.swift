@@ -17,7 +17,12 @@ public enum SideInputReader {
     public static func load(_ config: InputsConfig, relativeTo base: String) throws -> SideInputs {
         var readers: [(path: String, read: @Sendable (String) throws -> Loaded)] = []
         if let path = config.legacyNames { readers.append((resolve(path, base), { .legacyNames(try legacyNames($0)) })) }
-        if let path = config.deletionRequests { readers.append((resolve(path, base), { .deletionRequests(try deletionRequests($0)) })) }
+        if let path = config.deletionRequests {
+            readers.append((resolve(path, base), { path in
+                let (rows, repeats) = try deletionRequests(path)
+                return .deletionRequests(rows, repeats: repeats)
+            }))
+        }
         if let path = config.storedTokens { readers.append((resolve(path, base), { .credentials(try storedTokens($0)) })) }
         if let path = config.protectedAccounts { readers.append((resolve(path, base), { .protectedIds(try protectedAccounts($0)) })) }
         let all = readers
@@ -32,7 +37,9 @@ public enum SideInputReader {
         for result in results {
             switch try result.get() {
             case .legacyNames(let rows): inputs.legacyNames = rows
-            case .deletionRequests(let rows): inputs.deletionRequests = rows
+            case .deletionRequests(let rows, let repeats):
+                inputs.deletionRequests = rows
+                inputs.repeatedDeletionRequests = repeats
             case .credentials(let rows): inputs.credentials = rows
             case .protectedIds(let ids): inputs.protectedIds = ids
             }
@@ -42,7 +49,7 @@ public enum SideInputReader {
 
     private enum Loaded: Sendable {
         case legacyNames(KeyedRows<LegacyName>)
-        case deletionRequests(KeyedRows<DeletionRequest>)
+        case deletionRequests(KeyedRows<DeletionRequest>, repeats: Int)
         case credentials(KeyedRows<StoredCredentials>)
         case protectedIds(Set<String>)
     }
@@ -115,9 +122,11 @@ public enum SideInputReader {
         return result
     }
 
-    /// `uid,requested_at,source`; the earliest request for an account counts.
-    public static func deletionRequests(_ path: String) throws -> KeyedRows<DeletionRequest> {
+    /// `uid,requested_at,source`; the earliest request for an account counts. `repeats`: the rows of an account an
+    /// earlier row already asked for.
+    public static func deletionRequests(_ path: String) throws -> (rows: KeyedRows<DeletionRequest>, repeats: Int) {
         var result = KeyedRows<DeletionRequest>()
+        var repeats = 0
         result.reserveCapacity(lineCount(path))
         try readTable(path, DeletionColumn.self) { row in
             let id = try row.id(.uid)
@@ -127,11 +136,12 @@ public enum SideInputReader {
             }
             let request = DeletionRequest(requestedAt: at, source: row.text(.source) ?? "unspecified")
             result.modify(id) { entry in
+                if entry != nil { repeats += 1 }
                 if let earlier = entry, earlier.requestedAt <= at { return }
                 entry = request
             }
         }
-        return result
+        return (result, repeats)
     }
 
     /// One uid a line; `#` starts a comment. A line that cannot be a uid as written (invalid UTF-8, a quote, a comma,
