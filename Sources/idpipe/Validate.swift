@@ -40,7 +40,7 @@ struct Validate: ParsableCommand {
         }
         let unreadable = context.unreadableInputs()
         guard unreadable.isEmpty else {
-            throw fail("\(pipeline): the file is valid, but plan could not read " + unreadable.joined(separator: ", ") + " (see above)")
+            throw fail("\(pipeline): the file itself is well formed, but plan could not read " + unreadable.joined(separator: ", ") + " (see above)")
         }
         Console.out("\(pipeline): valid")
     }

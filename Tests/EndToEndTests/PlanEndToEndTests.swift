@@ -1330,7 +1330,7 @@ struct Binary {
         #expect(described.contains("side input deletion_requests: \(folder)  (is a folder, not a file)"), "\(described)")
         #expect(described.contains("select: deletion requested; 1 protection rule\n"), "\(described)")
         // An input plan could not read fails validate too, naming it (a scheduled job checks before it runs).
-        #expect(validateCode == 2 && described.contains("the file is valid, but plan could not read \(folder)"), "\(described)")
+        #expect(validateCode == 2 && described.contains("the file itself is well formed, but plan could not read \(folder)"), "\(described)")
         let device = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: Self.exportLine, with: Self.export(at: "/dev/zero"))
         defer { Binary.removeVariant(device) }
         let (deviceCode, deviceOutput) = try Binary.run(["validate", device])

@@ -391,6 +391,10 @@ import IdPipeTestSupport
         // Larger, it overflowed the selector's arithmetic (a trap at plan time, after validate had passed it).
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 106751991168}", "select.inactive_for_days: must be at most 36500 (100 years)"),
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 0}", "must be at least 1"),
+        // Digits beyond any number are out of range ("expected a whole number" said they were none).
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 99999999999999999999999}", "select.inactive_for_days: must be at most 36500 (100 years)"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nguards: {max_deletions: -99999999999999999999}", "guards.max_deletions: must be at least 0"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nguards: {max_deletions: 1e400}", "guards.max_deletions: expected a whole number, found '1e400'"),
         // A protected domain that could match no address would protect nobody, without a word.
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {email_domains: ['@corp.example']}}",
          "p.yaml:4: select.protect.email_domains[0]: '@corp.example' is not an email domain: domain '@corp.example' contains '@'"),

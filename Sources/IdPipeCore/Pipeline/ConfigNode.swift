@@ -62,7 +62,16 @@ struct ConfigNode {
     }
 
     func int(minimum: Int = 0, maximum: Int = .max, why: String = "") throws -> Int {
-        guard case .scalar(let scalar) = node, let value = Int(scalar.string) else { throw error("expected a whole number") }
+        guard case .scalar(let scalar) = node else { throw error("expected a whole number") }
+        guard let value = Int(scalar.string) else {
+            // Digits beyond what a number holds are a whole number out of range, not "no whole number".
+            let text = scalar.string
+            let digits = text.hasPrefix("-") || text.hasPrefix("+") ? text.dropFirst() : Substring(text)
+            if !digits.isEmpty && digits.allSatisfy({ $0.isASCII && $0.isNumber }) {
+                throw error(text.hasPrefix("-") ? "must be at least \(minimum)" : "must be at most \(maximum)\(why)")
+            }
+            throw error("expected a whole number, found '\(text)'")
+        }
         guard value >= minimum else { throw error("must be at least \(minimum)") }
         guard value <= maximum else { throw error("must be at most \(maximum)\(why)") }
         return value
