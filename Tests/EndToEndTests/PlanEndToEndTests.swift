@@ -935,6 +935,26 @@ struct Binary {
         #expect(output.contains("0 accounts read") && output.contains("idpipe: warning: the input \(data)/empty.csv holds no accounts"), "\(output)")
     }
 
+    /// A header row (a table exported with one) is named as such, where its reason was "'e•••' is not true or false";
+    /// a file cut inside its last row says so, as the JSON export's reader does.
+    @Test func aHeaderRowAndACutLastRowAreNamed() throws {
+        let data = Binary.temporaryDirectory()
+        let rows = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/accounts.csv").path, encoding: .utf8)
+            .split(separator: "\n").prefix(3).map(String.init)
+        let header = "localId,Email,emailVerified,passwordHash" + String(repeating: ",", count: 49)
+        try ([header] + rows).joined(separator: "\n").dropLast(30).write(toFile: data + "/cut.csv", atomically: true, encoding: .utf8)
+        let (code, output) = try planVariant(replacing: Self.exportLine, with: "path: \(data)/cut.csv\n  format: auth-export-csv")
+        #expect(code == 1, "\(output)")
+        #expect(output.contains("4 accounts read, 2 quarantined"), "\(output)")
+        let out = output.components(separatedBy: "report: ").dropFirst().first.map { String($0.prefix { $0 != "\n" }) } ?? ""
+        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out.replacingOccurrences(of: "plan.md", with: "plan.json"))))
+        let quarantine = ((report as? [String: Any])?["quarantine"] as? [[String: Any]] ?? []).map { "\($0["line"]!) \($0["reason"]!)" }
+        #expect(quarantine == [
+            "1 looks like a header row (its second field is the word email): an auth:export CSV has none",
+            "4 has 27 fields; an auth:export row has 52 and a trailing comma (the file ends inside this row, without a line end: cut short?)",
+        ], "\(quarantine)")
+    }
+
     /// An id given twice, its first row selected for deletion and its second (quarantined) at a protected domain: the
     /// plan had deleted the account on the first row's word. It now stops as a guard stops it (exit 3), and apply
     /// refuses it. An id given twice with no deletion planned is only quarantined (exit 1).

@@ -47,6 +47,11 @@ struct ExportCSVDecoder: CSVRecordDecoder {
 
     private func decodeColumns(_ record: CSVRecord) -> Result<Account, RecordIssue> {
         let count = record.count
+        // A header row (a table exported with one): its 'email' is no address either way, and the reason said only
+        // "'e•••' is not true or false".
+        if count > 1, record.fieldBytes(1).count == 5, record.fieldBytes(1).map({ $0 | 0x20 }).elementsEqual("email".utf8) {
+            return .failure(RecordIssue(field: "record", reason: "looks like a header row (its second field is the word email): an auth:export CSV has none"))
+        }
         guard count == Self.columnCount + 1 || count == Self.columnCount else {
             return .failure(RecordIssue(field: "record", reason: "has \(count) fields; an auth:export row has 52 and a trailing comma"))
         }
