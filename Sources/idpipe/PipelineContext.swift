@@ -29,7 +29,10 @@ struct PipelineContext {
             }
             bytes.append(contentsOf: chunk[0..<count])
         }
-        guard let text = String(validating: bytes, as: UTF8.self) else { throw CommandError("\(path): the pipeline file is not valid UTF-8") }
+        guard let text = String(validating: bytes, as: UTF8.self) else {
+            let line = bytes.split(separator: 0x0A, omittingEmptySubsequences: false).firstIndex { String(validating: $0, as: UTF8.self) == nil }
+            throw CommandError("\(path)\(line.map { ":\($0 + 1)" } ?? ""): the pipeline file is not valid UTF-8")
+        }
         self.path = path
         self.text = text
         self.sha256 = SHA256Hasher.hexDigest(text)

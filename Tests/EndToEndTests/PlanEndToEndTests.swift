@@ -859,6 +859,11 @@ struct Binary {
         let (bad, message) = try Binary.run(["validate", "Pipelines/does-not-exist.yaml"])
         #expect(bad == 2)
         #expect(message.contains("does-not-exist.yaml"))
+        // A broken byte is placed on its line.
+        let broken = Binary.temporaryDirectory() + "/broken.yaml"
+        try Data(Array("version: 1\nname: x\n# caf".utf8) + [0xE9] + Array("\nsource: {path: a.json}\n".utf8)).write(to: URL(fileURLWithPath: broken))
+        let (brokenCode, brokenOutput) = try Binary.run(["validate", broken])
+        #expect(brokenCode == 2 && brokenOutput.contains("broken.yaml:3: the pipeline file is not valid UTF-8"), "\(brokenOutput)")
         let strict = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "max_deletions: 100", with: "max_deletions: 1")
         defer { Binary.removeVariant(strict) }
         let (guardCode, guardOutput) = try Binary.run(["plan", strict, "--out", out, "--as-of", asOf])

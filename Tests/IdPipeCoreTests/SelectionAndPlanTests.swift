@@ -344,13 +344,34 @@ import IdPipeTestSupport
 }
 
 @Suite struct PipelineFileTests {
-    /// A key given twice names the key and its first line, without quoting the file (Yams's message held the whole mapping);
-    /// a byte-order mark before the text is allowed.
-    @Test func duplicateKeysAndAByteOrderMark() throws {
-        let text = "version: 1\nname: x\nsource: {path: a.json}\nname: y\n"
+    /// A key given twice names the key and the line of its second, without quoting the file (Yams's message held the
+    /// whole mapping, and its line was the first key's); a byte-order mark before the text is allowed.
+    @Test(arguments: [
+        ("version: 1\nname: x\nsource: {path: a.json}\nname: y\n", "p.yaml:4: not valid YAML: 'name' given twice in one mapping"),
+        ("version: 1\nname: x\nsource: {path: a.json, path: b.json}\n", "p.yaml:3: not valid YAML: 'path' given twice in one mapping"),
+        // The same key in another mapping, deeper, is not the second.
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect:\n  disabled: true\n  protect: {uids: [a]}\nstages: {delete: true}\n"
+            + "inputs:\n  legacy_names: a.csv\nguards: {max_deletions: 1}\nselect: {}\n", "p.yaml:11: not valid YAML: 'select' given twice in one mapping"),
+    ])
+    func duplicateKeysAreNamedWhereTheyAreGivenAgain(text: String, expected: String) throws {
         let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: text, file: "p.yaml") }
-        #expect(error?.description == "p.yaml:2: not valid YAML: 'name' given twice in one mapping (first here)", "\(String(describing: error))")
+        #expect(error?.description == expected, "\(String(describing: error))")
         #expect(try PipelineDefinition.parse(yaml: "\u{FEFF}version: 1\nname: x\nsource: {path: a.json}\n", file: "p.yaml").name == "x")
+    }
+
+    /// libyaml's errors give their line and column, in the order they read, and a tab is named: the messages were its
+    /// own, over several lines, with no line for the file.
+    @Test(arguments: [
+        ("version: 1\nname: x\nsource:\n\tpath: a.json\n",
+         "p.yaml:4: not valid YAML: found character that cannot start any token at column 1; while scanning for the next token (the line holds a tab: YAML indents with spaces)"),
+        ("version: 1\nname: x\nsource: {path: a.json}\n---\nversion: 1\n",
+         "p.yaml:4: not valid YAML: found another document at column 1; expected a single document in the stream (line 1)"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nguards: *g\n", "p.yaml:4: not valid YAML: found undefined alias at column 9"),
+        ("version: 1\nname: x\nsource: {path: a.json}\n? [a, b]\n: 1\n", "p.yaml:4: keys must be text"),
+    ])
+    func yamlErrorsGiveTheirLine(text: String, expected: String) throws {
+        let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: text, file: "p.yaml") }
+        #expect(error?.description == expected, "\(String(describing: error))")
     }
 
     /// A YAML error quotes its line cut short: a line of 200 kB was printed whole.
@@ -358,7 +379,7 @@ import IdPipeTestSupport
         let yaml = "version: 1\nname: x\nsource: {path: a.json}\nstages: " + String(repeating: "[", count: 100_000) + "\n"
         let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: yaml, file: "p.yaml") }
         let description = error?.description ?? ""
-        #expect(description.hasPrefix("p.yaml: not valid YAML: "), "\(description.prefix(400))")
+        #expect(description.hasPrefix("p.yaml:4: not valid YAML: nested too deeply at column "), "\(description.prefix(400))")
         #expect(description.count < 2_000, "\(description.count) characters")
     }
 

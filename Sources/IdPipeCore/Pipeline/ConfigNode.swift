@@ -29,7 +29,9 @@ struct ConfigNode {
         guard let mapping = node.mapping else { throw error("expected a mapping (key: value pairs)") }
         var result: [String: ConfigNode] = [:]
         for (keyNode, valueNode) in mapping {
-            guard let key = keyNode.string else { throw error("keys must be text") }
+            guard let key = keyNode.string else {
+                throw PipelineFileError(file: file, line: keyNode.mark?.line ?? line, path: path, message: "keys must be text")
+            }
             let childPath = path.isEmpty ? key : "\(path).\(key)"
             guard keys.contains(key) else {
                 let known = keys.sorted().joined(separator: ", ")

@@ -13,9 +13,14 @@ extension PipelineDefinition {
         } catch let error as PipelineFileError {
             throw error
         } catch YamlError.duplicatedKeysInMapping(let duplicates, let context) {
-            // Yams's own message quotes the whole mapping (the whole file, for a top-level key).
+            // Yams's own message quotes the whole mapping (the whole file, for a top-level key), and its place is
+            // the mapping's: the line given is the second key's, found in the text.
             let keys = duplicates.sorted().map { "'\($0)'" }.joined(separator: ", ")
-            throw PipelineFileError(file: file, line: context.mark.line, path: "", message: "not valid YAML: \(keys) given twice in one mapping (first here)")
+            let again = duplicates.sorted().compactMap { secondLine(of: $0, in: text, from: context.mark.line) }.min()
+            throw PipelineFileError(file: file, line: again ?? context.mark.line, path: "",
+                                    message: "not valid YAML: \(keys) given twice in one mapping" + (again == nil ? " (the mapping starts here)" : ""))
+        } catch let error as YamlError {
+            throw PipelineFileError(file: file, line: error.problemLine, path: "", message: "not valid YAML: \(described(error, in: text))")
         } catch {
             throw PipelineFileError(file: file, line: nil, path: "", message: "not valid YAML: \(shortened("\(error)"))")
         }
@@ -25,6 +30,47 @@ extension PipelineDefinition {
             throw error
         } catch {
             throw PipelineFileError(file: file, line: nil, path: "", message: "\(error)")
+        }
+    }
+
+    /// The line (from 1) where `key` is written a second time, from line `start` (where its mapping starts): a block
+    /// key at the indentation of its first, or a flow mapping that has it twice on one line.
+    static func secondLine(of key: String, in text: String, from start: Int) -> Int? {
+        let forms = ["\(key):", "\"\(key)\":", "'\(key)':"]
+        var indent: Int?
+        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() where index + 1 >= start {
+            let inFlow = forms.reduce(0) { count, form in
+                count + line.components(separatedBy: "{" + form).count - 1 + line.components(separatedBy: ", " + form).count - 1
+            }
+            if inFlow >= 2 { return index + 1 }
+            let body = line.drop { $0 == " " || $0 == "-" }
+            guard forms.contains(where: { body.hasPrefix($0) }) else { continue }
+            let depth = line.count - body.count
+            guard let first = indent else {
+                indent = depth
+                continue
+            }
+            if depth == first { return index + 1 }
+        }
+        return nil
+    }
+
+    /// libyaml's problem in a line of words: what it found, at which column, and while reading what; a tab, which
+    /// YAML does not indent with, is named.
+    static func described(_ error: YamlError, in text: String) -> String {
+        switch error {
+        case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
+             .composer(let context, let problem, let mark, _):
+            let line = text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(mark.line - 1).first ?? ""
+            let tab = line.contains("\t") ? " (the line holds a tab: YAML indents with spaces)" : ""
+            // libyaml's context reads before its problem ("expected a single document" … "but found another").
+            let reading = context.map { "; \($0.text)" + ($0.mark.line != mark.line ? " (line \($0.mark.line))" : "") } ?? ""
+            let found = problem.hasPrefix("but ") ? String(problem.dropFirst(4)) : problem
+            return shortened("\(found.contains("nesting level") ? "nested too deeply" : found) at column \(mark.column)\(reading)\(tab)")
+        case .reader(let problem, _, _, _):
+            return shortened(problem)
+        default:
+            return shortened("\(error)")
         }
     }
 
@@ -307,5 +353,15 @@ extension PipelineDefinition {
             throw item.error("'\(name)' is not a file name: the import file is written in the plan's output folder (--out)")
         }
         return OutputConfig(importJSON: name)
+    }
+}
+
+extension YamlError {
+    /// The line (from 1) libyaml stopped at, when it says.
+    var problemLine: Int? {
+        switch self {
+        case .scanner(_, _, let mark, _), .parser(_, _, let mark, _), .composer(_, _, let mark, _): mark.line
+        default: nil
+        }
     }
 }
