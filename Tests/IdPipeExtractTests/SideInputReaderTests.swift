@@ -110,6 +110,11 @@ import IdPipeTestSupport
          ":1: token: has white space or a control character at its start or end"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"123 \",\"login\":\"classic\"}\n",
          ":1: facebook_id: has white space or a control character at its start or end"),
+        // Within the value too: it was sent.
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"apple.com\",\"type\":\"refresh_token\",\"token\":\"t-se\\u0000cret\",\"captured_at\":\"2025-01-01T00:00:00Z\"}\n",
+         ":1: token: has a control character"),
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"12\\u001b34\",\"login\":\"classic\"}\n",
+         ":1: facebook_id: has a control character"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"123\",\"login\":\"classic\",\"token\":\"t-secret\\t\"}\n",
          ":1: token: has white space or a control character at its start or end"),
         // A token that is no string was taken as its text (`true`), and sent.
