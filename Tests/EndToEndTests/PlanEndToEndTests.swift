@@ -754,7 +754,7 @@ struct Binary {
         let quarantine = (report["quarantine"] as! [[String: Any]]).map { "\($0["line"]!) \($0["field"]!): \($0["reason"]!)" }
         // The values are masked as words may be a name (a column mapped wrongly put names there).
         #expect(quarantine == [
-            "\(rows.count + 2) createdAt: 'l••• t•••' is not a rfc3339 timestamp (column \"signup_date\"): "
+            "\(rows.count + 2) createdAt: 'l••• t•••' is not an RFC 3339 time (column \"signup_date\"): "
                 + "not written as 2026-11-21T00:00:00Z, with an optional fraction and Z or an offset, or as a date alone",
             "\(rows.count + 3) disabled: 'm•••' is not true or false (column \"is_disabled\")",
         ], "\(quarantine)")

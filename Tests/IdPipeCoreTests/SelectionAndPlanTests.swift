@@ -546,21 +546,21 @@ import IdPipeTestSupport
     }
 
     /// A value quoted for another field is masked when it has a letter: a column mapped wrongly put a name where a time
-    /// belongs, and the reports showed `'Lily Doe' is not a rfc3339 timestamp` for every row. Short numbers show;
+    /// belongs, and the reports showed `'Lily Doe' is not an RFC 3339 time` for every row. Short numbers show;
     /// ids are masked only when they look like personal data.
     @Test(arguments: [
-        ("'Lily Doe' is not a rfc3339 timestamp (column \"full_name\")", "lastSignedInAt", "'L••• D•••' is not a rfc3339 timestamp (column \"full_name\")"),
+        ("'Lily Doe' is not an RFC 3339 time (column \"full_name\")", "lastSignedInAt", "'L••• D•••' is not an RFC 3339 time (column \"full_name\")"),
         ("'lily@example.com' is not true or false (column 27)", "disabled", "'l•••@example.com' is not true or false (column 27)"),
         // Five digits or more may be a phone number or a birth date: the digits hidden (of any script), the shape shown,
         // which tells the reviewer what the column holds. Fewer show.
         ("'2026-13-01' is not a timestamp in epoch milliseconds (column 24)", "createdAt", "'####-##-##' is not a timestamp in epoch milliseconds (column 24)"),
-        ("'415 555 0100' is not a rfc3339 timestamp", "lastSignedInAt", "'### ### ####' is not a rfc3339 timestamp"),
-        ("'2025-02-17 02:38:20' is not a rfc3339 timestamp", "lastSignedInAt", "'####-##-## ##:##:##' is not a rfc3339 timestamp"),
-        ("'1700000000' is not a rfc3339 timestamp", "createdAt", "'##########' is not a rfc3339 timestamp"),
+        ("'415 555 0100' is not an RFC 3339 time", "lastSignedInAt", "'### ### ####' is not an RFC 3339 time"),
+        ("'2025-02-17 02:38:20' is not an RFC 3339 time", "lastSignedInAt", "'####-##-## ##:##:##' is not an RFC 3339 time"),
+        ("'1700000000' is not an RFC 3339 time", "createdAt", "'##########' is not an RFC 3339 time"),
         ("'17.5.90' is not true or false", "disabled", "'##.#.##' is not true or false"),
         ("'٥٥٥١٢٣٤٥٦٧' is not true or false", "disabled", "'##########' is not true or false"),
-        ("'５５５１２３４５６７' is not a rfc3339 timestamp", "createdAt", "'##########' is not a rfc3339 timestamp"),
-        ("'¹²³⁴⁵⁶⁷⁸⁹' is not a rfc3339 timestamp", "createdAt", "'#########' is not a rfc3339 timestamp"),
+        ("'５５５１２３４５６７' is not an RFC 3339 time", "createdAt", "'##########' is not an RFC 3339 time"),
+        ("'¹²³⁴⁵⁶⁷⁸⁹' is not an RFC 3339 time", "createdAt", "'#########' is not an RFC 3339 time"),
         ("'①②③④⑤-⑥⑦' is not true or false", "disabled", "'#####-##' is not true or false"),
         ("'-12' is not a timestamp in epoch milliseconds", "createdAt", "'-12' is not a timestamp in epoch milliseconds"),
         // A time's T and Z are the format's, not a name's letters: its shape shows.
@@ -569,19 +569,19 @@ import IdPipeTestSupport
         // Only where a time has them: a T or Z elsewhere is a letter of a name or an address.
         ("'T.Z. 0412345678' is not true or false", "disabled", "'T••• 0•••' is not true or false"),
         ("'tz12345@tz.tz' is not true or false", "disabled", "'t•••@tz.tz' is not true or false"),
-        ("'2024-01-01T00:00:00Z ' is not a rfc3339 timestamp", "createdAt", "'####-##-##T##:##:##Z ' is not a rfc3339 timestamp"),
-        ("'T00:00:00Z' is not a rfc3339 timestamp", "createdAt", "'T##:##:##Z' is not a rfc3339 timestamp"),
-        ("'2024-01-01T00:00:00 Z' is not a rfc3339 timestamp", "createdAt", "'####-##-##T##:##:## Z' is not a rfc3339 timestamp"),
+        ("'2024-01-01T00:00:00Z ' is not an RFC 3339 time", "createdAt", "'####-##-##T##:##:##Z ' is not an RFC 3339 time"),
+        ("'T00:00:00Z' is not an RFC 3339 time", "createdAt", "'T##:##:##Z' is not an RFC 3339 time"),
+        ("'2024-01-01T00:00:00 Z' is not an RFC 3339 time", "createdAt", "'####-##-##T##:##:## Z' is not an RFC 3339 time"),
         // The flaw named after the value is no value: it shows.
-        ("'2024-13-01T00:00:00Z' is not a rfc3339 timestamp (column \"signup\"): its month is not 01 to 12", "createdAt",
-         "'####-##-##T##:##:##Z' is not a rfc3339 timestamp (column \"signup\"): its month is not 01 to 12"),
+        ("'2024-13-01T00:00:00Z' is not an RFC 3339 time (column \"signup\"): its month is not 01 to 12", "createdAt",
+         "'####-##-##T##:##:##Z' is not an RFC 3339 time (column \"signup\"): its month is not 01 to 12"),
         ("'1234' is not true or false", "disabled", "'1234' is not true or false"),
         ("'+14155550100' is not true or false", "disabled", "'+###########' is not true or false"),
         ("' u1 ' has spaces around it", "localId", "' u1 ' has spaces around it"),
         ("'lily@example.com' has spaces around it", "providerUserInfo[0].rawId", "'l•••@example.com' has spaces around it"),
         // An apostrophe in the value ended it early, and the rest showed in clear; it is quoted with a backslash now.
         (Quoted.value("o'brien.kelly@@example.com") + " has more than one @", "email", "'o•••@example.com' has more than one @"),
-        (Quoted.value("Sean O'Neill") + " is not a rfc3339 timestamp", "createdAt", "'S••• O•••' is not a rfc3339 timestamp"),
+        (Quoted.value("Sean O'Neill") + " is not an RFC 3339 time", "createdAt", "'S••• O•••' is not an RFC 3339 time"),
         (Quoted.value("a\\'b") + " is not true or false", "disabled", "'a•••' is not true or false"),
         // A combining mark or joiner beside a quote made one Character of the two, and the value showed in clear.
         ("'\u{301}jane.doe@@example.com' has more than one @", "email", "'\u{301}•••@example.com' has more than one @"),
@@ -589,7 +589,7 @@ import IdPipeTestSupport
         // After an @, what is no domain is masked; and so are later quoted values that are no domain.
         ("'jane.doe@example.com (Jane Doe)' domain 'example.com (jane doe)' contains ' '", "email",
          "'j•••@•••' domain 'e••• (••• d•••' contains ' '"),
-        ("'jane@example.com, +1 415 555 0100' is not a rfc3339 timestamp", "createdAt", "'j•••@•••' is not a rfc3339 timestamp"),
+        ("'jane@example.com, +1 415 555 0100' is not an RFC 3339 time", "createdAt", "'j•••@•••' is not an RFC 3339 time"),
         ("'jane@example' domain 'example' has no dot", "email", "'j•••@example' domain 'example' has no dot"),
     ])
     func quotedValuesOfOtherFieldsAreMaskedWhenTheyHaveLetters(reason: String, field: String, expected: String) {

@@ -435,7 +435,7 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(summary(records) == ["2:u1", "3:quarantine:createdAt", "4:quarantine:createdAt"])
         guard case .account(let first, _) = records[0], case .malformed(let entry) = records[1] else { return }
         #expect(first.createdAt == 1_600_000_000_000)
-        #expect(entry.reason == "'9223372036854775807' is not a epoch-s timestamp (column \"since\")")
+        #expect(entry.reason == "'9223372036854775807' is not a time in epoch seconds (column \"since\")")
     }
 
     /// A table without a header row has data where the header should be: the error names the columns it found, with

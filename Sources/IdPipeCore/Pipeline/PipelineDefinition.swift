@@ -35,6 +35,15 @@ public enum TimestampFormat: String, Sendable, Equatable, CaseIterable {
     case rfc3339
     case epochMilliseconds = "epoch-ms"
     case epochSeconds = "epoch-s"
+
+    /// What a value of this format is, after "is not": "an RFC 3339 time".
+    public var described: String {
+        switch self {
+        case .rfc3339: "an RFC 3339 time"
+        case .epochMilliseconds: "a time in epoch milliseconds"
+        case .epochSeconds: "a time in epoch seconds"
+        }
+    }
 }
 
 public struct SourceConfig: Sendable, Equatable {

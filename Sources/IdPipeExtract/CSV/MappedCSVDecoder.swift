@@ -72,7 +72,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             guard let parsed else {
                 // Masked in a report, the value no longer says what is wrong with it: the flaw is named.
                 let flaw = timestamps == .rfc3339 ? Timestamp.rfc3339Flaw(value).map { ": \($0)" } ?? "" : ""
-                throw RecordIssue(field: field, reason: "\(Quoted.value(value)) is not a \(timestamps.rawValue) timestamp (\(column(columns[field]!)))\(flaw)")
+                throw RecordIssue(field: field, reason: "\(Quoted.value(value)) is not \(timestamps.described) (\(column(columns[field]!)))\(flaw)")
             }
             return parsed
         }
