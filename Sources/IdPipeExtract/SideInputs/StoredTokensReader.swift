@@ -104,7 +104,8 @@ extension SideInputReader {
         func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.isWhitespace || scalar.value < 0x20 || scalar.value == 0x7F }
         if isSpace(first) || isSpace(last) { throw fail("\(field): has white space or a control character at its start or end") }
         // Within it too (a NUL or an escape written as \u0000 or \u001b): no token or id has one, and it was sent.
-        if value.utf8.contains(where: { $0 < 0x20 || $0 == 0x7F }) { throw fail("\(field): has a control character") }
+        // Over the bytes in place: the generic scan of the UTF-8 view cost 0.2 s of CPU on the 1M benchmark's tokens.
+        if value.withUTF8Bytes({ $0.contains { $0 < 0x20 || $0 == 0x7F } }) { throw fail("\(field): has a control character") }
     }
 
     /// The members of a one-level JSON object, in order, as they lie in the line: valid only while the line is. A
