@@ -46,6 +46,9 @@ struct ExportJSONBatch: RawBatch {
         var closed = false
         // Between objects a comma is expected, except before the first object of the array.
         var expectComma = !(atArrayStart && part == 0)
+        // After a fault: the comma before the next element may be missing (the fault is quarantined already).
+        var afterFault = false
+        let partEnd = boundaries[part + 1]
         // The fast path's view of each record, its room kept from one to the next.
         var scanned = AccountBytes()
 
@@ -61,10 +64,15 @@ struct ExportJSONBatch: RawBatch {
                 each(fatal(position(cursor.position, line: baseLine + cursor.newlines), "unexpected \(cursor.describe(byte)) after the closing ]}"))
                 return
             }
-            if byte == UInt8(ascii: ",") && expectComma {
+            if byte == UInt8(ascii: ",") && (expectComma || afterFault) {
                 cursor.position += 1
                 expectComma = false
+                afterFault = false
                 continue
+            }
+            if afterFault {
+                expectComma = false
+                afterFault = false
             }
             if byte == UInt8(ascii: "]") {
                 cursor.position += 1
@@ -107,18 +115,30 @@ struct ExportJSONBatch: RawBatch {
             }
             do throws(JSONCursor.SyntaxError) {
                 if byte != UInt8(ascii: "{") {
-                    let error = cursor.fail("expected a user object, found \(cursor.describe(byte))")
-                    // A value that is no object (a number, null, a list): quarantined alone, and the reading goes on
-                    // after it; found by the line heuristic below, the account after it was lost with it.
+                    let error = cursor.fail("expected a user object, found \(Self.kind(of: byte, describedBy: cursor))")
+                    // A value that is no object (a number, null, a list), ending where an element ends: quarantined
+                    // alone, and the reading goes on after it (found by the line heuristic below, the account after it
+                    // was lost with it). A string followed by ':' is an account that lost its '{': the heuristic's.
                     var element = cursor
-                    do { try element.skipValue() } catch _ { throw error }
+                    do {
+                        try element.skipValue()
+                        element.skipWhitespace()
+                    } catch _ { throw error }
+                    guard element.atEnd || buffer[element.position] == UInt8(ascii: ",") || buffer[element.position] == UInt8(ascii: "]") else {
+                        throw error
+                    }
                     each(.malformed(QuarantineEntry(position: position(startOffset, line: startLine), localId: nil, field: error.field,
                                                     reason: "\(error.message) (line \(startLine))")))
                     cursor = element
-                    expectComma = true
+                    afterFault = true
                     continue
                 }
-                if expectComma { throw cursor.fail("expected ',' between user objects") }
+                if expectComma {
+                    // The comma is missing, the account whole: it is read, and the fault quarantined on its own.
+                    each(.malformed(QuarantineEntry(position: position(startOffset, line: startLine), localId: nil, field: "record",
+                                                    reason: "expected ',' between user objects (line \(startLine))")))
+                    expectComma = false
+                }
                 let decoded = try AccountJSONDecoder.decode(&cursor)
                 let where_ = position(startOffset, line: startLine)
                 switch consume decoded {
@@ -131,12 +151,15 @@ struct ExportJSONBatch: RawBatch {
             } catch {
                 let errorLine = baseLine + cursor.newlines
                 let where_ = position(startOffset, line: startLine)
-                let next = exportLayout ? Self.nextAccount(buffer, from: error.position, after: startOffset, end: boundaries[part + 1]) : nil
-                let resume = next?.offset
-                // The id is looked for up to where reading goes on: an account swallowed by a fault before it (a stray
-                // comma, a missing one) is named, not only the line of the fault.
-                let uid = Self.peekLocalId(buffer, from: startOffset, to: resume ?? min(cursor.position + 1, boundaries[part + 1]))
-                if error.atEnd && lastPart {
+                // Looked for from the broken element's start, not from the fault: a list or value left open reads
+                // the accounts after it as its own, and the fault is found far below (or at the part's end).
+                let next = exportLayout ? Self.nextAccount(buffer, after: startOffset, end: partEnd) : nil
+                // No account starts after it in this part: the next part starts with one.
+                let resume = next?.offset ?? (exportLayout && !lastPart ? partEnd : nil)
+                // The id is looked for up to where reading goes on: an account swallowed by a fault before it (a
+                // missing comma) is named, not only the line of the fault.
+                let uid = Self.peekLocalId(buffer, from: startOffset, to: resume ?? min(cursor.position + 1, partEnd))
+                if error.atEnd && lastPart && next == nil {
                     each(.malformed(QuarantineEntry(position: where_, localId: uid, field: error.field, reason: "the file ends inside this account (truncated)")))
                     // And the file's own row, as for a file cut between accounts: the report then says the input ends early.
                     each(.malformed(QuarantineEntry(position: position(error.position, line: errorLine), localId: nil, field: "file",
@@ -149,10 +172,12 @@ struct ExportJSONBatch: RawBatch {
                 }
                 each(.malformed(QuarantineEntry(
                     position: where_, localId: uid, field: error.field, reason: "\(error.message) (line \(errorLine))")))
-                cursor.newlines += Newlines.count(UnsafeRawBufferPointer(buffer), error.position..<resume)
+                // Counted from the element's start: the resume point may lie before the fault.
+                cursor.newlines = startLine - baseLine + Newlines.count(UnsafeRawBufferPointer(buffer), startOffset..<resume)
                 cursor.position = resume
                 // At the next account's `{`, the comma before it was read with the broken one, or is not needed.
                 expectComma = next?.atObject != true
+                afterFault = true
             }
         }
         if lastPart && !closed {
@@ -165,19 +190,32 @@ struct ExportJSONBatch: RawBatch {
         .fatal(InputError(path: path, position: position, message: message))
     }
 
-    /// Where reading goes on after a fault at `start` in the element that begins at `element`, in the export's layout:
-    /// just past the next `}` that starts a line (the end of a broken object), or at the next `{` that starts a line
-    /// when it comes first (the next account, after an object that lost its closing `}` or text that is no value).
-    static func nextAccount(_ buffer: UnsafeBufferPointer<UInt8>, from start: Int, after element: Int, end: Int) -> (offset: Int, atObject: Bool)? {
-        var index = max(start - 1, 0)
+    /// Where reading goes on after a fault in the element that begins at `element`, in the export's layout (where only
+    /// an account's own braces start a line): just past the first `}` that starts a line after it (the end of a
+    /// broken account), or at the first `{` that starts a line when it comes first (the next account, after one that
+    /// lost its closing `}`, or text that is no value).
+    static func nextAccount(_ buffer: UnsafeBufferPointer<UInt8>, after element: Int, end: Int) -> (offset: Int, atObject: Bool)? {
+        var index = element
         while index + 1 < end {
             if buffer[index] == 0x0A {
                 if buffer[index + 1] == UInt8(ascii: "}") { return (index + 2, false) }
-                if buffer[index + 1] == UInt8(ascii: "{") && index + 1 > element { return (index + 1, true) }
+                if buffer[index + 1] == UInt8(ascii: "{") { return (index + 1, true) }
             }
             index += 1
         }
         return nil
+    }
+
+    /// What an element that is no object is, by its first byte: "a number", "null", …
+    static func kind(of byte: UInt8, describedBy cursor: JSONCursor) -> String {
+        switch byte {
+        case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): "a number"
+        case UInt8(ascii: "\""): "a string"
+        case UInt8(ascii: "["): "a list"
+        case UInt8(ascii: "n"): "null"
+        case UInt8(ascii: "t"), UInt8(ascii: "f"): "true or false"
+        default: cursor.describe(byte)
+        }
     }
 
     /// The `localId` of a broken object, when it can be seen, so the quarantine names the account.
