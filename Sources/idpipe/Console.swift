@@ -69,10 +69,10 @@ final class FileOutput: TextOutputStream, ByteSink {
         self.path = path
     }
 
-    /// A new file beside `target`, `NAME.partial.XXXXXX`, created exclusively (a name no other process uses, and no
+    /// A new file beside `target`, `NAME.idpipe-partial.XXXXXX`, created exclusively (a name no other process uses, and no
     /// link followed), with the mode `target` has or a new file would get.
     init(stagedBeside target: String) throws {
-        var template = Array((target + ".partial.XXXXXX").utf8CString)
+        var template = Array((target + LeftoverReports.infix + "XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))") }
         let staged = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -95,7 +95,7 @@ struct ReportWriter {
         }
     }
 
-    /// Writes one report. A file is written beside its target (`plan.md.partial.XXXXXX`, a name of its own) and
+    /// Writes one report. A file is written beside its target (`plan.md.idpipe-partial.XXXXXX`, a name of its own) and
     /// renamed over it once whole: a run stopped while writing, or a full disk, leaves the report as it was, never a
     /// truncated one that reads as complete to a reviewer. A target that is not itself a file (a symlink, a device,
     /// `--output /dev/stdout`, `/dev/fd/3`) is written in place, through it.
@@ -157,7 +157,7 @@ struct ReportWriter {
     }
 }
 
-/// The lock of a report being written under a staged name (`NAME.partial.XXXXXX`): an exclusive `flock` on its own
+/// The lock of a report being written under a staged name (`NAME.idpipe-partial.XXXXXX`): an exclusive `flock` on its own
 /// descriptor, taken as the file is made and held until it is renamed or removed. A run killed meanwhile leaves the
 /// file unlocked, which is how `LeftoverReports` tells it from one that another run is still writing.
 final class StagedReportLock: @unchecked Sendable {
@@ -179,11 +179,14 @@ final class StagedReportLock: @unchecked Sendable {
     deinit { release() }
 }
 
-/// Removes what runs killed while writing their reports left beside them (`plan.json.partial.Ab3xYz`, a whole
+/// Removes what runs killed while writing their reports left beside them (`plan.json.idpipe-partial.Ab3xYz`, a whole
 /// account list unfinished): after a run has written its own, the staged files of the same reports that no run holds
 /// locked (`StagedReportLock`). One made in the last seconds is left, as it may not be locked yet.
 enum LeftoverReports {
     static let minimumAge: Int = 2
+    /// Between a report's name and the six letters of its staged file: a name of idpipe's own (with `.partial.`, a
+    /// user's `plan.md.partial.v2copy` was taken for one and removed).
+    static let infix = ".idpipe-partial."
 
     /// The paths removed.
     static func remove(beside targets: [String]) -> [String] {
@@ -192,7 +195,7 @@ enum LeftoverReports {
         clock_gettime(CLOCK_REALTIME, &now)
         for target in targets {
             let folder = folder(of: target)
-            let prefix = (target.split(separator: "/").last.map(String.init) ?? target) + ".partial."
+            let prefix = (target.split(separator: "/").last.map(String.init) ?? target) + infix
             for name in FileInfo.names(in: folder) where isStagedName(name, prefix: prefix) {
                 let path = folder + "/" + name
                 if removeIfLeft(path, before: now.tv_sec - minimumAge) { removed.append(path) }

@@ -77,7 +77,7 @@ final class ReportBody {
         try out.append(from: descriptor, length: length)
     }
 
-    /// Gives the file a name beside `target` (`NAME.partial.XXXXXX`, as `FileOutput(stagedBeside:)` makes), with the
+    /// Gives the file a name beside `target` (`NAME.idpipe-partial.XXXXXX`, as `FileOutput(stagedBeside:)` makes), with the
     /// mode `target` has or a new file would get, and returns a `FileOutput` that appends to it. Nil when the file
     /// cannot be named (it has a name already, or the kernel refuses): then it is to be copied (its first `length`
     /// bytes, so a second report from it is whole too).
@@ -89,7 +89,7 @@ final class ReportBody {
         var generator = SystemRandomNumberGenerator()
         let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
         for _ in 0..<100 {
-            let staged = target + ".partial." + String(decoding: (0..<6).map { _ in letters.randomElement(using: &generator)! }, as: UTF8.self)
+            let staged = target + LeftoverReports.infix + String(decoding: (0..<6).map { _ in letters.randomElement(using: &generator)! }, as: UTF8.self)
             if linkat(AT_FDCWD, "/proc/self/fd/\(descriptor)", AT_FDCWD, staged, AT_SYMLINK_FOLLOW) == 0 {
                 nameable = false
                 guard let output = try? FileOutput(appendingTo: descriptor, path: staged, lock: lock) else {

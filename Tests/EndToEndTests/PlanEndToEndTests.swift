@@ -1221,7 +1221,7 @@ struct Binary {
         try expectRefused(replacing: Self.exportLine, with: Self.export(at: "/dev/zero"), saying: "source.path: the input /dev/zero is a device, not a file")
     }
 
-    /// A run killed while it renamed its reports into place left `plan.json.partial.XXXXXX` files, a whole account list
+    /// A run killed while it renamed its reports into place left `plan.json.idpipe-partial.XXXXXX` files, a whole account list
     /// unfinished, that nothing removed. The next run that writes the same reports removes those no run holds locked,
     /// and says so; a link, a folder, another name, a file of the last seconds and one still locked stay.
     @Test func reportsLeftHalfWrittenByAStoppedRunAreRemoved() throws {
@@ -1233,37 +1233,39 @@ struct Binary {
             try "{\"accounts\": [".write(toFile: out + "/" + name, atomically: false, encoding: .utf8)
             if old { try FileManager.default.setAttributes([.modificationDate: hourAgo], ofItemAtPath: out + "/" + name) }
         }
-        try leave("plan.json.partial.Ab12Cd")
-        try leave("ledger.csv.partial.0Zz9aA")
-        try leave("plan.md.partial.Lock3d")
-        try leave("plan.md.partial.Young1", old: false)
-        try leave("plan.json.partial.toolong1")
-        try leave("plan.json.partial.Ab12C-")
+        try leave("plan.json.idpipe-partial.Ab12Cd")
+        try leave("ledger.csv.idpipe-partial.0Zz9aA")
+        try leave("plan.md.idpipe-partial.Lock3d")
+        try leave("plan.md.idpipe-partial.Young1", old: false)
+        try leave("plan.json.idpipe-partial.toolong1")
+        try leave("plan.json.idpipe-partial.Ab12C-")
         try leave("plan.json.bak")
-        try FileManager.default.createSymbolicLink(atPath: out + "/ledger.csv.partial.Link12", withDestinationPath: out + "/plan.json.bak")
-        try FileManager.default.createDirectory(atPath: out + "/plan.json.partial.Dir123", withIntermediateDirectories: false)
-        try FileManager.default.setAttributes([.modificationDate: hourAgo], ofItemAtPath: out + "/plan.json.partial.Dir123")
+        // A user's own file of the older pattern, or a copy: not idpipe's.
+        try leave("plan.md.partial.v2copy")
+        try FileManager.default.createSymbolicLink(atPath: out + "/ledger.csv.idpipe-partial.Link12", withDestinationPath: out + "/plan.json.bak")
+        try FileManager.default.createDirectory(atPath: out + "/plan.json.idpipe-partial.Dir123", withIntermediateDirectories: false)
+        try FileManager.default.setAttributes([.modificationDate: hourAgo], ofItemAtPath: out + "/plan.json.idpipe-partial.Dir123")
         // Another run's, still being written: it holds its lock.
-        let held = open(out + "/plan.md.partial.Lock3d", O_RDONLY)
+        let held = open(out + "/plan.md.idpipe-partial.Lock3d", O_RDONLY)
         #expect(held >= 0 && flock(held, LOCK_EX) == 0)
-        func staged() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains(".partial") }.sorted() }
+        func staged() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains("partial") }.sorted() }
 
         let (code, output) = try Binary.run(plan)
         #expect(code == 1, "\(output)")
-        #expect(output.contains("idpipe: removed \(out)/plan.json.partial.Ab12Cd, a report left half written by a run that was stopped"), "\(output)")
-        #expect(output.contains("ledger.csv.partial.0Zz9aA, a report left"), "\(output)")
-        #expect(try staged() == ["ledger.csv.partial.Link12", "plan.json.partial.Ab12C-", "plan.json.partial.Dir123", "plan.json.partial.toolong1",
-                                 "plan.md.partial.Lock3d", "plan.md.partial.Young1"])
+        #expect(output.contains("idpipe: removed \(out)/plan.json.idpipe-partial.Ab12Cd, a report left half written by a run that was stopped"), "\(output)")
+        #expect(output.contains("ledger.csv.idpipe-partial.0Zz9aA, a report left"), "\(output)")
+        #expect(try staged() == ["ledger.csv.idpipe-partial.Link12", "plan.json.idpipe-partial.Ab12C-", "plan.json.idpipe-partial.Dir123", "plan.json.idpipe-partial.toolong1",
+                                 "plan.md.idpipe-partial.Lock3d", "plan.md.idpipe-partial.Young1", "plan.md.partial.v2copy"], "\((try? staged()) ?? [])")
         #expect(try String(contentsOfFile: out + "/plan.json.bak", encoding: .utf8) == "{\"accounts\": [")
 
         // Its run stopped (the lock gone), it is removed by the next report written there, alone.
         close(held)
         let (rewritten, rewriteOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--output", out + "/plan.md"])
         #expect(rewritten == 0, "\(rewriteOutput)")
-        #expect(rewriteOutput.contains("removed \(out)/plan.md.partial.Lock3d"), "\(rewriteOutput)")
+        #expect(rewriteOutput.contains("removed \(out)/plan.md.idpipe-partial.Lock3d"), "\(rewriteOutput)")
         #expect(!rewriteOutput.contains("Young1"), "\(rewriteOutput)")
-        #expect(try staged() == ["ledger.csv.partial.Link12", "plan.json.partial.Ab12C-", "plan.json.partial.Dir123", "plan.json.partial.toolong1",
-                                 "plan.md.partial.Young1"])
+        #expect(try staged() == ["ledger.csv.idpipe-partial.Link12", "plan.json.idpipe-partial.Ab12C-", "plan.json.idpipe-partial.Dir123", "plan.json.idpipe-partial.toolong1",
+                                 "plan.md.idpipe-partial.Young1", "plan.md.partial.v2copy"], "\((try? staged()) ?? [])")
     }
 
     /// Reports are renamed into place once whole: a write that fails (a full disk, here one that holds 1000 bytes of
@@ -1273,12 +1275,12 @@ struct Binary {
         let out = Binary.temporaryDirectory()
         try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", asOf])
         let reviewed = try String(contentsOfFile: out + "/plan.json", encoding: .utf8)
-        func staged() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains(".partial") } }
+        func staged() throws -> [String] { try FileManager.default.contentsOfDirectory(atPath: out).filter { $0.contains("partial") } }
         #expect(try staged().isEmpty)
         let rewrite = ["report", "--state", out + "/state.sqlite", "--format", "json", "--output", out + "/plan.json", "--reveal-personal-data"]
         let (code, output) = try Binary.run(rewrite, environment: ["IDPIPE_TEST_DISK_BYTES": "1000"])
         #expect(code == 2)
-        #expect(output.contains("cannot write \(out)/plan.json.partial.") && output.contains("No space left on device"), "\(output)")
+        #expect(output.contains("cannot write \(out)/plan.json.idpipe-partial.") && output.contains("No space left on device"), "\(output)")
         #expect(try String(contentsOfFile: out + "/plan.json", encoding: .utf8) == reviewed)
         #expect(try staged().isEmpty)
         // Once it can be written whole, the new report takes the old one's place, with the old one's mode.
