@@ -948,16 +948,20 @@ struct Binary {
             .split(separator: "\n").prefix(3).map(String.init)
         let header = "localId,Email,emailVerified,passwordHash" + String(repeating: ",", count: 49)
         try ([header] + rows).joined(separator: "\n").dropLast(30).write(toFile: data + "/cut.csv", atomically: true, encoding: .utf8)
-        let (code, output) = try planVariant(replacing: Self.exportLine, with: "path: \(data)/cut.csv\n  format: auth-export-csv")
-        #expect(code == 1, "\(output)")
-        #expect(output.contains("4 accounts read, 2 quarantined"), "\(output)")
-        let out = output.components(separatedBy: "report: ").dropFirst().first.map { String($0.prefix { $0 != "\n" }) } ?? ""
-        let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out.replacingOccurrences(of: "plan.md", with: "plan.json"))))
-        let quarantine = ((report as? [String: Any])?["quarantine"] as? [[String: Any]] ?? []).map { "\($0["line"]!) \($0["reason"]!)" }
-        #expect(quarantine == [
+        func quarantine(_ file: String) throws -> [String] {
+            let (code, output) = try planVariant(replacing: Self.exportLine, with: "path: \(data)/\(file)\n  format: auth-export-csv")
+            #expect(code == 1 && output.contains("4 accounts read, 2 quarantined"), "\(output)")
+            let out = output.components(separatedBy: "report: ").dropFirst().first.map { String($0.prefix { $0 != "\n" }) } ?? ""
+            let report = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out.replacingOccurrences(of: "plan.md", with: "plan.json"))))
+            return ((report as? [String: Any])?["quarantine"] as? [[String: Any]] ?? []).map { "\($0["line"]!) \($0["reason"]!)" }
+        }
+        #expect(try quarantine("cut.csv") == [
             "1 looks like a header row (its second field is the word email): an auth:export CSV has none",
             "4 has 27 fields; an auth:export row has 52 and a trailing comma (the file ends inside this row, without a line end: cut short?)",
-        ], "\(quarantine)")
+        ])
+        // Too many fields at the end is no cut.
+        try ([header] + rows.prefix(2) + [rows[2] + ",x,y,z"]).joined(separator: "\n").write(toFile: data + "/long.csv", atomically: true, encoding: .utf8)
+        #expect(try quarantine("long.csv").last == "4 has 56 fields; an auth:export row has 52 and a trailing comma")
     }
 
     /// An id given twice, its first row selected for deletion and its second (quarantined) at a protected domain: the

@@ -339,7 +339,8 @@ import IdPipeTestSupport
         #expect(Guards.verdict(GuardsConfig(maxDeletions: 11, maxDeletionShare: 0.034), tally: tally)
             == "the plan deletes the data or the account of 11 of 100 accounts (11.0 %); guards.max_deletion_share allows 3.4 %")
         #expect(Guards.verdict(GuardsConfig(maxDeletions: 11, maxDeletionShare: 0.2), tally: tally) == nil)
-        #expect([0.5, 0.034, 0.07, 0.001, 0.0000125, 1].map(GuardsConfig.percent) == ["50", "3.4", "7", "0.1", "0.00125", "100"])
+        #expect([0.5, 0.034, 0.07, 0.001, 0.0000125, 1, 1e-9, 0.123456789, 1e-7, 0].map(GuardsConfig.percent)
+            == ["50", "3.4", "7", "0.1", "0.00125", "100", "0.0000001", "12.3456789", "0.00001", "0"])
     }
 }
 
@@ -416,6 +417,9 @@ import IdPipeTestSupport
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 99999999999999999999999}", "select.inactive_for_days: must be at most 36500 (100 years)"),
         ("version: 1\nname: x\nsource: {path: a.json}\nguards: {max_deletions: -99999999999999999999}", "guards.max_deletions: must be at least 0"),
         ("version: 1\nname: x\nsource: {path: a.json}\nguards: {max_deletions: 1e400}", "guards.max_deletions: expected a whole number, found '1e400'"),
+        // Without a bound of its own, the bound of a machine number is not shown.
+        ("version: 99999999999999999999\nname: x\nsource: {path: a.json}", "version 99999999999999999999 is not supported"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nreport: {list_limit: 99999999999999999999999}", "report.list_limit: is too large"),
         // A protected domain that could match no address would protect nobody, without a word.
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {email_domains: ['@corp.example']}}",
          "p.yaml:4: select.protect.email_domains[0]: '@corp.example' is not an email domain: domain '@corp.example' contains '@'"),

@@ -70,7 +70,9 @@ struct ConfigNode {
             let text = scalar.string
             let digits = text.hasPrefix("-") || text.hasPrefix("+") ? text.dropFirst() : Substring(text)
             if !digits.isEmpty && digits.allSatisfy({ $0.isASCII && $0.isNumber }) {
-                throw error(text.hasPrefix("-") ? "must be at least \(minimum)" : "must be at most \(maximum)\(why)")
+                // With no bound of its own, the bound a number can hold is no bound to tell the user of.
+                if text.hasPrefix("-") { throw error(minimum == .min ? "is too small" : "must be at least \(minimum)") }
+                throw error(maximum == .max ? "is too large" : "must be at most \(maximum)\(why)")
             }
             throw error("expected a whole number, found '\(text)'")
         }

@@ -84,6 +84,10 @@ extension PipelineDefinition {
     private static func decode(_ root: ConfigNode) throws -> PipelineDefinition {
         let top = try root.mapping(allowed: ["version", "name", "description", "source", "inputs", "select", "stages", "guards", "report", "output", "services", "apply"])
         guard let versionNode = top["version"] else { throw root.error("missing key 'version' (this idpipe reads version 1)") }
+        // Digits beyond any number are a version this idpipe does not read, as 2 is.
+        if let text = versionNode.node.scalar?.string, text.count > 1, text.allSatisfy({ $0.isASCII && $0.isNumber }), Int(text) == nil {
+            throw versionNode.error("version \(text) is not supported (this idpipe reads version 1)")
+        }
         let version = try versionNode.int()
         guard version == 1 else { throw versionNode.error("version \(version) is not supported (this idpipe reads version 1)") }
         guard let nameNode = top["name"] else { throw root.error("missing key 'name'") }

@@ -179,10 +179,16 @@ public struct GuardsConfig: Sendable, Equatable {
     /// `max_deletion_share` as a percentage.
     public var maxDeletionPercent: String? { maxDeletionShare.map(Self.percent) }
 
-    /// A share as a percentage, as written: 0.034 is `3.4`, not the `3.4000000000000004` of `0.034 * 100`; 0.5 is `50`.
+    /// A share (0 to 1) as a percentage, as written: 0.034 is `3.4`, not the `3.4000000000000004` of `0.034 * 100`;
+    /// 0.5 is `50`, 1e-9 is `0.0000001`. In decimals, to 12 places (no exponent, and no share below them shown as 0).
     public static func percent(_ share: Double) -> String {
-        let percent = (share * 100 * 1_000_000).rounded() / 1_000_000
-        return percent == percent.rounded() && abs(percent) < 1e15 ? String(Int64(percent)) : "\(percent)"
+        let places: Int64 = 1_000_000_000_000
+        let units = Int64((min(max(share, 0), 1) * 100 * Double(places)).rounded())
+        guard units > 0 || share <= 0 else { return "less than 0.000000000001" }
+        let fraction = String(units % places)
+        let digits = String(repeating: "0", count: 12 - fraction.count) + fraction
+        let trimmed = digits.reversed().drop { $0 == "0" }.reversed()
+        return "\(units / places)" + (trimmed.isEmpty ? "" : "." + String(trimmed))
     }
 }
 

@@ -13,10 +13,13 @@ protocol CSVRecordDecoder: Sendable {
     func scanPlain(_ record: CSVRecordView, into account: inout AccountBytes) -> Bool
     /// The column of the account's id, to name it in the quarantine entry of a row libcsv could not read.
     var idColumn: Int? { get }
+    /// How many fields a row has at least: a last row with fewer, without a line end, was cut short.
+    var fieldsAtLeast: Int? { get }
 }
 
 extension CSVRecordDecoder {
     func scanPlain(_: CSVRecordView, into _: inout AccountBytes) -> Bool { false }
+    var fieldsAtLeast: Int? { nil }
 }
 
 /// Streams accounts from a CSV file. The file is read in chunks (1 MiB), each cut after its last record into parts
@@ -244,10 +247,10 @@ final class CSVBatch: RawBatch {
                         case .success(let account): each(.account(account, position, normalized: normalized))
                         case .failure(let issue):
                             let uid = record.count > 0 ? record.field(0).flatMap { $0.isEmpty ? nil : $0 } : nil
-                            // A file cut short ends inside its last row, which then has too few fields (an issue of
-                            // the whole record): said, as the JSON export's reader says it.
-                            let cut = issue.field == "record" && fileEnd && last && record.endOffset == base + Int64(bytes.count)
-                                && bytes.last != 0x0A
+                            // A file cut short ends inside its last row, which then has too few fields: said, as the
+                            // JSON export's reader says it.
+                            let cut = record.count < decoder.fieldsAtLeast ?? 0 && fileEnd && last
+                                && record.endOffset == base + Int64(bytes.count) && bytes.last != 0x0A
                             let reason = issue.reason + (cut ? " (the file ends inside this row, without a line end: cut short?)" : "")
                             each(.malformed(QuarantineEntry(position: position, localId: uid, field: issue.field, reason: reason)))
                         }

@@ -23,6 +23,7 @@ struct ExportCSVDecoder: CSVRecordDecoder {
     /// and the account, protected by its domain, was planned for deletion.
     var fieldsPerRow: Int?
     var idColumn: Int? { 0 }
+    var fieldsAtLeast: Int? { Self.columnCount }
 
     /// A column's field as the JSON export names it (the convention of every quarantine entry); the column number goes
     /// in the reason. A provider's columns are named by its place among the providers the row links, as in JSON.
@@ -47,13 +48,13 @@ struct ExportCSVDecoder: CSVRecordDecoder {
 
     private func decodeColumns(_ record: CSVRecord) -> Result<Account, RecordIssue> {
         let count = record.count
-        // A header row (a table exported with one): its 'email' is no address either way, and the reason said only
-        // "'e•••' is not true or false".
-        if count > 1, record.fieldBytes(1).count == 5, record.fieldBytes(1).map({ $0 | 0x20 }).elementsEqual("email".utf8) {
-            return .failure(RecordIssue(field: "record", reason: "looks like a header row (its second field is the word email): an auth:export CSV has none"))
-        }
         guard count == Self.columnCount + 1 || count == Self.columnCount else {
             return .failure(RecordIssue(field: "record", reason: "has \(count) fields; an auth:export row has 52 and a trailing comma"))
+        }
+        // A header row of the export's columns (a table exported with one): its 'email' is no address either way, and
+        // the reason said only "'e•••' is not true or false".
+        if record.fieldBytes(1).count == 5, record.fieldBytes(1).map({ $0 | 0x20 }).elementsEqual("email".utf8) {
+            return .failure(RecordIssue(field: "record", reason: "looks like a header row (its second field is the word email): an auth:export CSV has none"))
         }
         if let expected = fieldsPerRow, count != expected {
             return .failure(RecordIssue(field: "record", reason: expected == Self.columnCount + 1

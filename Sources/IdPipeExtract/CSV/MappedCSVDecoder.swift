@@ -11,6 +11,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
     let headers: [String]
     let timestamps: TimestampFormat
     var idColumn: Int? { columns["localId"] }
+    var fieldsAtLeast: Int? { width }
 
     init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, path: String) throws {
         // Trimmed, as the side-input tables' headers are.
