@@ -206,7 +206,7 @@ extension Resume {
 }
 
 func validateAsOf(_ asOf: String?) throws {
-    if let asOf, let flaw = Timestamp.rfc3339Flaw(asOf) { throw ValidationError("--as-of '\(asOf)' is not an RFC 3339 time (e.g. 2026-11-21T00:00:00Z): \(flaw)") }
+    if let asOf, let flaw = Timestamp.rfc3339Flaw(asOf) { throw ValidationError("--as-of '\(asOf)' is not an RFC 3339 time: \(flaw)") }
 }
 
 /// The import file must be none of the files the run writes itself: named `state.sqlite`, it replaced the state store

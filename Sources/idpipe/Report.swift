@@ -4,7 +4,9 @@ import IdPipeExtract
 import IdPipeStore
 
 struct Report: ParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Write a run's report again, from its state store.")
+    static let configuration = CommandConfiguration(
+        abstract: "Write a run's report again, from its state store.",
+        discussion: "Personal data is masked, or shown as the pipeline's report.reveal_personal_data showed it in the plan's reports.")
 
     @Option(name: .long, help: ArgumentHelp("The state store of the run.", valueName: "db"))
     var state: String
@@ -22,7 +24,11 @@ struct Report: ParsableCommand {
 
     @OptionGroup var reportOptions: ReportOptions
 
+    @Flag(name: .long, help: "Mask personal data even when the pipeline's report.reveal_personal_data showed it in the plan's reports (a copy to share).")
+    var maskPersonalData = false
+
     func validate() throws {
+        if maskPersonalData && reportOptions.revealPersonalData { throw ValidationError("--mask-personal-data and --reveal-personal-data ask for opposite things: give one") }
         guard ReportWriter.Format(rawValue: format) != nil else { throw ValidationError("--format must be md, json or csv") }
         guard (listLimit ?? 0) >= 0 else { throw ValidationError("--list-limit must be 0 or more") }
         try validatePaths(state: state, out: nil)
@@ -34,8 +40,9 @@ struct Report: ParsableCommand {
             let store = try StateStore(path: state)
             let run = try store.loadRun()
             let planned = run?.listLimit
-            // As the plan's reports were written: with the pipeline's report settings.
-            let writer = ReportWriter(store: store, out: ".", reveal: reportOptions.revealPersonalData || run?.revealPersonalData == true,
+            // As the plan's reports were written: with the pipeline's report settings, unless told to mask.
+            let reveal = reportOptions.revealPersonalData || (run?.revealPersonalData == true && !maskPersonalData)
+            let writer = ReportWriter(store: store, out: ".", reveal: reveal,
                                       listLimit: listLimit ?? planned ?? ReportConfig().listLimit)
             let chosen = ReportWriter.Format(rawValue: format)!
             if let output {

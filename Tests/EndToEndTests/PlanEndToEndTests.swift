@@ -523,7 +523,12 @@ struct Binary {
             let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf] + flags)
             #expect(code == (index == 1 ? 3 : 1), "\(output)")
             if index == 2 { #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("### Protected"), "\(pipeline)") }
-            if index == 3 { #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("Personal data is shown"), "\(pipeline)") }
+            if index == 3 {
+                #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("Personal data is shown"), "\(pipeline)")
+                // A masked copy to share, when the pipeline shows them.
+                let (maskedCode, masked) = try Binary.run(["report", "--state", out + "/state.sqlite", "--mask-personal-data"])
+                #expect(maskedCode == 0 && !masked.contains("Personal data is shown") && masked.contains("•••"), "\(masked.prefix(500))")
+            }
             for (format, file) in [("md", "plan.md"), ("json", "plan.json"), ("csv", "ledger.csv")] {
                 let again = out + "/again." + format
                 // Without --list-limit, report takes the pipeline's (it took 50, whatever the plan had used).
