@@ -897,6 +897,8 @@ struct Binary {
         for (arguments, message) in [(["plan", strict, "--workers", "-1"], "--workers must be between 1 and 256"),
                                      (["plan", strict, "--workers", "100000"], "--workers must be between 1 and 256"),
                                      (["report", "--state", out + "/state.sqlite", "--list-limit", "-1"], "--list-limit must be 0 or more"),
+                                     (["plan", strict, "--as-of", "2026-13-01"], "--as-of '2026-13-01' is not an RFC 3339 time: its month is not 01 to 12"),
+                                     (["report", "--state", out + "/state.sqlite", "--mask-personal-data", "--reveal-personal-data"], "ask for opposite things"),
                                      (["apply", "--state", out + "/state.sqlite", "--max-deletions", "-3"], "--max-deletions must be 0 or more"),
                                      // An empty --out wrote into the root folder; a file for --out, a folder for --state, were
                                      // named as a state store's lock or a SQLite error.
