@@ -286,7 +286,10 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         // A plan that ran whole in this process rendered its reports' bodies as it went (one resumed did not see the
         // batches before its start; one already planned saw none).
         if let streamed, outcome.reportBodiesComplete { writer.streamed = streamed }
-        let written = try writer.writeAll()
+        // Once apply has started, plan.md and plan.json are what the reviewer approved, and the ledger is apply's: a
+        // plan (or run) into the same store wrote them again from the store, plan.md then as the apply's report.
+        let applyStarted = outcome.alreadyPlanned && (outcome.run.status == .applying || outcome.run.status == .applied)
+        let written = applyStarted ? [] : try writer.writeAll()
         // The plan is whole: its store goes to the disk, so a restart of the system from now on loses nothing of it.
         try store.syncDeferred()
         let tally = outcome.tally
@@ -294,6 +297,10 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             if endCutShort {
                 Console.out("The plan had been recorded but stopped before its end: its reports\(context.definition.output.importJSON == nil ? " were" : " and import file were") "
                     + "written now.")
+            } else if applyStarted {
+                Console.out("The state store holds a plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)), that apply has \(outcome.run.status == .applied ? "carried out" : "started on"); "
+                    + "its reports are left as they were reviewed, and report.md says what apply did. To plan afresh (a scheduled run, say), give a new "
+                    + "state store: --state, or --out when --state is not given.")
             } else {
                 Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "
                     + "again. To plan afresh (a scheduled run, say), give a new state store: --state, or --out when --state is not given.")

@@ -192,10 +192,15 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(resumedOutput.contains("The reports were written again"), "\(resumedOutput)")
         #expect(try String(contentsOfFile: out + "/report.md", encoding: .utf8) == report)
         #expect(try sandbox.ledger().count == before)
-        // A plan into the same store finds its plan applied: nothing is sent, and the store is not left unsynced.
+        // A plan into the same store finds its plan applied: nothing is sent, and the store is not left unsynced. The
+        // reviewed plan.md and plan.json, and apply's ledger, stay as they were (plan.md was written again as the
+        // apply's report).
+        let reviewed = try ["plan.md", "plan.json", "ledger.csv"].map { try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0)) }
         let (rerun, rerunOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
         #expect(rerun == 1, "the samples hold quarantined rows: \(rerunOutput)")
-        #expect(rerunOutput.contains("already holds a finished plan"), "\(rerunOutput)")
+        #expect(rerunOutput.contains("that apply has carried out; its reports are left as they were reviewed"), "\(rerunOutput)")
+        #expect(try ["plan.md", "plan.json", "ledger.csv"].map { try Data(contentsOf: URL(fileURLWithPath: out + "/" + $0)) } == reviewed)
+        #expect(!rerunOutput.contains("report: "), "\(rerunOutput)")
         #expect(!FileManager.default.fileExists(atPath: out + "/state.sqlite.unsynced"))
         #expect(try sandbox.ledger().count == before)
         // With the pipeline file gone, the reports are written again with the default report settings, as it says.
