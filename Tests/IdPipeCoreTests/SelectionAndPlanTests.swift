@@ -247,6 +247,19 @@ import IdPipeTestSupport
         #expect(action?.reason == "Facebook Limited Login cannot be revoked from a server")
     }
 
+    /// The deletions say what came first: an account with no login to revoke was said to have its revocations
+    /// planned first.
+    @Test func deletionsSayWhetherRevocationsComeFirst() {
+        let twitterOnly = Account(localId: "t", providers: [ProviderLink(providerId: "twitter.com", rawId: "9")])
+        let bare = planner(.keep).cleanup(for: twitterOnly, credentials: nil)
+        #expect(bare.map(\.kind) == [.deleteData, .deleteAccount])
+        #expect(bare.allSatisfy { $0.detail.hasSuffix("; no login to revoke first") }, "\(bare.map(\.detail))")
+        let stored = StoredCredentials(apple: StoredAppleToken(kind: .refreshToken, token: secret("t"), capturedAt: asOf),
+                                       facebook: StoredFacebookLogin(facebookId: "123", login: .classic, accessToken: nil))
+        let revoked = planner(.keep).cleanup(for: appleAndFacebook, credentials: stored).filter { $0.kind == .deleteAccount }
+        #expect(revoked.map(\.detail) == ["accounts:batchDelete force (ends its Firebase sessions); revocations planned first"])
+    }
+
     /// A token stored for an account with no such login any more is still revoked (unlinking in Firebase revokes
     /// nothing at Apple or Facebook): before, it was passed over and the account deleted with the grant alive.
     @Test func aStoredTokenWithoutItsLoginIsStillRevoked() {

@@ -106,7 +106,9 @@ public struct Planner: Sendable {
         guard let delete = stages.delete else { return [] }
         let notPossible = revocations.filter { $0.state == .notPossible }
         var state = ActionState.planned
-        var policyNote = "revocations planned first"
+        // An account with no login to revoke (only Twitter, say) was said to have its revocations planned first.
+        // (Ending its sessions is no revocation to come first: the deletion ends them.)
+        var policyNote = revocations.allSatisfy { $0.kind == .revokeSessions } ? "no login to revoke first" : "revocations planned first"
         var reason: String?
         if !notPossible.isEmpty {
             let why = notPossible.map { "\($0.kind.rawValue): \($0.reason ?? "not possible")" }.joined(separator: "; ")
