@@ -142,6 +142,18 @@ public final class ApplyRunner: Sendable {
 
     private var halted: Bool { stop.withLock { $0 != nil } }
 
+    /// Ctrl-C or SIGTERM: no account is started and no step of one begun after this; the requests in flight get their
+    /// answers recorded (cancelling them left them `sent`, for resume to send again), and the deletions already queued
+    /// are sent. The run then ends as interrupted.
+    public func requestStop() {
+        halt(.interrupted)
+    }
+
+    private var stopping: Bool {
+        if case .interrupted? = stop.withLock({ $0 }) { return true }
+        return false
+    }
+
     // MARK: - Feeding accounts
 
     private func feed(_ queue: DeleteQueue, started: Double, session: Int64, onProgress: (@Sendable (ApplyProgress) -> Void)?) async throws {
@@ -159,6 +171,8 @@ public final class ApplyRunner: Sendable {
                     if running >= settings.accountsInFlight {
                         try await group.next()
                         running -= 1
+                        // A stop that came while waiting for room starts no more accounts.
+                        if halted { break }
                     }
                     group.addTask { try await self.process(account, queue) }
                     running += 1
@@ -181,6 +195,7 @@ public final class ApplyRunner: Sendable {
     // MARK: - One account
 
     private func process(_ account: PendingAccount, _ queue: DeleteQueue) async throws {
+        if stopping { return }
         defer { counters.withLock { $0.accounts += 1 } }
         var actions = account.actions
         func index(_ kind: ActionKind) -> Int? { actions.firstIndex { $0.kind == kind } }
@@ -210,6 +225,11 @@ public final class ApplyRunner: Sendable {
             }
         }
 
+        // A stop between the steps of an account: the rest stay planned, for resume.
+        if stopping {
+            if reserved { releaseDeletion() }
+            return
+        }
         try await Self.concurrently(&actions, where: { $0.kind.isRevocation }) { action in try await self.revoke(action, account: account) }
 
         let open = actions.filter { $0.kind.isDeletion && $0.isOpen }
@@ -226,6 +246,10 @@ public final class ApplyRunner: Sendable {
             if reserved { releaseDeletion() }
             try await close(open, .blocked, reason: reason, policy: policy)
         case .allow(let policy):
+            if stopping {
+                if reserved { releaseDeletion() }
+                return
+            }
             // The webhook and each configured store at once; the account only once all of them are done.
             try await Self.concurrently(&actions, where: { $0.kind.isDataDeletion }) { action in
                 try await self.deleteData(action, uid: account.uid, policy: policy)

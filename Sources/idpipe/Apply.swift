@@ -516,7 +516,14 @@ struct ApplyCommand {
             try store.saveRun(run)
             try writeReports(store, settings: definition.report)
             let progress = runner.progress
-            Console.out("apply: \(progress.accounts) accounts, \(progress.actionsDone) actions done, \(progress.actionsFailed) failed, "
+            // Said of this session, and whether it ran to the end: "done, 0 failed" before "interrupted" read as a success.
+            let ended: String
+            switch outcome {
+            case .completed: ended = "apply"
+            case .interrupted: ended = "apply, interrupted (this session)"
+            case .stoppedByGuard, .stoppedByConfiguration: ended = "apply, stopped (this session)"
+            }
+            Console.out("\(ended): \(progress.accounts) accounts, \(progress.actionsDone) actions done, \(progress.actionsFailed) failed, "
                 + "\(progress.deleted) accounts deleted, in \(formatSeconds(wallClockSeconds() - started))"
                 + (resent > 0 ? "; \(resent) actions in flight at the last stop were sent again" : "") + ".")
             Console.out("state: \(statePath)")
@@ -612,7 +619,9 @@ struct ApplyCommand {
         return answer.trimmingSpaces == "yes"
     }
 
-    /// Runs the apply on the cooperative pool; SIGINT or SIGTERM cancels it (in-flight actions stay `sent`).
+    /// Runs the apply on the cooperative pool; SIGINT or SIGTERM stops it once the requests in flight are answered
+    /// and recorded (`ApplyRunner.requestStop`); a second signal ends the process at once (what was in flight stays
+    /// `sent`, for resume to send again).
     func runInterruptibly(_ runner: ApplyRunner, command: String) throws -> (ApplyOutcome, Int) {
         let task = Task.detached { () async throws -> (ApplyOutcome, Int) in
             let result = try await runner.apply(command: command) { progress in
@@ -623,8 +632,9 @@ struct ApplyCommand {
             return (result.outcome, result.resent)
         }
         let interruption = Interruption {
-            Console.error("\nidpipe: stopping: waiting for the answers in flight to be recorded (again to quit at once)")
-            task.cancel()
+            Console.error("\nidpipe: stopping: no new account or step is started; waiting for the answers in flight to be recorded "
+                + "(again to quit at once)")
+            runner.requestStop()
         }
         defer { interruption.end() }
         return try blocking { try await task.value }

@@ -373,6 +373,35 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(report.contains("session(s)"))
     }
 
+    /// SIGTERM (or Ctrl-C) during apply starts no new account or step, waits for the answers in flight and records
+    /// them, then exits 130 saying how to go on: nothing is left `sent`. It cancelled the requests in flight at once
+    /// (the process was gone 40 ms after the signal, with 300 ms answers), leaving them for resume to send again,
+    /// while it said it waited for them. The resumed run ends as an uninterrupted one.
+    @Test func aSignalDuringApplyWaitsForTheAnswersInFlight() throws {
+        let data = try generated(1500, seed: 7)
+        let sandbox = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", data: data + "/data.json",
+                                         arguments: Self.raisedQuotas + ["--latency-ms", "300"])
+        let pipeline = try generatedPipeline(data, sandbox: sandbox)
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let state = out + "/state.sqlite"
+        let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(planCode == 0, "\(planOutput)")
+        let (code, output) = try Binary.run(["apply", "--state", state, "--yes"], signalAfter: (SIGTERM, 2.5))
+        #expect(code == 130, "\(output)")
+        #expect(output.contains("idpipe: stopping: no new account or step is started; waiting for the answers in flight"), "\(output)")
+        #expect(output.contains("idpipe: interrupted; `idpipe resume --state") && output.contains("apply, interrupted (this session): "), "\(output)")
+        let stopped = try ledgerRows(state)
+        #expect(!stopped.contains { $0["state"] == "sent" }, "answers in flight were recorded: \(stopped.filter { $0["state"] == "sent" }.count) left sent")
+        #expect(stopped.contains { $0["state"] == "done" } && stopped.contains { $0["state"] == "planned" }, "stopped midway")
+        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", state])
+        #expect(resumed == 0, "\(resumedOutput)")
+        #expect(!resumedOutput.contains("sent again"), "\(resumedOutput)")
+        let rows = try ledgerRows(state)
+        #expect(!rows.contains { $0["state"] == "failed" || $0["state"] == "planned" || $0["state"] == "sent" })
+        checkOrderAndOnce(rows, SandboxLedger(try sandbox.ledger()))
+    }
+
     /// A row of the Data to delete totals: its "deleted" column counts only what a repeat after a kill still found.
     static func isDataTotalsRow(_ line: Substring) -> Bool {
         ["documents", "nodes", "objects"].contains { line.hasPrefix("| `delete-") && line.contains("` | \($0) | ") }

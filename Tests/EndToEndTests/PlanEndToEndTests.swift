@@ -19,8 +19,10 @@ struct Binary {
 
     @discardableResult
     static func run(_ arguments: [String], environment: [String: String] = [:], killAfter: Double? = nil,
-                    signalWhenExists: (Int32, String)? = nil, executable: String? = nil, prefix: [String] = []) throws -> (Int32, String) {
-        try runProgram(executable ?? path, prefix + arguments, environment: environment, killAfter: killAfter, signalWhenExists: signalWhenExists)
+                    signalAfter: (Int32, Double)? = nil, signalWhenExists: (Int32, String)? = nil, executable: String? = nil,
+                    prefix: [String] = []) throws -> (Int32, String) {
+        try runProgram(executable ?? path, prefix + arguments, environment: environment, killAfter: killAfter, signalAfter: signalAfter,
+                       signalWhenExists: signalWhenExists)
     }
 
     static func temporaryDirectory() -> String {
