@@ -16,29 +16,20 @@ public final class DataSurvey: Sendable {
         self.concurrency = max(1, concurrency)
     }
 
+    /// How many finished counts are written to the store at a time: a run stopped midway keeps what it counted (all of
+    /// a window of 500 was written at its end, and an interrupted count of 388 paths began again from none).
+    static let recordEvery = 32
+
     /// Counts every uncounted action (`total` of them, as `uncountedPathActionCount` said); `onProgress` gets (counted
     /// so far, total). A configuration error (a refused credential) stops it; any other failure is recorded for that action.
-    public func run(total: Int, onProgress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> (counted: Int, failed: Int) {
+    /// Once `shouldStop` says so, no count is started: those in flight finish and are written, and `stopped` is true.
+    public func run(total: Int, shouldStop: @escaping @Sendable () -> Bool = { false },
+                    onProgress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> (counted: Int, failed: Int, stopped: Bool) {
         var after: Int64 = 0
         var counted = 0, failed = 0
         let session = try await store.beginSurveySession()
-        while true {
-            let window = try await store.uncountedPathActions(after: after, limit: 500)
-            guard let last = window.last else { break }
-            after = last.id
-            let results = try await withThrowingTaskGroup(of: DataSurveyResult.self) { group in
-                var results: [DataSurveyResult] = []
-                var next = window.makeIterator()
-                func start(_ action: UncountedAction) {
-                    group.addTask { DataSurveyResult(id: action.id, counts: try await self.count(action)) }
-                }
-                for _ in 0..<concurrency { if let action = next.next() { start(action) } }
-                while let result = try await group.next() {
-                    results.append(result)
-                    if let action = next.next() { start(action) }
-                }
-                return results
-            }
+        func record(_ results: [DataSurveyResult]) async throws {
+            guard !results.isEmpty else { return }
             try await store.recordSurvey(results)
             try await store.saveSurveyTraffic(session: session, effects.traffic())
             for result in results {
@@ -46,7 +37,30 @@ public final class DataSurvey: Sendable {
             }
             onProgress?(counted + failed, total)
         }
-        return (counted, failed)
+        while !shouldStop() {
+            let window = try await store.uncountedPathActions(after: after, limit: 500)
+            guard let last = window.last else { break }
+            after = last.id
+            try await withThrowingTaskGroup(of: DataSurveyResult.self) { group in
+                var finished: [DataSurveyResult] = []
+                var next = window.makeIterator()
+                func start() {
+                    guard !shouldStop(), let action = next.next() else { return }
+                    group.addTask { DataSurveyResult(id: action.id, counts: try await self.count(action)) }
+                }
+                for _ in 0..<concurrency { start() }
+                while let result = try await group.next() {
+                    finished.append(result)
+                    if finished.count >= Self.recordEvery {
+                        try await record(finished)
+                        finished = []
+                    }
+                    start()
+                }
+                try await record(finished)
+            }
+        }
+        return (counted, failed, shouldStop())
     }
 
     private func count(_ action: UncountedAction) async throws -> Result<[PathCount], SurveyFailure> {

@@ -241,8 +241,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         defer { withExtendedLifetime(lock) {} }
         let endCutShort = StateStore.hasUnsyncedWrites(at: statePath)
         let started = wallClockSeconds()
-        // Ctrl-C is caught while the input is read (the plan stops at its next checkpoint); afterwards, during the
-        // data counts and the reports, it has its default effect again (what is counted stays counted).
+        // Ctrl-C is caught while the input is read (the plan stops at its next checkpoint), and while the data is
+        // counted (`countData`); while the reports are written, it has its default effect again.
         let interruption = Interruption {
             Console.error("\nidpipe: stopping once the batch in hand is recorded (again to quit at once)")
         }
@@ -274,8 +274,10 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 + "the same command, or `idpipe resume --state \(statePath)`, continues from there")
             return Exit.interrupted
         }
-        if outcome.run.guardVerdict == nil, hasDataPaths {
-            try countData(context: context, store: store)
+        if outcome.run.guardVerdict == nil, hasDataPaths, try countData(context: context, store: store) {
+            Console.error("idpipe: interrupted while counting the data to delete; what was counted is kept, and the same command, or "
+                + "`idpipe resume --state \(statePath)`, counts the rest")
+            return Exit.interrupted
         }
         if requestApply, var run = try store.loadRun(), run.applyRequested != true || (maxDeletions != nil && run.maxDeletions != maxDeletions) {
             run.applyRequested = true
@@ -360,11 +362,12 @@ private func pathCountsToDo(_ store: StateStore) throws -> Int {
 }
 
 /// The dry run's reads of the configured data paths (resumable: what is counted stays counted).
-private func countData(context: PipelineContext, store: StateStore) throws {
-    guard try pathCountsToDo(store) > 0 else { return }
+/// The dry run's counts of the configured data paths; true when a signal stopped it before the end.
+private func countData(context: PipelineContext, store: StateStore) throws -> Bool {
+    guard try pathCountsToDo(store) > 0 else { return false }
     guard context.definition.services.google != nil else {
         Console.out("data: not counted: the pipeline has no services.google to read the configured paths with (apply needs it too).")
-        return
+        return false
     }
     let reopened = try store.reopenRecountableActions()
     if reopened > 0 { Console.out("data: counting again \(reopened) path deletions that gave up on passing faults last time.") }
@@ -373,12 +376,22 @@ private func countData(context: PipelineContext, store: StateStore) throws {
     let services = try Services(context, logger: Logger(label: "idpipe"))
     defer { services.shutdown() }
     let survey = DataSurvey(store: store, effects: services.effects(), concurrency: context.definition.apply.accountsInFlight)
-    let (counted, failed) = try blocking {
-        try await survey.run(total: total) { done, total in Console.progress("data: counted \(done) of \(total) path deletions") }
+    // Ctrl-C or SIGTERM: no count is started, those in flight are written, and the next plan or resume counts the rest
+    // (the signal ended the process at once, without a word, and a count not yet written was made again).
+    let interruption = Interruption {
+        Console.error("\nidpipe: stopping: waiting for the counts in flight to be recorded (again to quit at once)")
+    }
+    defer { interruption.end() }
+    let raised = interruption.raised
+    let (counted, failed, stopped) = try blocking {
+        try await survey.run(total: total, shouldStop: raised) { done, total in
+            Console.progress("data: counted \(done) of \(total) path deletions")
+        }
     }
     Console.endProgress()
     Console.out("data: counted the configured paths of \(counted) path deletions in \(formatSeconds(wallClockSeconds() - started))"
         + (failed > 0 ? "; \(failed) could not be counted (see Data to delete in the report)" : "") + ".")
+    return stopped
 }
 
 private let loggingReady = Mutex(false)

@@ -264,6 +264,27 @@ final class RecordingEffects: RemoteEffects {
     }
 }
 
+extension ApplyRunnerTests {
+    /// A survey told to stop starts no count, writes those it finished, and says it stopped; the next one counts only
+    /// the rest. All the counts of a window of 500 were written at its end: a stop lost every one, and they were made
+    /// again.
+    @Test func aStoppedSurveyKeepsWhatItCounted() async throws {
+        let (store, _) = try plannedStore(firestore: true)
+        let planned = try store.uncountedPathActionCount()
+        let effects = RecordingEffects()
+        let first = try await DataSurvey(store: store, effects: effects, concurrency: 2).run(total: planned, shouldStop: {
+            effects.log.filter { $0.hasPrefix("count ") }.count >= 4
+        })
+        #expect(first.stopped && first.counted >= 4 && first.counted < planned, "\(first)")
+        #expect(try store.uncountedPathActionCount() == planned - first.counted)
+        let rest = RecordingEffects()
+        let second = try await DataSurvey(store: store, effects: rest, concurrency: 2).run(total: try store.uncountedPathActionCount())
+        #expect(!second.stopped && second.counted == planned - first.counted)
+        #expect(Set(rest.log).isDisjoint(with: Set(effects.log)), "nothing counted twice")
+        #expect(try store.uncountedPathActionCount() == 0)
+    }
+}
+
 /// A missing client is named the same way for every kind of action: the pipeline keys to add, and the action.
 @Test(arguments: [(ActionKind.deleteFirestore, "stages.delete.firestore and services.google"), (.revokeApple, "services.apple")])
 func aMissingClientNamesThePipelineKeys(kind: ActionKind, missing: String) {
