@@ -141,6 +141,21 @@ struct PipelineContext {
         return found
     }
 
+    /// The services apply would need that the pipeline does not configure: its plan is made and reviewed all the same,
+    /// and apply refuses it (validate said "valid" without a word, and plan.md only of uncounted data).
+    func servicesApplyNeeds() -> [String] {
+        let d = definition, services = d.services
+        var missing: [String] = []
+        let changesAccounts = d.stages.backfillNames != nil || d.stages.revoke?.firebaseSessions == true || d.stages.delete?.accounts == true
+            || d.stages.delete?.pathKinds.isEmpty == false
+        if changesAccounts && services.google == nil {
+            missing.append("services.google (name updates, session ends, account deletions and the data paths)")
+        }
+        if d.stages.revoke?.apple == true && services.apple == nil { missing.append("services.apple (Apple revocations)") }
+        if d.stages.revoke?.facebook == true && services.facebook == nil { missing.append("services.facebook (Facebook revocations)") }
+        return missing
+    }
+
     /// The inputs plan could not read now (the export and the side inputs), by path.
     func unreadableInputs() -> [String] {
         var paths: [String] = []

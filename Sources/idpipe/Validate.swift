@@ -25,6 +25,11 @@ struct Validate: ParsableCommand {
             context = try PipelineContext(path: pipeline)
             for line in context.describe() { Console.out(line) }
             for warning in context.warnings() { Console.error("idpipe: warning: " + warning) }
+            let missing = context.servicesApplyNeeds()
+            if !missing.isEmpty {
+                Console.error("idpipe: warning: apply needs services the pipeline does not configure (its plan is made and can be "
+                    + "reviewed all the same): " + missing.joined(separator: ", "))
+            }
         } catch {
             throw fail("\(error)")
         }

@@ -161,6 +161,12 @@ struct Binary {
         }
         let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
         #expect(report.contains("•••@privaterelay.appleid.com"))
+        // The sample has no services to count its data paths with: plan.json says so per kind, as plan.md does (it
+        // said "counted": 0 and "notCounted": [], which read as a complete count).
+        #expect(report.contains("**30 path deletions are not counted yet**"), "\(report)")
+        let plan = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as? [String: Any]
+        let firestore = (plan?["data"] as? [String: Any])?["delete-firestore"] as? [String: Any]
+        #expect(firestore?["uncounted"] as? Int == 10 && firestore?["counted"] as? Int == 0, "\(String(describing: firestore))")
         let revealed = Binary.temporaryDirectory()
         try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", revealed, "--as-of", asOf, "--reveal-personal-data"])
         let shown = try String(contentsOfFile: revealed + "/plan.json", encoding: .utf8)
@@ -832,6 +838,10 @@ struct Binary {
         // What widens or caps the deletions is said: both revocation policies, and guards (here some; none is said too).
         #expect(validOutput.contains("when a revocation is not possible: delete, when one fails: keep"), "\(validOutput)")
         #expect(validOutput.contains("guards: at most 100 deletions"), "\(validOutput)")
+        // The services apply needs and the pipeline lacks (the sample has none): validate said "valid", and apply refused.
+        #expect(validOutput.contains("warning: apply needs services the pipeline does not configure (its plan is made and can be reviewed "
+            + "all the same): services.google (name updates, session ends, account deletions and the data paths), services.apple "
+            + "(Apple revocations), services.facebook (Facebook revocations)"), "\(validOutput)")
         let unguarded = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "guards:\n  max_deletions: 100\n  max_deletion_share: 0.10\n", with: "")
         defer { Binary.removeVariant(unguarded) }
         let (_, unguardedOutput) = try Binary.run(["validate", unguarded])

@@ -272,7 +272,7 @@ extension JSONReport {
     static func data(_ summary: DataSummary) -> String {
         let kinds = summary.kinds.map { kind in
             let paths = kind.perPath.map { "{\"path\": \(JSONText.string($0.template)), \"wouldDelete\": \($0.count)}" }
-            return "\(JSONText.string(kind.kind.rawValue)): {\"unit\": \(JSONText.string(kind.unit)), \"accounts\": \(kind.planned), \"counted\": \(kind.counted), "
+            return "\(JSONText.string(kind.kind.rawValue)): {\"unit\": \(JSONText.string(kind.unit)), \"accounts\": \(kind.planned), \"counted\": \(kind.counted), \"uncounted\": \(kind.uncounted), "
                 + "\"wouldDelete\": \(kind.wouldDelete), \"done\": \(kind.done), \"deleted\": \(kind.deleted), \"paths\": [\(paths.joined(separator: ", "))]}"
         }
         let notCounted = summary.notCounted.map { "{\"reason\": \(JSONText.string($0.reason)), \"count\": \($0.count)}" }
