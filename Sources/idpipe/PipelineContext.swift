@@ -204,9 +204,8 @@ struct PipelineContext {
         } else {
             lines.append("delete: off")
         }
-        if d.guards.maxDeletions != nil || d.guards.maxDeletionShare != nil {
-            lines.append("guards: " + [d.guards.maxDeletions.map { "at most \($0) deletions" }, d.guards.maxDeletionPercent.map { "at most \($0) % of accounts" }]
-                .compactMap { $0 }.joined(separator: ", "))
+        if let limits = d.guards.limits {
+            lines.append("guards: " + limits)
         } else if d.stages.delete != nil {
             lines.append("guards: none (nothing caps the deletions; --max-deletions caps an apply)")
         }

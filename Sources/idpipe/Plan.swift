@@ -166,6 +166,7 @@ struct PlanExecution {
         run.reportFolder = absolutePath(out)
         run.listLimit = definition.report.listLimit
         run.revealPersonalData = definition.report.revealPersonalData ? true : nil
+        run.guardLimits = definition.guards.limits
         if definition.selection.deletionRequested {
             let later = sideInputs.deletionRequests.allRows.count { $0.requestedAt > planAsOf }
             if later > 0 {

@@ -164,6 +164,9 @@ struct Binary {
         // The sample has no services to count its data paths with: plan.json says so per kind, as plan.md does (it
         // said "counted": 0 and "notCounted": [], which read as a complete count).
         #expect(report.contains("**30 path deletions are not counted yet**"), "\(report)")
+        // The guards beside what the plan deletes: a reviewer saw them only when one tripped.
+        #expect(report.contains("| Guards | at most 100 deletions, at most 10 % of accounts; this plan deletes the data or the account of 10 of "
+            + "290 accounts (3.4 %) |"), "\(report.prefix(900))")
         let plan = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as? [String: Any]
         let firestore = (plan?["data"] as? [String: Any])?["delete-firestore"] as? [String: Any]
         #expect(firestore?["uncounted"] as? Int == 10 && firestore?["counted"] as? Int == 0, "\(String(describing: firestore))")
@@ -886,6 +889,7 @@ struct Binary {
         let (guardCode, guardOutput) = try Binary.run(["plan", strict, "--out", out, "--as-of", asOf])
         #expect(guardCode == 3, "\(guardOutput)")
         #expect(guardOutput.contains("guards.max_deletions allows 1"))
+        #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("Nothing may be applied from this plan. To go on, raise the guard"))
         let (status, statusOutput) = try Binary.run(["status", "--state", out + "/state.sqlite"])
         #expect(status == 0)
         #expect(statusOutput.contains("status: stopped-by-guard"))

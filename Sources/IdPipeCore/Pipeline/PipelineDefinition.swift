@@ -179,6 +179,12 @@ public struct GuardsConfig: Sendable, Equatable {
     /// `max_deletion_share` as a percentage.
     public var maxDeletionPercent: String? { maxDeletionShare.map(Self.percent) }
 
+    /// The limits in words ("at most 100 deletions, at most 10 % of accounts"); nil when there are none.
+    public var limits: String? {
+        let limits = [maxDeletions.map { "at most \($0) deletions" }, maxDeletionPercent.map { "at most \($0) % of accounts" }].compactMap { $0 }
+        return limits.isEmpty ? nil : limits.joined(separator: ", ")
+    }
+
     /// A share (0 to 1) as a percentage, as written: 0.034 is `3.4`, not the `3.4000000000000004` of `0.034 * 100`;
     /// 0.5 is `50`, 1e-9 is `0.0000001`. In decimals, to 12 places (no exponent, and no share below them shown as 0).
     public static func percent(_ share: Double) -> String {

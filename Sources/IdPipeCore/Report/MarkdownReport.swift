@@ -29,8 +29,11 @@ public struct MarkdownReport {
             ["Input", "`\(run.sourcePath)` (\(run.sourceFormat), \(run.sourceSize) bytes, sha256 \(run.sourceSHA256.map { String($0.prefix(12)) } ?? "not finished"))"],
             ["As of", Timestamp.formatRFC3339(run.asOf)],
             ["Status", run.status.rawValue + (run.applyStop.map { " (last apply stopped: \($0))" } ?? "")],
-        ])
-        if let verdict = run.guardVerdict { out.write("\n**Stopped by a guard:** \(verdict). Nothing may be applied from this plan.\n") }
+        ] + guardsRow(run, tally))
+        if let verdict = run.guardVerdict {
+            out.write("\n**Stopped by a guard:** \(verdict). Nothing may be applied from this plan. To go on, raise the guard in the "
+                + "pipeline (or narrow its selection) and plan again into a new state store.\n")
+        }
         if run.status == .planning {
             out.write("\n**Incomplete:** the plan stopped before the end of its input (interrupted, or still running); the counts and "
                 + "lists below cover only the accounts read so far. `idpipe resume` finishes it.\n")
@@ -157,6 +160,14 @@ public struct MarkdownReport {
             if quarantined > rows.count { out.write("\n… and \(quarantined - rows.count) more in the JSON report.\n") }
         }
         if applied != nil || data?.traffic.isEmpty == false { timing(&out, applied, counting: data?.traffic ?? []) }
+    }
+
+    /// The guards beside what the plan deletes, when the pipeline has any: a reviewer saw them only when one tripped.
+    private func guardsRow(_ run: RunRecord, _ tally: Tally) -> [[String]] {
+        guard let limits = run.guardLimits else { return [] }
+        let deletions = tally["accounts.deletions-planned"], accounts = tally["accounts.processed"]
+        let share = accounts > 0 ? " (\(Guards.percent(deletions, of: accounts)) %)" : ""
+        return [["Guards", "\(limits); this plan deletes the data or the account of \(deletions) of \(accounts) accounts\(share)"]]
     }
 
     /// The blast radius of the configured data paths, counted by reading them during the dry run, and (after apply)

@@ -615,11 +615,15 @@ public enum Guards {
             return "the plan deletes the data or the account of \(deletions) accounts; guards.max_deletions allows \(max)"
         }
         if let share = guards.maxDeletionShare, accounts > 0, Double(deletions) / Double(accounts) > share {
-            let percent = (Double(deletions) * 1000 / Double(accounts)).rounded() / 10
-            return "the plan deletes the data or the account of \(deletions) of \(accounts) accounts (\(percent) %); "
+            return "the plan deletes the data or the account of \(deletions) of \(accounts) accounts (\(percent(deletions, of: accounts)) %); "
                 + "guards.max_deletion_share allows \(GuardsConfig.percent(share)) %"
         }
         return nil
+    }
+
+    /// `part` of `whole` as a percentage to one decimal, as the guard's messages show it.
+    public static func percent(_ part: Int, of whole: Int) -> Double {
+        (Double(part) * 1000 / Double(whole)).rounded() / 10
     }
 }
 

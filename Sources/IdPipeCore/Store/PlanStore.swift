@@ -34,6 +34,9 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// The pipeline's `report.list_limit`: `idpipe report` writes the plan's Markdown with it (nil in a store planned
     /// before it was kept; the default then).
     public var listLimit: Int?
+    /// The pipeline's guards in words (`GuardsConfig.limits`), for the report's reviewer; nil when it has none, or in a
+    /// store planned before they were kept.
+    public var guardLimits: String?
     /// The pipeline's `report.reveal_personal_data`: `idpipe report` shows personal data as the plan's reports do (nil
     /// in a store planned before it was kept: masked then, unless asked).
     public var revealPersonalData: Bool?
