@@ -382,6 +382,9 @@ import IdPipeTestSupport
          "p.yaml:4: not valid YAML: found another document at column 1; expected a single document in the stream (line 1)"),
         ("version: 1\nname: x\nsource: {path: a.json}\nguards: *g\n", "p.yaml:4: not valid YAML: found undefined alias at column 9"),
         ("version: 1\nname: x\nsource: {path: a.json}\n? [a, b]\n: 1\n", "p.yaml:4: keys must be text"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nstages:\n  delete:\n    firestore: {paths: [users/{uid}]}\n",
+         "p.yaml:6: not valid YAML: did not find expected ',' or ']' at column 31; while parsing a flow sequence (a path with {uid} in [ ] "
+            + "is read as a mapping: quote it, or list the paths one `- users/{uid}` a line)"),
     ])
     func yamlErrorsGiveTheirLine(text: String, expected: String) throws {
         let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: text, file: "p.yaml") }

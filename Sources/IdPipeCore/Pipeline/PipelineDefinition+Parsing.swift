@@ -62,7 +62,10 @@ extension PipelineDefinition {
         case .scanner(let context, let problem, let mark, _), .parser(let context, let problem, let mark, _),
              .composer(let context, let problem, let mark, _):
             let line = text.split(separator: "\n", omittingEmptySubsequences: false).dropFirst(mark.line - 1).first ?? ""
-            let tab = line.contains("\t") ? " (the line holds a tab: YAML indents with spaces)" : ""
+            let tab = line.contains("\t") ? " (the line holds a tab: YAML indents with spaces)"
+                // `[users/{uid}]`: in brackets, a brace opens a mapping.
+                : line.contains("{uid}") ? " (a path with {uid} in [ ] is read as a mapping: quote it, or list the paths one `- users/{uid}` a line)"
+                : ""
             // libyaml's context reads before its problem ("expected a single document" … "but found another").
             let reading = context.map { "; \($0.text)" + ($0.mark.line != mark.line ? " (line \($0.mark.line))" : "") } ?? ""
             let found = problem.hasPrefix("but ") ? String(problem.dropFirst(4)) : problem
