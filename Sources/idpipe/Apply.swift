@@ -390,7 +390,7 @@ private func countData(context: PipelineContext, store: StateStore) throws -> Bo
     }
     Console.endProgress()
     Console.out("data: counted the configured paths of \(counted) path deletions in \(formatSeconds(wallClockSeconds() - started))"
-        + (failed > 0 ? "; \(failed) could not be counted (see Data to delete in the report)" : "") + ".")
+        + (failed > 0 ? "; \(failed) could not be counted (see Data to delete in the report)" : "") + (stopped ? ", then stopped" : "") + ".")
     return stopped
 }
 
@@ -632,9 +632,12 @@ struct ApplyCommand {
         return answer.trimmingSpaces == "yes"
     }
 
+    /// How long a stop waits for the answers in flight before it cancels them.
+    static let stopGrace: Double = ProcessEnvironment.value("IDPIPE_TEST_STOP_GRACE_S").flatMap(Double.init) ?? 30
+
     /// Runs the apply on the cooperative pool; SIGINT or SIGTERM stops it once the requests in flight are answered
-    /// and recorded (`ApplyRunner.requestStop`); a second signal ends the process at once (what was in flight stays
-    /// `sent`, for resume to send again).
+    /// and recorded (`ApplyRunner.requestStop`), or cancels them after `stopGrace`; a second signal ends the process at
+    /// once (what was in flight stays `sent`, for resume to send again).
     func runInterruptibly(_ runner: ApplyRunner, command: String) throws -> (ApplyOutcome, Int) {
         let task = Task.detached { () async throws -> (ApplyOutcome, Int) in
             let result = try await runner.apply(command: command) { progress in
@@ -645,9 +648,12 @@ struct ApplyCommand {
             return (result.outcome, result.resent)
         }
         let interruption = Interruption {
-            Console.error("\nidpipe: stopping: no new account or step is started; waiting for the answers in flight to be recorded "
-                + "(again to quit at once)")
+            Console.error("\nidpipe: stopping: no new account or step is started; waiting up to \(Int(Self.stopGrace)) s for the answers in "
+                + "flight to be recorded (again to quit at once)")
             runner.requestStop()
+            // A service that hangs would keep its requests retrying for minutes, and fail them: after the grace they
+            // are cancelled and stay `sent`, for resume to send again.
+            DispatchQueue.global().asyncAfter(deadline: .now() + Self.stopGrace) { task.cancel() }
         }
         defer { interruption.end() }
         return try blocking { try await task.value }

@@ -5,8 +5,8 @@ import Glibc
 #endif
 
 /// Ctrl-C and SIGTERM while a command works: the first one calls `onSignal` (the command stops at its next safe point,
-/// with everything so far recorded); a second one, or one while no `Interruption` is active, ends the process at once,
-/// as the signal does by default.
+/// with everything so far recorded); a second one, or one while no `Interruption` is active, ends the process at once
+/// (exit code 128 + the signal's number, as for a process the signal ended).
 ///
 /// The signals are watched once for the whole process, and each `Interruption` takes its turn: libdispatch installs
 /// its signal handler once, and an `Interruption` that set the default action back as it ended removed that handler
@@ -51,10 +51,10 @@ final class Interruption {
             return turn.onSignal
         }
         guard let handler else {
-            // No command to stop, or its stop was asked already: the signal's own effect, at once.
-            signal(number, SIG_DFL)
-            raise(number)
-            return
+            // No command to stop, or its stop was asked already: the end of the process, at once, with the code a
+            // shell gives a process the signal ended. (`raise` on this libdispatch thread, which blocks every
+            // signal, left the signal pending there: lost, and the next one killed the process mid-step.)
+            _exit(128 + number)
         }
         handler()
     }

@@ -376,13 +376,20 @@ func firstDifference(_ a: String, _ b: String) -> String {
     /// SIGTERM (or Ctrl-C) during apply starts no new account or step, waits for the answers in flight and records
     /// them, then exits 130 saying how to go on: nothing is left `sent`. It cancelled the requests in flight at once
     /// (the process was gone 40 ms after the signal, with 300 ms answers), leaving them for resume to send again,
-    /// while it said it waited for them. The resumed run ends as an uninterrupted one. `run`, whose plan stage watched
-    /// the signals before its apply, did not hear one at all during the apply (it ran to its end).
-    @Test(arguments: ["apply", "run"])
-    func aSignalDuringApplyWaitsForTheAnswersInFlight(command: String) throws {
+    /// while it said it waited for them. `run`, whose plan stage watched the signals before its apply, did not hear
+    /// one at all during the apply (it ran to its end). A second signal ends the process at once (it was lost, and a
+    /// third was needed); answers slower than the stop's grace are cancelled and left `sent`. Each resumed run ends
+    /// as an uninterrupted one, every effect once.
+    enum Stop: String, CaseIterable {
+        case apply, run, twice, grace
+    }
+
+    @Test(arguments: Stop.allCases)
+    func aSignalDuringApplyWaitsForTheAnswersInFlight(stop: Stop) throws {
         let data = try generated(1500, seed: 7)
+        let latency = stop == .grace ? "1500" : "300"
         let sandbox = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", data: data + "/data.json",
-                                         arguments: Self.raisedQuotas + ["--latency-ms", "300"])
+                                         arguments: Self.raisedQuotas + ["--latency-ms", latency])
         let pipeline = try generatedPipeline(data, sandbox: sandbox)
         defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
@@ -390,17 +397,29 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
         #expect(planCode == 0, "\(planOutput)")
         // `run` into the planned store plans nothing, and applies.
-        let arguments = command == "apply" ? ["apply", "--state", state, "--yes"] : ["run", pipeline, "--out", out, "--as-of", asOf, "--yes"]
-        let (code, output) = try Binary.run(arguments, signalAfter: (SIGTERM, 2.5))
-        #expect(code == 130, "\(output)")
-        #expect(output.contains("idpipe: stopping: no new account or step is started; waiting for the answers in flight"), "\(output)")
-        #expect(output.contains("idpipe: interrupted; `idpipe resume --state") && output.contains("apply, interrupted (this session): "), "\(output)")
+        let arguments = stop == .run ? ["run", pipeline, "--out", out, "--as-of", asOf, "--yes"] : ["apply", "--state", state, "--yes"]
+        let signals: [(Int32, Double)] = stop == .twice ? [(SIGTERM, 2.5), (SIGTERM, 0.1)] : [(SIGTERM, stop == .grace ? 4 : 2.5)]
+        // The grace a stop gives the answers in flight: the default, 30 s, but 1 s (less than an answer) to see it end.
+        let (code, output) = try Binary.run(arguments, environment: stop == .grace ? ["IDPIPE_TEST_STOP_GRACE_S": "1"] : [:], signals: signals)
         let stopped = try ledgerRows(state)
-        #expect(!stopped.contains { $0["state"] == "sent" }, "answers in flight were recorded: \(stopped.filter { $0["state"] == "sent" }.count) left sent")
+        let sent = stopped.filter { $0["state"] == "sent" }.count
+        switch stop {
+        case .apply, .run:
+            #expect(code == 130, "\(output)")
+            #expect(output.contains("idpipe: stopping: no new account or step is started; waiting up to 30 s for the answers in flight"), "\(output)")
+            #expect(output.contains("idpipe: interrupted; `idpipe resume --state") && output.contains("apply, interrupted (this session): "), "\(output)")
+            #expect(sent == 0, "answers in flight were recorded: \(sent) left sent")
+        case .twice:
+            // The second ends it at once: 128 + SIGTERM (a stop that waited ends with 130).
+            #expect(code == 143, "\(code): \(output)")
+        case .grace:
+            #expect(code == 130, "\(output)")
+            #expect(sent > 0, "answers slower than the grace are cancelled and stay sent")
+        }
         #expect(stopped.contains { $0["state"] == "done" } && stopped.contains { $0["state"] == "planned" }, "stopped midway")
         let (resumed, resumedOutput) = try Binary.run(["resume", "--state", state])
         #expect(resumed == 0, "\(resumedOutput)")
-        #expect(!resumedOutput.contains("sent again"), "\(resumedOutput)")
+        #expect(resumedOutput.contains("sent again") == (sent > 0), "\(resumedOutput)")
         let rows = try ledgerRows(state)
         #expect(!rows.contains { $0["state"] == "failed" || $0["state"] == "planned" || $0["state"] == "sent" })
         checkOrderAndOnce(rows, SandboxLedger(try sandbox.ledger()))

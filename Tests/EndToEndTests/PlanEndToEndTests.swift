@@ -19,9 +19,9 @@ struct Binary {
 
     @discardableResult
     static func run(_ arguments: [String], environment: [String: String] = [:], killAfter: Double? = nil,
-                    signalAfter: (Int32, Double)? = nil, signalWhenExists: (Int32, String)? = nil, executable: String? = nil,
+                    signals: [(Int32, Double)] = [], signalWhenExists: (Int32, String)? = nil, executable: String? = nil,
                     prefix: [String] = []) throws -> (Int32, String) {
-        try runProgram(executable ?? path, prefix + arguments, environment: environment, killAfter: killAfter, signalAfter: signalAfter,
+        try runProgram(executable ?? path, prefix + arguments, environment: environment, killAfter: killAfter, signals: signals,
                        signalWhenExists: signalWhenExists)
     }
 

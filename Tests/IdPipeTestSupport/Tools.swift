@@ -4,11 +4,11 @@ import Foundation
 public let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
 /// Runs a program (in the repository's root) to completion; returns its exit status and combined output.
-/// `killAfter` sends SIGKILL after that many seconds, `signalAfter` a signal after some seconds; `signalWhenExists`
-/// sends a signal once a file appears (the sign that the program is past its start).
+/// `killAfter` sends SIGKILL after that many seconds; `signals` sends each signal after its delay (from the one
+/// before); `signalWhenExists` sends a signal once a file appears (the sign that the program is past its start).
 @discardableResult
 public func runProgram(_ path: String, _ arguments: [String], environment: [String: String] = [:], input: String? = nil,
-                       killAfter: Double? = nil, signalAfter: (Int32, Double)? = nil, signalWhenExists: (Int32, String)? = nil) throws -> (status: Int32, output: String) {
+                       killAfter: Double? = nil, signals: [(Int32, Double)] = [], signalWhenExists: (Int32, String)? = nil) throws -> (status: Int32, output: String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: path)
     process.arguments = arguments
@@ -26,7 +26,7 @@ public func runProgram(_ path: String, _ arguments: [String], environment: [Stri
         usleep(UInt32(killAfter * 1_000_000))
         kill(process.processIdentifier, SIGKILL)
     }
-    if let (number, seconds) = signalAfter {
+    for (number, seconds) in signals {
         usleep(UInt32(seconds * 1_000_000))
         kill(process.processIdentifier, number)
     }

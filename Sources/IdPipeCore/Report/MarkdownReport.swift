@@ -164,7 +164,9 @@ public struct MarkdownReport {
 
     /// The guards beside what the plan deletes, when the pipeline has any: a reviewer saw them only when one tripped.
     private func guardsRow(_ run: RunRecord, _ tally: Tally) -> [[String]] {
-        guard let limits = run.guardLimits else { return [] }
+        let given = [run.guardLimits, run.maxDeletions.map { "--max-deletions \($0) (kept with the run)" }].compactMap { $0 }
+        guard !given.isEmpty else { return [] }
+        let limits = given.joined(separator: ", ")
         let deletions = tally["accounts.deletions-planned"], accounts = tally["accounts.processed"]
         let share = accounts > 0 ? " (\(Guards.percent(deletions, of: accounts)) %)" : ""
         return [["Guards", "\(limits); this plan deletes the data or the account of \(deletions) of \(accounts) accounts\(share)"]]
