@@ -227,6 +227,9 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let (held, heldOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
         #expect(held == 3 && heldOutput.contains("deletion cap of 4"), "\(heldOutput)")
         #expect(heldOutput.contains("kept with the run); to go on, give a higher N: `idpipe resume --state"), "\(heldOutput)")
+        // The report's guards show it beside the pipeline's.
+        let heldReport = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+        #expect(heldReport.contains("| Guards | at most 100 deletions, at most 10 % of accounts, --max-deletions 4 (kept with the run); "), "\(heldReport.prefix(900))")
         #expect(SandboxLedger(try sandbox.ledger()).count("identitytoolkit", "delete") == 4)
         // Given a higher cap, the rest goes (the pipeline allows 100).
         let (resumed, resumedOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite", "--max-deletions", "50"])
