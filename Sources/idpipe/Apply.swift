@@ -361,8 +361,8 @@ private func pathCountsToDo(_ store: StateStore) throws -> Int {
     try store.uncountedPathActionCount() + store.recountableActionCount()
 }
 
-/// The dry run's reads of the configured data paths (resumable: what is counted stays counted).
-/// The dry run's counts of the configured data paths; true when a signal stopped it before the end.
+/// The dry run's reads of the configured data paths (resumable: what is counted stays counted); true when a signal
+/// stopped it before the end.
 private func countData(context: PipelineContext, store: StateStore) throws -> Bool {
     guard try pathCountsToDo(store) > 0 else { return false }
     guard context.definition.services.google != nil else {

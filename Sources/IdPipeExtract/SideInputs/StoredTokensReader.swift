@@ -77,7 +77,7 @@ extension SideInputReader {
             throw fail("type: expected refresh_token, access_token or authorization_code")
         }
         guard let token = fields.text("token"), !token.isEmpty else { throw fail("token: is missing") }
-        try refuseSpacesAround(token, "token", fail: fail)
+        try refuseCharactersNoTokenHas(token, "token", fail: fail)
         guard let captured = fields.value("captured_at")?.timestamp else {
             let flaw = fields.text("captured_at").flatMap(Timestamp.rfc3339Flaw).map { " (\($0))" } ?? ""
             throw fail("captured_at: expected an RFC 3339 time\(flaw)")
@@ -87,19 +87,20 @@ extension SideInputReader {
 
     private static func facebookLogin(_ fields: FlatObject, fail: (String) -> InputError) throws -> StoredFacebookLogin {
         guard let facebookId = fields.text("facebook_id"), !facebookId.isEmpty else { throw fail("facebook_id: is missing") }
-        try refuseSpacesAround(facebookId, "facebook_id", fail: fail)
+        try refuseCharactersNoTokenHas(facebookId, "facebook_id", fail: fail)
         guard let login = fields.value("login")?.named(FacebookLoginKind.self) else {
             throw fail("login: expected classic or limited")
         }
         let text = fields.text("token") ?? ""
-        try refuseSpacesAround(text, "token", fail: fail)
+        try refuseCharactersNoTokenHas(text, "token", fail: fail)
         let token = text.isEmpty ? nil : Secret(value: text, fingerprint: SecretFingerprint.of(text))
         return StoredFacebookLogin(facebookId: facebookId, login: login, accessToken: token)
     }
 
-    /// A token or id with white space (or a control character) at either end is no value Apple or Facebook issued: a
-    /// copy-paste slip, which apply would send as it is and see refused. Said without quoting the value.
-    private static func refuseSpacesAround(_ value: String, _ field: String, fail: (String) -> InputError) throws {
+    /// A token or id with white space (or a control character) at either end, or any character beyond printable ASCII
+    /// within, is no value Apple or Facebook issued: a copy-paste slip, which apply would send as it is and see refused.
+    /// Said without quoting the value.
+    private static func refuseCharactersNoTokenHas(_ value: String, _ field: String, fail: (String) -> InputError) throws {
         guard let first = value.unicodeScalars.first, let last = value.unicodeScalars.last else { return }
         func isSpace(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.isWhitespace || scalar.value < 0x20 || scalar.value == 0x7F }
         if isSpace(first) || isSpace(last) { throw fail("\(field): has white space or a control character at its start or end") }
