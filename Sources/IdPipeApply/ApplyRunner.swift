@@ -209,6 +209,10 @@ public final class ApplyRunner: Sendable {
             guard reserveDeletion() else { return }
             reserved = true
         }
+        // The place under the cap goes back when the account's deletion does not start in this run.
+        func giveBackReservation() {
+            if reserved { releaseDeletion() }
+        }
 
         if let i = index(.updateName), actions[i].isOpen {
             let uid = account.uid, name = actions[i].value ?? ""
@@ -226,10 +230,7 @@ public final class ApplyRunner: Sendable {
         }
 
         // A stop between the steps of an account: the rest stay planned, for resume.
-        if stopping {
-            if reserved { releaseDeletion() }
-            return
-        }
+        if stopping { return giveBackReservation() }
         try await Self.concurrently(&actions, where: { $0.kind.isRevocation }) { action in try await self.revoke(action, account: account) }
 
         let open = actions.filter { $0.kind.isDeletion && $0.isOpen }
@@ -240,16 +241,12 @@ public final class ApplyRunner: Sendable {
         }
         switch settings.policy.verdict(revocations: actions.filter { $0.kind.isRevocation }) {
         case .wait:
-            if reserved { releaseDeletion() }
-            return  // a revocation is still open (a stop came in between): the next run decides
+            giveBackReservation()  // a revocation is still open (a stop came in between): the next run decides
         case .block(let policy, let reason):
-            if reserved { releaseDeletion() }
+            giveBackReservation()
             try await close(open, .blocked, reason: reason, policy: policy)
         case .allow(let policy):
-            if stopping {
-                if reserved { releaseDeletion() }
-                return
-            }
+            if stopping { return giveBackReservation() }
             // The webhook and each configured store at once; the account only once all of them are done.
             try await Self.concurrently(&actions, where: { $0.kind.isDataDeletion }) { action in
                 try await self.deleteData(action, uid: account.uid, policy: policy)

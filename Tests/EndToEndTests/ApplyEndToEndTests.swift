@@ -300,6 +300,14 @@ func firstDifference(_ a: String, _ b: String) -> String {
     }
 
     /// The cleanup of generated accounts: deletion requests and disabled accounts, names filled for the others.
+    /// A sandbox serving the generated accounts, tokens and data of `data` at the raised quotas (and `arguments`), and
+    /// the generated pipeline pointed at it (for the caller to remove).
+    func generatedSandbox(_ data: String, arguments: [String] = []) throws -> (SandboxProcess, String) {
+        let sandbox = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", data: data + "/data.json",
+                                         arguments: Self.raisedQuotas + arguments)
+        return (sandbox, try generatedPipeline(data, sandbox: sandbox))
+    }
+
     func generatedPipeline(_ data: String, sandbox: SandboxProcess) throws -> String {
         try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox, replacing: [
             ("../Samples/accounts.json", data + "/accounts.json"),
@@ -315,9 +323,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
 
     @Test func killedAtRandomMomentsAndResumedItEndsAsAnUninterruptedRun() throws {
         let data = try generated(20_000, seed: 11)
-        let reference = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", data: data + "/data.json",
-                                           arguments: Self.raisedQuotas)
-        let referencePipeline = try generatedPipeline(data, sandbox: reference)
+        let (reference, referencePipeline) = try generatedSandbox(data)
         defer { Binary.removeVariant(referencePipeline) }
         let referenceOut = Binary.temporaryDirectory()
         let started = Date()
@@ -325,9 +331,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let duration = Date().timeIntervalSince(started)
         #expect(referenceCode == 0, "\(referenceOutput)")
 
-        let crashed = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", data: data + "/data.json",
-                                         arguments: Self.raisedQuotas)
-        let crashedPipeline = try generatedPipeline(data, sandbox: crashed)
+        let (crashed, crashedPipeline) = try generatedSandbox(data)
         defer { Binary.removeVariant(crashedPipeline) }
         let out = Binary.temporaryDirectory()
         let state = out + "/state.sqlite"
@@ -391,9 +395,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
     func aSignalDuringApplyWaitsForTheAnswersInFlight(stop: Stop) throws {
         let data = try generated(1500, seed: 7)
         let latency = stop == .grace ? "1500" : "300"
-        let sandbox = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", data: data + "/data.json",
-                                         arguments: Self.raisedQuotas + ["--latency-ms", latency])
-        let pipeline = try generatedPipeline(data, sandbox: sandbox)
+        let (sandbox, pipeline) = try generatedSandbox(data, arguments: ["--latency-ms", latency])
         defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let state = out + "/state.sqlite"
@@ -435,10 +437,8 @@ func firstDifference(_ a: String, _ b: String) -> String {
 
     @Test func faultsDoNotLoseAnything() throws {
         let data = try generated(3000, seed: 5)
-        let sandbox = try SandboxProcess(accounts: data + "/accounts.json", storedTokens: data + "/stored-tokens.jsonl", data: data + "/data.json",
-                                         arguments: Self.raisedQuotas + ["--fault503", "0.05", "--fault-drop", "0.01",
+        let (sandbox, pipeline) = try generatedSandbox(data, arguments: ["--fault503", "0.05", "--fault-drop", "0.01",
                                                                          "--fault429-burst", "0.003", "--burst-length", "20", "--retry-after", "1"])
-        let pipeline = try generatedPipeline(data, sandbox: sandbox)
         defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])

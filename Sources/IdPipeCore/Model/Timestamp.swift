@@ -48,46 +48,46 @@ public enum Timestamp {
         }
         guard let year = number(0, 4), bytes.count >= 10, bytes[4] == 45, let month = number(5, 2), bytes[7] == 45,
               let day = number(8, 2) else { return .flaw(.shape) }
-        // The shape first: a text cut after a wrong month is no time by its shape as well.
-        var index = 19
+        // The shape first, read whole: a text cut after a wrong month is no time by its shape as well.
+        var clock: (hour: Int, minute: Int, second: Int, millis: Int, offset: (sign: Int, hours: Int, minutes: Int)?)?
         if bytes.count > 10 {
-            guard bytes.count >= 20, bytes[10] == 84 || bytes[10] == 116 || bytes[10] == 32, number(11, 2) != nil, bytes[13] == 58,
-                  number(14, 2) != nil, bytes[16] == 58, number(17, 2) != nil else { return .flaw(.shape) }
-            if bytes[index] == 46 {  // fraction
+            guard bytes.count >= 20, bytes[10] == 84 || bytes[10] == 116 || bytes[10] == 32, let hour = number(11, 2), bytes[13] == 58,
+                  let minute = number(14, 2), bytes[16] == 58, let second = number(17, 2) else { return .flaw(.shape) }
+            var index = 19, millis = 0
+            if bytes[index] == 46 {  // fraction: its first three digits
                 index += 1
                 let digits = index
-                while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 { index += 1 }
+                var scale = 100
+                while index < bytes.count, bytes[index] >= 48, bytes[index] <= 57 {
+                    millis += Int(bytes[index] - 48) * scale
+                    scale /= 10
+                    index += 1
+                }
                 guard index > digits else { return .flaw(.shape) }
             }
             guard index < bytes.count else { return .flaw(.shape) }
+            var offset: (sign: Int, hours: Int, minutes: Int)?
             if bytes[index] == 90 || bytes[index] == 122 {  // Z
                 guard index + 1 == bytes.count else { return .flaw(.shape) }
             } else {
-                guard bytes[index] == 43 || bytes[index] == 45, index + 6 == bytes.count, number(index + 1, 2) != nil,
-                      bytes[index + 3] == 58, number(index + 4, 2) != nil else { return .flaw(.shape) }
+                guard bytes[index] == 43 || bytes[index] == 45, index + 6 == bytes.count, let hours = number(index + 1, 2),
+                      bytes[index + 3] == 58, let minutes = number(index + 4, 2) else { return .flaw(.shape) }
+                offset = (bytes[index] == 43 ? 1 : -1, hours, minutes)
             }
+            clock = (hour, minute, second, millis, offset)
         }
         guard (1...12).contains(month) else { return .flaw(.month) }
         guard (1...daysIn(month: month, year: year)).contains(day) else { return .flaw(.day) }
         var millis = daysFromCivil(year: year, month: month, day: day) * 86_400_000
-        if bytes.count == 10 { return .time(Int64(millis)) }
-        let hour = number(11, 2)!, minute = number(14, 2)!, second = number(17, 2)!
-        guard hour < 24 else { return .flaw(.hour) }
-        guard minute < 60 else { return .flaw(.minute) }
-        guard second < 61 else { return .flaw(.second) }
-        millis += ((hour * 60 + minute) * 60 + second) * 1000
-        if bytes[19] == 46 {
-            var scale = 100
-            for digit in bytes[20..<min(index, 23)] {
-                millis += Int(digit - 48) * scale
-                scale /= 10
-            }
-        }
-        if bytes[index] == 90 || bytes[index] == 122 { return .time(Int64(millis)) }
-        let offsetHours = number(index + 1, 2)!, offsetMinutes = number(index + 4, 2)!
-        guard offsetHours < 24, offsetMinutes < 60 else { return .flaw(.offset) }
-        let offset = (offsetHours * 60 + offsetMinutes) * 60_000
-        return .time(Int64(bytes[index] == 43 ? millis - offset : millis + offset))
+        guard let clock else { return .time(Int64(millis)) }
+        guard clock.hour < 24 else { return .flaw(.hour) }
+        guard clock.minute < 60 else { return .flaw(.minute) }
+        guard clock.second < 61 else { return .flaw(.second) }
+        millis += ((clock.hour * 60 + clock.minute) * 60 + clock.second) * 1000 + clock.millis
+        guard let offset = clock.offset else { return .time(Int64(millis)) }
+        guard offset.hours < 24, offset.minutes < 60 else { return .flaw(.offset) }
+        // 12:00+02:00 is 10:00Z.
+        return .time(Int64(millis - offset.sign * (offset.hours * 60 + offset.minutes) * 60_000))
     }
 
     /// 28 to 31: a 30 February is refused rather than taken for 2 March.
