@@ -35,13 +35,6 @@ extension StateStore: ReportSource {
         }
     }
 
-    public func accounts(_ list: AccountList?, limit: Int?, _ body: (ReportAccount) throws -> Void) throws {
-        try queue.read { db in
-            let rows = try RawRows(db, sql: Self.accountSQL(list, limit: limit))
-            while try rows.next() { try body(Self.account(rows)) }
-        }
-    }
-
     /// In (seq, step) order, which is the order of the row ids (`commit` writes them so): read in table order, not
     /// through the (seq, kind) index and a sort, which cost each report a lookup per action.
     public func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws {
@@ -52,32 +45,38 @@ extension StateStore: ReportSource {
     }
 
     /// Both in one pass: two cursors in sequence order, merged, so memory stays flat however many accounts there are.
-    /// Read on a thread of its own, at most about a thousand accounts ahead of `body`.
-    public func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws {
-        try ReadAhead<(ReportAccount, [ReportAction])>().run(produce: { [self] emit in try readAccountsWithActions(emit) }) { item in
+    /// Every account is read on a thread of its own, at most about a thousand accounts ahead of `body`.
+    public func accountsWithActions(_ list: AccountList?, limit: Int?, _ body: (ReportAccount, [ReportAction]) throws -> Void) throws {
+        guard list == nil, limit == nil else {
+            return try queue.read { db in try Self.readAccountsWithActions(db, list, limit: limit) { try body($0.0, $0.1) } }
+        }
+        try ReadAhead<(ReportAccount, [ReportAction])>().run(produce: { [self] emit in
+            try queue.read { db in try Self.readAccountsWithActions(db, nil, limit: nil, emit) }
+        }) { item in
             try body(item.0, item.1)
         }
     }
 
-    private func readAccountsWithActions(_ body: ((ReportAccount, [ReportAction])) throws -> Void) throws {
-        try queue.read { db in
-            // The actions come with each account, so the name update's value is not looked up a second time.
-            let accounts = try RawRows(db, sql: Self.accountSQL(nil, limit: nil, newName: false))
-            let actions = try RawRows(db, sql: "SELECT \(Self.actionColumns) FROM action ORDER BY id")
-            var next = try actions.next() ? Self.action(actions) : nil
-            while try accounts.next() {
-                let account = Self.account(accounts)
-                var own: [ReportAction] = []
-                while let action = next, action.sequence <= account.sequence {
-                    // Skipping it would drop an action from the reports without a word.
-                    guard action.sequence == account.sequence else { throw Self.unplaced(action) }
-                    own.append(action)
-                    next = try actions.next() ? Self.action(actions) : nil
-                }
-                try body((account, own))
+    private static func readAccountsWithActions(_ db: Database, _ list: AccountList?, limit: Int?,
+                                                _ body: ((ReportAccount, [ReportAction])) throws -> Void) throws {
+        // The actions come with each account, so the name update's value is not looked up a second time.
+        let accounts = try RawRows(db, sql: accountSQL(list, limit: limit))
+        let listed = list == nil && limit == nil ? "" : "WHERE seq IN (SELECT a.seq \(accountsFrom(list, limit: limit)))"
+        let actions = try RawRows(db, sql: "SELECT \(actionColumns) FROM action \(listed) ORDER BY id")
+        var next = try actions.next() ? Self.action(actions) : nil
+        while try accounts.next() {
+            var account = Self.account(accounts)
+            var own: [ReportAction] = []
+            while let action = next, action.sequence <= account.sequence {
+                // Skipping it would drop an action from the reports without a word.
+                guard action.sequence == account.sequence else { throw Self.unplaced(action) }
+                own.append(action)
+                next = try actions.next() ? Self.action(actions) : nil
             }
-            if let action = next { throw Self.unplaced(action) }
+            account.newName = own.first { $0.kind == ActionKind.updateName.rawValue }?.value
+            try body((account, own))
         }
+        if let action = next { throw Self.unplaced(action) }
     }
 
     /// An action the merge cannot place: its account has no row, or the action table is not in sequence order.
@@ -85,14 +84,16 @@ extension StateStore: ReportSource {
         .corrupt("the \(action.kind) action of account #\(action.sequence) (\(action.uid)) is out of sequence order or has no account row")
     }
 
-    /// With `newName`, a last column holds the value of the account's name update (a lookup per account).
-    private static func accountSQL(_ list: AccountList?, limit: Int?, newName: Bool = true) -> String {
+    private static func accountSQL(_ list: AccountList?, limit: Int?) -> String {
         """
         SELECT a.seq, a.uid, a.file, a.line, a.relay, a.consent_review, a.selection, a.selection_detail, a.name_outcome, a.email,
                a.display_name, a.phone, a.providers, a.deletion_request
-               \(newName ? ", (SELECT value FROM action x WHERE x.seq = a.seq AND x.kind = 'update-name') AS new_name" : "")
-        FROM account a WHERE \(condition(list)) ORDER BY a.seq \(limit.map { "LIMIT \($0)" } ?? "")
+        \(accountsFrom(list, limit: limit))
         """
+    }
+
+    private static func accountsFrom(_ list: AccountList?, limit: Int?) -> String {
+        "FROM account a WHERE \(condition(list)) ORDER BY a.seq \(limit.map { "LIMIT \($0)" } ?? "")"
     }
 
     // Rows are read by position (in the order of the SELECT lists): a lookup by name costs more than the value.
@@ -100,8 +101,7 @@ extension StateStore: ReportSource {
         ReportAccount(
             sequence: row.integer(0), uid: row.string(1), file: row.string(2), line: Int(row.integer(3)), relay: row.text(4),
             consentReview: row.text(5), selection: row.string(6), selectionDetail: row.text(7), nameOutcome: row.text(8), email: row.text(9),
-            displayName: row.text(10), phone: row.text(11), providers: row.string(12), deletionRequest: row.text(13),
-            newName: row.columnCount > 14 ? row.text(14) : nil)
+            displayName: row.text(10), phone: row.text(11), providers: row.string(12), deletionRequest: row.text(13), newName: nil)
     }
 
     private static let actionColumns = "seq, uid, kind, state, detail, reason, value, attempts, result, policy, resent, dry_count, dry_detail, deleted_count"

@@ -533,6 +533,16 @@ struct Binary {
             let out = Binary.temporaryDirectory()
             let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf] + flags)
             #expect(code == (index == 1 ? 3 : 1), "\(output)")
+            if index == 0 {
+                // Each selected account says what becomes of it: one the plan keeps (a login it cannot revoke, under
+                // when_not_revocable: keep) looked like one it deletes.
+                let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+                let selected = report.components(separatedBy: "### Accounts selected for cleanup").last!.components(separatedBy: "\n## ")[0]
+                #expect(selected.contains("| uid | email | why | request | providers | actions |"), "\(selected)")
+                #expect(selected.contains("| `revoke-apple` not-possible (no stored Apple token); `revoke-sessions` planned; "
+                                          + "`delete-account` blocked (revoke-apple: no stored Apple token) |"), "\(selected)")
+                #expect(selected.contains("| `revoke-apple`, `delete-account` planned |"), "\(selected)")
+            }
             if index == 2 { #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("### Protected"), "\(pipeline)") }
             if index == 3 {
                 #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("Personal data is shown"), "\(pipeline)")

@@ -171,7 +171,9 @@ final class CountingFingerprint: InputFingerprint {
 
     func snapshot(_ store: StateStore) throws -> String {
         var text = ""
-        try store.accounts(nil, limit: nil) { text += "\($0.sequence) \($0.uid) \($0.selection) \($0.nameOutcome ?? "-")\n" }
+        try store.accountsWithActions(nil, limit: nil) { account, _ in
+            text += "\(account.sequence) \(account.uid) \(account.selection) \(account.nameOutcome ?? "-")\n"
+        }
         try store.actions(limit: nil) { text += "\($0.sequence) \($0.kind) \($0.state)\n" }
         try store.quarantine(limit: nil) { text += "\($0) \($1.localId ?? "") \($1.reason)\n" }
         return text + "\(try store.tally().counts.sorted { $0.key < $1.key })"
@@ -291,7 +293,7 @@ final class CountingFingerprint: InputFingerprint {
         try store.commit(batch)
         var rows: [ReportAccount] = []
         var actions: [ReportAction] = []
-        try store.accountsWithActions { rows.append($0); actions.append(contentsOf: $1) }
+        try store.accountsWithActions(nil, limit: nil) { rows.append($0); actions.append(contentsOf: $1) }
         let row = try #require(rows.first)
         #expect(rows.count == 1)
         #expect([row.uid, row.file, row.email, row.displayName, row.providers] == ["ü-1", "f.json", "josé@bücher.example", "", "google.com"])
@@ -301,8 +303,9 @@ final class CountingFingerprint: InputFingerprint {
     }
 
     /// plan.md's lists, gathered as a plan commits its batches, hold what the store's conditions select: the same
-    /// counts, and the same first accounts in input order. Values at the edges of each condition: an empty consent
-    /// text (not NULL), "fill from" in other cases and without its space, selections that only start alike.
+    /// counts, and the same first accounts in input order, with the same actions. Values at the edges of each
+    /// condition: an empty consent text (not NULL), "fill from" in other cases and without its space, selections that
+    /// only start alike.
     @Test func gatheredListsMatchTheStoresConditions() throws {
         let store = try StateStore()
         let processor = AccountProcessor(pipeline: try pipeline, sideInputs: SideInputs(), asOf: asOf)
@@ -323,6 +326,17 @@ final class CountingFingerprint: InputFingerprint {
                     account.row.consentReview = consent
                     account.row.nameOutcome = name
                     account.row.selection = selection
+                    // Every third account has a name update and a deletion, so the lists' actions are told apart.
+                    if kept.count % 3 == 1 {
+                        account.actions = [
+                            ReportAction(sequence: 0, uid: account.row.uid, kind: ActionKind.updateName.rawValue, state: "planned", detail: "d",
+                                         reason: nil, value: "Name \(kept.count)", attempts: 0),
+                            ReportAction(sequence: 0, uid: account.row.uid, kind: ActionKind.deleteAccount.rawValue, state: "blocked", detail: "d",
+                                         reason: "why \(kept.count)", value: nil, attempts: 0),
+                        ]
+                        account.steps = [ActionKind.updateName.order, ActionKind.deleteAccount.order]
+                        account.row.newName = "Name \(kept.count)"
+                    }
                     account.number(Int64(kept.count))
                     kept.append(account)
                 }
@@ -337,14 +351,21 @@ final class CountingFingerprint: InputFingerprint {
         let gathered = GatheredListsSource(base: store, lists: lists)
         #expect(try gathered.counts() == store.counts())
         #expect(try store.counts().values.allSatisfy { $0 > 0 })
+        var listedActions = false
         for list in AccountList.allCases {
             for limit in [0, 3, 4] {
                 var fromStore: [String] = [], fromPlan: [String] = []
-                try store.accounts(list, limit: limit) { fromStore.append($0.uid) }
-                try gathered.accounts(list, limit: limit) { fromPlan.append($0.uid) }
+                let described = { (account: ReportAccount, actions: [ReportAction]) in
+                    "\(account.uid) \(account.newName ?? "-") " + actions.map { "\($0.sequence) \($0.kind) \($0.state) \($0.reason ?? "-")" }.joined(separator: ", ")
+                }
+                try store.accountsWithActions(list, limit: limit) { fromStore.append(described($0, $1)) }
+                try gathered.accountsWithActions(list, limit: limit) { fromPlan.append(described($0, $1)) }
                 #expect(fromPlan == fromStore, "\(list), limit \(limit)")
+                #expect(fromStore.count == limit, "\(list), limit \(limit)")
+                listedActions = listedActions || fromStore.contains { $0.contains("blocked why") }
             }
         }
+        #expect(listedActions)
     }
 
     /// Text is copied into the insert's own row buffer for binding; a value longer than that buffer is bound as a copy
@@ -369,7 +390,7 @@ final class CountingFingerprint: InputFingerprint {
         }
         try store.commit(batch)
         var rows: [ReportAccount] = []
-        try store.accountsWithActions { account, _ in rows.append(account) }
+        try store.accountsWithActions(nil, limit: nil) { account, _ in rows.append(account) }
         #expect(rows.map(\.displayName) == names)
         #expect(rows.map(\.uid) == (0..<5).map { "u\($0)" })
         #expect(rows.map(\.email) == (0..<5).map { "u\($0)@example.com" })
@@ -403,7 +424,7 @@ final class CountingFingerprint: InputFingerprint {
         try store.actions(limit: nil) { listed.append("\($0.sequence) \($0.kind)") }
         #expect(listed == expected)
         var merged: [String] = []
-        try store.accountsWithActions { account, actions in merged += actions.map { "\(account.sequence) \($0.kind)" } }
+        try store.accountsWithActions(nil, limit: nil) { account, actions in merged += actions.map { "\(account.sequence) \($0.kind)" } }
         #expect(merged == expected)
     }
 
@@ -431,7 +452,7 @@ final class CountingFingerprint: InputFingerprint {
         }
         try commit([("a", 0), ("c", 2)])
         var merged = 0
-        try store.accountsWithActions { _, actions in merged += actions.count }
+        try store.accountsWithActions(nil, limit: nil) { _, actions in merged += actions.count }
         #expect(merged == 2)
         if outOfOrder {
             // A second action of account a, written after account c's, and account e's after it.
@@ -446,7 +467,7 @@ final class CountingFingerprint: InputFingerprint {
                 try db.execute(sql: "PRAGMA foreign_keys = ON")
             }
         }
-        #expect(throws: StoreError.self) { try store.accountsWithActions { _, _ in } }
+        #expect(throws: StoreError.self) { try store.accountsWithActions(nil, limit: nil) { _, _ in } }
     }
 
     /// How SQLite runs a query, one line a step.

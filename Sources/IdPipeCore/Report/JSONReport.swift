@@ -16,7 +16,7 @@ public struct JSONReport {
         var buffer = ReportBuffer()
         var scratch: [UInt8] = []
         var count = 0
-        try source.accountsWithActions { account, actions in
+        try source.accountsWithActions(nil, limit: nil) { account, actions in
             Self.appendEntry(account, actions, index: count, masking: masking, to: &buffer.bytes, scratch: &scratch)
             count += 1
             buffer.flush(whenFull: &out)

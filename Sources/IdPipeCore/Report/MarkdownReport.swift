@@ -79,7 +79,7 @@ public struct MarkdownReport {
             table(&out, ["class", "accounts"], RelayClass.allCases.map { ["\($0.label)", "\(tally["relay.\($0.name)"])"] }
                 + [["relay accounts needing consent review", "\(tally["relay.consent-review"])"]])
             try accountList(&out, totals, .consentReview, title: "Relay accounts linked to identifying data without recorded consent",
-                            columns: ["uid", "email", "linked data", "providers", "source"]) { account in
+                            columns: ["uid", "email", "linked data", "providers", "source"]) { account, _ in
                 [account.uid, masking.email(account.email), account.consentReview ?? "", account.providers, "\(account.file):\(account.line)"]
             }
         }
@@ -88,7 +88,7 @@ public struct MarkdownReport {
         if !names.isEmpty {
             section(&out, "Display names")
             table(&out, ["outcome", "accounts"], names.map { [$0.0.replacingFirst("fill.", "fill from ").replacingFirst("no-source.", "no source: "), "\($0.1)"] })
-            try accountList(&out, totals, .nameFill, title: "Names to fill", columns: ["uid", "new name", "source", "email"]) { account in
+            try accountList(&out, totals, .nameFill, title: "Names to fill", columns: ["uid", "new name", "source", "email"]) { account, _ in
                 [account.uid, masking.name(account.newName), account.nameOutcome ?? "", masking.email(account.email)]
             }
         }
@@ -99,12 +99,12 @@ public struct MarkdownReport {
         if !selection.isEmpty {
             section(&out, "Selection")
             table(&out, ["", "accounts"], selection.map { [$0.0.replacingFirst("reason.", "matched: "), "\($0.1)"] })
-            try accountList(&out, totals, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account in
+            try accountList(&out, totals, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account, _ in
                 [account.uid, masking.email(account.email), account.selectionDetail ?? ""]
             }
             // Counted only, a deletion request the provider filter set aside was carried out by no one and named nowhere.
             try accountList(&out, totals, .filteredByProvider, title: "Matched, but left out by select.providers (not acted on)",
-                            columns: ["uid", "email", "matched", "request", "providers"]) { account in
+                            columns: ["uid", "email", "matched", "request", "providers"]) { account, _ in
                 [account.uid, masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers]
             }
         }
@@ -127,8 +127,11 @@ public struct MarkdownReport {
                     return ["`\(parts[0])`", parts.count > 1 ? parts[1] : "", "\(value)"]
                 })
             }
-            try accountList(&out, totals, .selected, title: "Accounts selected for cleanup", columns: ["uid", "email", "why", "request", "providers"]) { account in
-                [account.uid, masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers]
+            // What becomes of each: a kept account (a login that cannot be revoked, data out of reach) looked like the others.
+            try accountList(&out, totals, .selected, title: "Accounts selected for cleanup",
+                            columns: ["uid", "email", "why", "request", "providers", "actions"]) { account, actions in
+                [account.uid, masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers,
+                 Self.actionsInBrief(actions)]
             }
         }
 
@@ -266,14 +269,30 @@ public struct MarkdownReport {
     }
 
     private func accountList(_ out: inout some TextOutputStream, _ totals: [AccountList: Int], _ list: AccountList, title: String, columns: [String],
-                             _ row: (ReportAccount) -> [String]) throws {
+                             _ row: (ReportAccount, [ReportAction]) -> [String]) throws {
         let total = totals[list] ?? 0
         guard total > 0 else { return }
         out.write("\n### \(title) (\(total))\n\n")
         var rows: [[String]] = []
-        try source.accounts(list, limit: listLimit) { rows.append(row($0)) }
+        try source.accountsWithActions(list, limit: listLimit) { rows.append(row($0, $1)) }
         table(&out, columns, rows)
         if total > rows.count { out.write("\n… and \(total - rows.count) more: see the JSON report and the CSV ledger.\n") }
+    }
+
+    /// An account's actions in step order, each with its state and reason; actions next to each other in the same state
+    /// for the same reason share one entry ("`delete-data`, `delete-account` blocked (…)").
+    static func actionsInBrief(_ actions: [ReportAction]) -> String {
+        var entries: [String] = []
+        var start = actions.startIndex
+        while start < actions.endIndex {
+            let first = actions[start]
+            var end = start + 1
+            while end < actions.endIndex && actions[end].state == first.state && actions[end].reason == first.reason { end += 1 }
+            entries.append(actions[start..<end].map { "`\($0.kind)`" }.joined(separator: ", ") + " \(first.state)"
+                + (first.reason.map { " (\($0))" } ?? ""))
+            start = end
+        }
+        return entries.joined(separator: "; ")
     }
 
     /// What the migration's import file holds, and what in it `firebase auth:import` would refuse.

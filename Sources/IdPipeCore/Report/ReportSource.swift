@@ -152,10 +152,10 @@ public protocol ReportSource {
     func tally() throws -> Tally
     /// How many accounts each list holds, counted in one pass over them.
     func counts() throws -> [AccountList: Int]
-    func accounts(_ list: AccountList?, limit: Int?, _ body: (ReportAccount) throws -> Void) throws
     func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws
-    /// Every account with its actions, in input order (without holding all actions at once).
-    func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws
+    /// The accounts of `list` (every account when nil) with their actions, in input order, at most `limit` of them;
+    /// every account is streamed without holding all actions at once. `newName` is the name update's value.
+    func accountsWithActions(_ list: AccountList?, limit: Int?, _ body: (ReportAccount, [ReportAction]) throws -> Void) throws
     func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws
     /// What apply did; nil before the first apply.
     func applySummary() throws -> ApplySummary?
@@ -184,7 +184,7 @@ extension AccountList {
 public struct GatheredLists: Sendable {
     public let limit: Int
     public private(set) var counts = Dictionary(uniqueKeysWithValues: AccountList.allCases.map { ($0, 0) })
-    public private(set) var first: [AccountList: [ReportAccount]] = [:]
+    public private(set) var first: [AccountList: [(ReportAccount, [ReportAction])]] = [:]
     /// Planned deletions of data paths: with none, there is no data summary to read from the store.
     public private(set) var pathDeletions = 0
 
@@ -197,7 +197,7 @@ public struct GatheredLists: Sendable {
         for index in actions.indices where ActionKind.named(actions[index].kind)?.isPathDeletion == true { pathDeletions += 1 }
         for list in AccountList.allCases where list.holds(account) {
             counts[list, default: 0] += 1
-            if first[list, default: []].count < limit { first[list, default: []].append(copy account) }
+            if first[list, default: []].count < limit { first[list, default: []].append((copy account, copy actions)) }
         }
     }
 }
@@ -217,13 +217,12 @@ public struct GatheredListsSource<Base: ReportSource>: ReportSource {
     public func tally() throws -> Tally { try base.tally() }
     public func counts() throws -> [AccountList: Int] { lists.counts }
 
-    public func accounts(_ list: AccountList?, limit: Int?, _ body: (ReportAccount) throws -> Void) throws {
-        guard let list, let limit, limit <= lists.limit else { return try base.accounts(list, limit: limit, body) }
-        for account in (lists.first[list] ?? []).prefix(limit) { try body(account) }
+    public func accountsWithActions(_ list: AccountList?, limit: Int?, _ body: (ReportAccount, [ReportAction]) throws -> Void) throws {
+        guard let list, let limit, limit <= lists.limit else { return try base.accountsWithActions(list, limit: limit, body) }
+        for (account, actions) in (lists.first[list] ?? []).prefix(limit) { try body(account, actions) }
     }
 
     public func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws { try base.actions(limit: limit, body) }
-    public func accountsWithActions(_ body: (ReportAccount, [ReportAction]) throws -> Void) throws { try base.accountsWithActions(body) }
     public func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws { try base.quarantine(limit: limit, body) }
     public func applySummary() throws -> ApplySummary? { try base.applySummary() }
     /// The store's summary has a row per kind of path deletion planned, and is nil without any.
