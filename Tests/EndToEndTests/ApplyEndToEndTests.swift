@@ -175,6 +175,10 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
         #expect(report.contains("when_not_revocable: delete (revoke-apple not possible: no stored Apple token)"))
         #expect(!report.contains(#"r0ddef47b2c5"#), "no token in the report")
+        // Titled for the stage, and each selected account lists what apply made of its actions.
+        #expect(report.hasPrefix("# idpipe apply: "), "\(report.prefix(200))")
+        #expect(report.contains("| `revoke-apple` not-possible (no stored Apple token); `revoke-facebook`, `delete-data`, `delete-firestore`, "
+                                + "`delete-database`, `delete-storage`, `delete-account` done |"), "\(report)")
 
         // Applying again sends nothing: every action is final.
         let before = try sandbox.ledger().count

@@ -16,7 +16,8 @@ public struct MarkdownReport {
         let applied = try source.applySummary()
         let totals = try source.counts()
         if applied != nil {
-            out.write("# idpipe run: \(run.pipelineName)\n\n")
+            // Named for the stage, as the plan's is: "run" is also the command that plans and applies in one go.
+            out.write("# idpipe apply: \(run.pipelineName)\n\n")
             out.write("Applied: the outcomes are what the services answered. ")
         } else {
             out.write("# idpipe plan: \(run.pipelineName)\n\n")
