@@ -530,15 +530,23 @@ struct ApplyCommand {
             try writeReports(store, settings: definition.report)
             let progress = runner.progress
             // Said of this session, and whether it ran to the end: "done, 0 failed" before "interrupted" read as a success.
+            // After earlier sessions, the whole run's figures follow: a resume's own read as the run's.
+            let sessions = try store.applySummary()?.sessions.count ?? 1
             let ended: String
             switch outcome {
-            case .completed: ended = "apply"
+            case .completed: ended = sessions > 1 ? "apply (this session)" : "apply"
             case .interrupted: ended = "apply, interrupted (this session)"
             case .stoppedByGuard, .stoppedByConfiguration: ended = "apply, stopped (this session)"
             }
             Console.out("\(ended): \(progress.accounts) accounts, \(progress.actionsDone) actions done, \(progress.actionsFailed) failed, "
                 + "\(progress.deleted) accounts deleted, in \(formatSeconds(wallClockSeconds() - started))"
                 + (resent > 0 ? "; \(resent) actions in flight at the last stop were sent again" : "") + ".")
+            if sessions > 1 {
+                let states = try store.actionStates()
+                let total = { (state: ActionState) in states.values.reduce(0) { $0 + ($1[state] ?? 0) } }
+                Console.out("all \(sessions) sessions: \(total(.done)) actions done, \(total(.failed)) failed, "
+                    + "\(states[.deleteAccount]?[.done] ?? 0) accounts deleted.")
+            }
             Console.out("state: \(statePath)")
             switch outcome {
             case .completed:

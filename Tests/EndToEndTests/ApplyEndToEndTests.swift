@@ -432,6 +432,11 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let rows = try ledgerRows(state)
         #expect(!rows.contains { $0["state"] == "failed" || $0["state"] == "planned" || $0["state"] == "sent" })
         checkOrderAndOnce(rows, SandboxLedger(try sandbox.ledger()))
+        // The resume says what it did, then what the run did in all.
+        let deleted = rows.filter { $0["action"] == "delete-account" && $0["state"] == "done" }.count
+        let done = rows.filter { $0["state"] == "done" }.count
+        #expect(resumedOutput.contains("apply (this session): ") && resumedOutput.contains("all 2 sessions: \(done) actions done, 0 failed, "
+                                                                                              + "\(deleted) accounts deleted."), "\(resumedOutput)")
     }
 
     /// A row of the Data to delete totals: its "deleted" column counts only what a repeat after a kill still found.
