@@ -22,6 +22,7 @@ extension StateStore: ReportSource {
         case .selected?: "a.selection = 'selected'"
         case .protected?: "a.selection = 'protected'"
         case .filteredByProvider?: "a.selection = 'filtered-by-provider'"
+        case .requestNotActedOn?: "a.deletion_request IS NOT NULL AND a.selection = 'not-selected'"
         }
     }
 

@@ -178,7 +178,9 @@ struct PipelineContext {
         lines.append("detect private relay: " + (d.stages.detectRelay ? "on" : "off"))
         lines.append("backfill names: " + (d.stages.backfillNames.map { "from " + $0.map(\.description).joined(separator: ", then ") } ?? "off"))
         var rules: [String] = []
-        if d.selection.deletionRequested { rules.append("deletion requested") }
+        if d.selection.deletionRequested {
+            rules.append("deletion requested" + (d.selection.deletionGraceDays.map { " (acted on \($0) days after the request)" } ?? ""))
+        }
         if d.selection.disabled { rules.append("disabled") }
         if let days = d.selection.inactiveForDays { rules.append("no sign-in for \(days) days") }
         if !rules.isEmpty {

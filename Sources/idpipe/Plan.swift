@@ -174,6 +174,15 @@ struct PlanExecution {
                 Console.error("idpipe: warning: \(Console.count(later, "deletion request")) in inputs.deletion_requests \(later == 1 ? "is" : "are") "
                     + "dated after the plan's time (\(Timestamp.formatRFC3339(planAsOf))) and not honoured")
             }
+            if let days = definition.selection.deletionGraceDays {
+                let until = Selector(config: definition.selection, asOf: planAsOf).requestsHonouredUntil
+                let waiting = sideInputs.deletionRequests.allRows.count { $0.requestedAt > until && $0.requestedAt <= planAsOf }
+                run.deletionRequestsInGrace = waiting
+                if waiting > 0 {
+                    Console.error("idpipe: \(Console.count(waiting, "deletion request")) \(waiting == 1 ? "is" : "are") within "
+                        + "select.deletion_grace_days (\(days) days: made after \(Timestamp.formatRFC3339(until))) and not acted on yet")
+                }
+            }
         }
         let processor = AccountProcessor(pipeline: definition, sideInputs: sideInputs, asOf: planAsOf)
         let runner = PlanRunner(pipeline: definition, processor: processor, store: store, workers: workers, logger: logger)

@@ -517,6 +517,33 @@ struct Binary {
         try expectSame(stoppedInSurvey, "stopped in the survey and resumed")
     }
 
+    /// With a grace period, the requests younger than it wait: their accounts are listed as not acted on, with those
+    /// whose request is dated after the plan, and get no name; plan.md from the store says the same.
+    @Test func deletionRequestsWithinTheGracePeriodWait() throws {
+        let pipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "deletion_requested: true",
+                                                  with: "deletion_requested: true\n  deletion_grace_days: 200")
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(code == 1, "\(output)")
+        #expect(output.contains("idpipe: 6 deletion requests are within select.deletion_grace_days (200 days: made after 2026-05-05T00:00:00Z) "
+                                + "and not acted on yet"), "\(output)")
+        let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+        #expect(report.contains("| matched: deletion requested | 6 |") && report.contains("**6 deletion requests of `inputs.deletion_requests` are within"))
+        #expect(report.contains("### Deletion requested, not acted on (4)\n"), "\(report)")
+        #expect(report.contains("| kxNSVd2N6kjEfd7jdQtG8jgckJxF | o•••@icloud.com | app at 2026-08-22T05:08:41Z | apple.com |"), "\(report)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as! [String: Any]
+        #expect((json["run"] as! [String: Any])["deletionRequestsInGrace"] as? Int == 6)
+        let waiting = (json["accounts"] as! [[String: Any]]).filter { $0["deletionRequest"] is String && $0["selection"] as? String == "not-selected" }
+        #expect(waiting.count == 4 && waiting.allSatisfy { ($0["actions"] as? [Any])?.isEmpty == true }, "\(waiting)")
+        let (reportCode, fromStore) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "md"])
+        #expect(reportCode == 0 && fromStore == report)
+        // Without the grace period the same requests are acted on.
+        let plain = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", plain, "--as-of", asOf])
+        #expect(try String(contentsOfFile: plain + "/plan.md", encoding: .utf8).contains("| matched: deletion requested | 10 |"))
+    }
+
     /// plan.json and the ledger are put together from what the plan rendered as it went; `idpipe report` renders them
     /// from the store. The two are the same byte for byte: masked or revealed, with a quarantine, when a guard stops
     /// the plan, and after a resumed plan (which renders from the store, not having seen its first batches).

@@ -74,6 +74,22 @@ import IdPipeTestSupport
         #expect(Self.selector(providers: []).select(Account(localId: "b", lastSignedInAt: Self.recent), deletionRequest: request) == expected)
     }
 
+    /// Within the grace period a request waits; one exactly as old as the grace period is acted on. The other rules
+    /// are not delayed.
+    @Test(arguments: [(Int64(14 * day), SelectionOutcome.selected(.deletionRequested)), (14 * day - 1, .notSelected), (day, .notSelected),
+                      (0, .notSelected), (400 * day, .selected(.deletionRequested))])
+    func aRequestWithinItsGracePeriodWaits(age: Int64, expected: SelectionOutcome) {
+        var config = SelectionConfig()
+        config.deletionRequested = true
+        config.disabled = true
+        config.deletionGraceDays = 14
+        let selector = Selector(config: config, asOf: Self.asOf)
+        let request = DeletionRequest(requestedAt: Self.asOf - age, source: "app")
+        #expect(selector.select(Account(localId: "b", lastSignedInAt: Self.recent), deletionRequest: request) == expected)
+        #expect(selector.select(Account(localId: "c", lastSignedInAt: Self.recent, disabled: true), deletionRequest: request)
+                == .selected(expected == .notSelected ? .disabled : [.deletionRequested, .disabled]))
+    }
+
     /// A protected account is never revoked or deleted, whatever selects it; it stays, so its name is still filled.
     /// The same account unprotected is revoked and deleted.
     @Test func aProtectedAccountGetsNoRevocationOrDeletion() throws {
@@ -429,6 +445,11 @@ import IdPipeTestSupport
         // Larger, it overflowed the selector's arithmetic (a trap at plan time, after validate had passed it).
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 106751991168}", "select.inactive_for_days: must be at most 36500 (100 years)"),
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 0}", "must be at least 1"),
+        // A grace period for a rule that is off would do nothing, without a word.
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, deletion_grace_days: 14}",
+         "select.deletion_grace_days: delays the deletion_requested rule, which is not on"),
+        ("version: 1\nname: x\nsource: {path: a.json}\ninputs: {deletion_requests: d.csv}\nselect: {deletion_requested: true, deletion_grace_days: 0}",
+         "select.deletion_grace_days: must be at least 1"),
         // Digits beyond any number are out of range ("expected a whole number" said they were none).
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {inactive_for_days: 99999999999999999999999}", "select.inactive_for_days: must be at most 36500 (100 years)"),
         ("version: 1\nname: x\nsource: {path: a.json}\nguards: {max_deletions: -99999999999999999999}", "guards.max_deletions: must be at least 0"),

@@ -304,8 +304,8 @@ final class CountingFingerprint: InputFingerprint {
 
     /// plan.md's lists, gathered as a plan commits its batches, hold what the store's conditions select: the same
     /// counts, and the same first accounts in input order, with the same actions. Values at the edges of each
-    /// condition: an empty consent text (not NULL), "fill from" in other cases and without its space, selections that
-    /// only start alike.
+    /// condition: an empty consent text or request (not NULL), "fill from" in other cases and without its space,
+    /// selections that only start alike.
     @Test func gatheredListsMatchTheStoresConditions() throws {
         let store = try StateStore()
         let processor = AccountProcessor(pipeline: try pipeline, sideInputs: SideInputs(), asOf: asOf)
@@ -317,15 +317,17 @@ final class CountingFingerprint: InputFingerprint {
         let consents: [String?] = [nil, "", "phone number"]
         let names: [String?] = [nil, "present", "fill from legacy", "Fill From provider:facebook.com", "FILL FROM x", "fill fromlegacy", "fill"]
         let selections = ["not-selected", "selected", "protected", "selected-not", "Selected", "filtered-by-provider", "filtered-by-providers"]
+        let requests: [String?] = [nil, "", "app at 2026-11-20T00:00:00Z"]
         var kept: [KeptAccount] = []
         for consent in consents {
             for name in names {
-                for selection in selections {
+                for (index, selection) in selections.enumerated() {
                     var account = KeptAccount(outcome)
                     account.row.uid = "u\(kept.count)"
                     account.row.consentReview = consent
                     account.row.nameOutcome = name
                     account.row.selection = selection
+                    account.row.deletionRequest = requests[(index + kept.count / selections.count) % requests.count]
                     // Every third account has a name update and a deletion, so the lists' actions are told apart.
                     if kept.count % 3 == 1 {
                         account.actions = [

@@ -180,9 +180,14 @@ extension PipelineDefinition {
     }
 
     private static func decodeSelection(_ node: ConfigNode) throws -> SelectionConfig {
-        let keys = try node.mapping(allowed: ["deletion_requested", "disabled", "inactive_for_days", "providers", "protect"])
+        let keys = try node.mapping(allowed: ["deletion_requested", "deletion_grace_days", "disabled", "inactive_for_days", "providers", "protect"])
         var selection = SelectionConfig()
         selection.deletionRequested = try keys["deletion_requested"]?.bool() ?? false
+        if let grace = keys["deletion_grace_days"] {
+            selection.deletionGraceDays = try grace.int(minimum: 1, maximum: 3_650, why: " (10 years)")
+            // Without the rule it delays, the key would do nothing, silently.
+            guard selection.deletionRequested else { throw grace.error("delays the deletion_requested rule, which is not on") }
+        }
         selection.disabled = try keys["disabled"]?.bool() ?? false
         selection.inactiveForDays = try keys["inactive_for_days"]?.int(minimum: 1, maximum: 36_500, why: " (100 years)")
         if let providers = keys["providers"] {

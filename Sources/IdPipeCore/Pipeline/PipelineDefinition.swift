@@ -84,6 +84,9 @@ public struct InputsConfig: Sendable, Equatable {
 
 public struct SelectionConfig: Sendable, Equatable {
     public var deletionRequested = false
+    /// A deletion request is acted on once it is this many days old (a grace period in which its owner may change their
+    /// mind); nil: at once.
+    public var deletionGraceDays: Int?
     public var disabled = false
     public var inactiveForDays: Int?
     /// Only accounts linked to at least one of these providers (empty: no filter).

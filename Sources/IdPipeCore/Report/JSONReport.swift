@@ -62,6 +62,7 @@ public struct JSONReport {
                 .joined(separator: ", ") + "}")
         }
         if let later = run.deletionRequestsAfterAsOf { out.write(", \"deletionRequestsAfterAsOf\": \(later)") }
+        if let waiting = run.deletionRequestsInGrace { out.write(", \"deletionRequestsInGrace\": \(waiting)") }
         out.write("},\n  \"totals\": {")
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
         out.write("}")

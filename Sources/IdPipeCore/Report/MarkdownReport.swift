@@ -97,9 +97,18 @@ public struct MarkdownReport {
         importSection(&out, tally)
 
         let selection = tally.group("selection.")
-        if !selection.isEmpty {
+        if !selection.isEmpty || totals[.requestNotActedOn, default: 0] > 0 {
             section(&out, "Selection")
             table(&out, ["", "accounts"], selection.map { [$0.0.replacingFirst("reason.", "matched: "), "\($0.1)"] })
+            if let waiting = run.deletionRequestsInGrace, waiting > 0 {
+                out.write("\n**\(waiting) deletion \(waiting == 1 ? "request" : "requests") of `inputs.deletion_requests` \(waiting == 1 ? "is" : "are") within the grace period** "
+                    + "(`select.deletion_grace_days`), and not acted on yet: a plan made once \(waiting == 1 ? "it is" : "they are") "
+                    + "old enough acts on \(waiting == 1 ? "it" : "them").\n")
+            }
+            try accountList(&out, totals, .requestNotActedOn, title: "Deletion requested, not acted on",
+                            columns: ["uid", "email", "request", "providers"]) { account, _ in
+                [account.uid, masking.email(account.email), account.deletionRequest ?? "", account.providers]
+            }
             try accountList(&out, totals, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account, _ in
                 [account.uid, masking.email(account.email), account.selectionDetail ?? ""]
             }

@@ -144,6 +144,9 @@ public enum AccountList: Sendable, CaseIterable {
     case protected
     /// A rule matched, and `select.providers` left the account out: a deletion request among them is not carried out.
     case filteredByProvider
+    /// A deletion request no rule acted on: within its grace period (`select.deletion_grace_days`), dated after the
+    /// plan's time, or not read by any rule.
+    case requestNotActedOn
 }
 
 /// What the report reads: the run, its totals, and the rows in input order, streamed.
@@ -174,6 +177,7 @@ extension AccountList {
         case .selected: account.selection == "selected"
         case .protected: account.selection == "protected"
         case .filteredByProvider: account.selection == "filtered-by-provider"
+        case .requestNotActedOn: account.deletionRequest != nil && account.selection == "not-selected"
         }
     }
 }

@@ -23,6 +23,8 @@ public struct AccountOutcome: Sendable, Equatable {
     /// Other accounts only count in the totals, which keeps a 10-million-account plan small.
     public var isNoteworthy: Bool {
         if !actions.isEmpty { return true }
+        // A deletion request not acted on (within its grace period, or dated after the plan) is named in the reports.
+        if deletionRequest != nil { return true }
         if let relay, !relay.consentReview.isEmpty { return true }
         if case .notSelected = selection { return false }
         return true

@@ -211,9 +211,10 @@ extension AccountProcessor {
             }
         }
 
-        // Select: no rule matches.
-        let requested = selector.config.deletionRequested && sideInputs.deletionRequests.contains(bytes: id, hash: idHash)
-        guard selector.reasons(deletionRequested: requested, disabled: account.disabled, lastSignedInAt: account.lastSignedInAt,
+        // Select: no rule matches. An account with a deletion request is kept whether or not it is selected
+        // (`AccountOutcome.isNoteworthy`): the full path decides, and gives its name no source.
+        if sideInputs.deletionRequests.contains(bytes: id, hash: idHash) { return .normalized }
+        guard selector.reasons(deletionRequested: false, disabled: account.disabled, lastSignedInAt: account.lastSignedInAt,
                                createdAt: account.createdAt).isEmpty else { return .normalized }
 
         // Fill names: named already, or no source has anything to offer (`NameBackfill.plan` would try each).
@@ -221,10 +222,6 @@ extension AccountProcessor {
         if let sources = rules.nameSources {
             if account.displayName != nil {
                 name = .present
-            } else if !selector.config.deletionRequested && sideInputs.deletionRequests.contains(bytes: id, hash: idHash) {
-                // No name for an account its owner asked to delete: the full path says so. (With the rule on, an account
-                // with a request was selected above, and left to the full path there: no second lookup.)
-                return .normalized
             } else {
                 for source in sources {
                     switch source {

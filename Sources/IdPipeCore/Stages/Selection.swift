@@ -40,19 +40,23 @@ public struct Selector: Sendable {
     public let asOf: Int64
     private let protectedIds: Set<String>
     private let inactiveBefore: Int64?
+    /// The latest time a deletion request may have been made to be acted on: `asOf`, less the grace period.
+    public let requestsHonouredUntil: Int64
 
     public init(config: SelectionConfig, asOf: Int64, extraProtectedIds: Set<String> = []) {
         self.config = config
         self.asOf = asOf
         self.protectedIds = Set(config.protectedIds).union(extraProtectedIds)
         self.inactiveBefore = config.inactiveForDays.map { asOf - Int64($0) * 86_400_000 }
+        self.requestsHonouredUntil = asOf - Int64(config.deletionGraceDays ?? 0) * 86_400_000
     }
 
     /// A deletion request dated after `asOf` did not exist at the plan's time (a clock or time zone off, or a plan
     /// made as of an earlier day): it is not honoured, and the plan says how many there are
-    /// (`RunRecord.deletionRequestsAfterAsOf`).
+    /// (`RunRecord.deletionRequestsAfterAsOf`). One within its grace period (`select.deletion_grace_days`) is not
+    /// acted on yet (`RunRecord.deletionRequestsInGrace`).
     public func select(_ account: Account, deletionRequest: DeletionRequest?) -> SelectionOutcome {
-        let reasons = reasons(deletionRequested: deletionRequest.map { $0.requestedAt <= asOf } ?? false, disabled: account.disabled,
+        let reasons = reasons(deletionRequested: deletionRequest.map { $0.requestedAt <= requestsHonouredUntil } ?? false, disabled: account.disabled,
                               lastSignedInAt: account.lastSignedInAt, createdAt: account.createdAt)
         guard !reasons.isEmpty else { return .notSelected }
         if !config.providers.isEmpty && !config.providers.contains(where: account.isLinked(to:)) {

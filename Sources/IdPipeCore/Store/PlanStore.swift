@@ -42,6 +42,8 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var revealPersonalData: Bool?
     /// How many deletion requests are dated after `asOf`: not honoured (`Selector.select`), and the reports say so.
     public var deletionRequestsAfterAsOf: Int?
+    /// How many deletion requests are within the grace period `select.deletion_grace_days` at `asOf`: not acted on yet.
+    public var deletionRequestsInGrace: Int?
     /// What names the run's import file while it is written (`NAME.TOKEN.partial`): its creation time and a random
     /// part, so that two plans started in one millisecond keep apart (nil in a store planned before it was kept: the
     /// creation time then).
