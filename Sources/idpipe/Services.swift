@@ -198,6 +198,16 @@ final class Services {
                 lines.append((false, "facebook: \(error)"))
             }
         }
+        if let webhook {
+            // Its address only (a typo in the host, a TLS or routing fault): a request that deletes nothing cannot show
+            // the secret accepted. The URL is not echoed, as it may carry a key.
+            do {
+                let status = try blocking { try await webhook.probe() }
+                lines.append((true, "data webhook: reachable (HTTP \(status) to a HEAD request); its secret is checked by the first deletion"))
+            } catch {
+                lines.append((false, "data webhook: \(error)"))
+            }
+        }
         return lines
     }
 }

@@ -157,6 +157,23 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(deleted == ledger.count("identitytoolkit", "delete"))
     }
 
+    /// validate --check-services reaches every service of the sample cleanup, the data webhook too, and changes
+    /// nothing; a webhook nothing answers at fails the check.
+    @Test func validateChecksEveryServiceOfACleanup() throws {
+        let (sandbox, pipeline) = try sampleCleanup()
+        defer { Binary.removeVariant(pipeline) }
+        let (code, output) = try Binary.run(["validate", pipeline, "--check-services"])
+        #expect(code == 0, "\(output)")
+        for service in ["google", "apple", "facebook"] { #expect(output.contains("ok: \(service): "), "\(output)") }
+        #expect(output.contains("ok: data webhook: reachable (HTTP "), "\(output)")
+        #expect(try sandbox.ledger().isEmpty)
+        let text = try String(contentsOfFile: Binary.root.appendingPathComponent(pipeline).path, encoding: .utf8)
+        let unreachable = try text.replacing(/data_webhook: \S+/, with: "data_webhook: http://127.0.0.1:1/hooks/delete-user-data")
+        try unreachable.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
+        let (failedCode, failedOutput) = try Binary.run(["validate", pipeline, "--check-services"])
+        #expect(failedCode == 2 && failedOutput.contains("FAILED: data webhook: ") && failedOutput.contains("ok: google"), "\(failedOutput)")
+    }
+
     @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {
         let (sandbox, pipeline) = try sampleCleanup()
         defer { Binary.removeVariant(pipeline) }

@@ -29,6 +29,13 @@ public final class DataWebhookClient: Sendable {
         return object.encoded()
     }
 
+    /// Whether anything answers at the hook's address (`validate --check-services`): a HEAD request, which a hook
+    /// takes for no deletion. Any HTTP status is an answer, and is returned; the secret is not checked by it.
+    public func probe() async throws -> Int {
+        let request = HTTPRequest(method: "HEAD", url: url, headers: [("User-Agent", IdPipeProduct.userAgent)])
+        return try await channel.send(limiter: limiter, make: { request }, judge: { _ in .success }).status
+    }
+
     public func deleteUserData(uid: String, idempotencyKey: String, run: String) async throws {
         let body = Self.body(uid: uid, idempotencyKey: idempotencyKey, run: run)
         var headers = [("Content-Type", "application/json"), ("Idempotency-Key", idempotencyKey), ("User-Agent", IdPipeProduct.userAgent)]
