@@ -125,7 +125,8 @@ public final class AppleClient: Sendable {
                                    body: Array(body.utf8))
             }, judge: { response in
                 if response.status == 200 { return .success }
-                let error = JSONValue.decode(response.body)?["error"]?.string ?? "HTTP \(response.status)"
+                // Kept as a code only when it reads as one: an answer quoting the request would put the token there.
+                let error = JSONValue.decode(response.body)?["error"]?.string.flatMap(Redaction.code) ?? "HTTP \(response.status)"
                 switch error {
                 case "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope":
                     // Wrong team, key, client id or secret: every account would fail the same way.

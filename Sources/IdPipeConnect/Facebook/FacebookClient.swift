@@ -43,7 +43,7 @@ public final class FacebookClient: Sendable {
         try await appToken.get {
             let query = FormBody.encode([("client_id", self.credentials.appId), ("client_secret", self.credentials.appSecret),
                                          ("grant_type", "client_credentials")])
-            let response = try await self.send("GET", "/oauth/access_token?" + query)
+            let response = try await self.send("GET", "/oauth/access_token?" + query, secrets: [self.credentials.appSecret])
             guard let token = JSONValue.decode(response.body)?["access_token"]?.string, !token.isEmpty else {
                 throw ConnectorError.badResponse(service: self.channel.service, message: "/oauth/access_token answered without an access_token")
             }
@@ -54,17 +54,20 @@ public final class FacebookClient: Sendable {
     /// De-authorizes the app for this user (all permissions): the user must log in again.
     public func revokeLogin(appScopedId: String) async throws {
         guard !appScopedId.isEmpty, appScopedId.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-            throw ConnectorError.rejected(service: channel.service, code: "invalid_id", message: "'\(appScopedId)' is not an app-scoped user id")
+            // Not quoted: what stands there may be anything, a token put in the wrong field among them.
+            throw ConnectorError.rejected(service: channel.service, code: "invalid_id", message: "the id is not an app-scoped user id (digits only)")
         }
         let token = try await appAccessToken()
-        let response = try await send("DELETE", "/\(credentials.graphVersion)/\(appScopedId)/permissions?" + FormBody.encode([("access_token", token)]))
+        let response = try await send("DELETE", "/\(credentials.graphVersion)/\(appScopedId)/permissions?" + FormBody.encode([("access_token", token)]),
+                                      secrets: [token, credentials.appSecret])
         let body = JSONValue.decode(response.body)
         guard body == .bool(true) || body?["success"] == .bool(true) else {
             throw ConnectorError.badResponse(service: channel.service, message: "the permissions DELETE did not answer success")
         }
     }
 
-    private func send(_ method: String, _ pathAndQuery: String) async throws -> HTTPResponse {
+    /// `secrets`: what the request carries that its answer must not bring into a message (`Redaction`).
+    private func send(_ method: String, _ pathAndQuery: String, secrets: [String]) async throws -> HTTPResponse {
         let service = channel.service
         let url = endpoint.url(pathAndQuery)
         return try await channel.send(limiter: limiter, make: {
@@ -73,7 +76,7 @@ public final class FacebookClient: Sendable {
             if response.status == 200 { return .success }
             let error = JSONValue.decode(response.body)?["error"]
             let code = error?["code"]?.int ?? 0
-            let message = error?["message"]?.string ?? "HTTP \(response.status)"
+            let message = error?["message"]?.string.map { Redaction.scrubbed($0, known: secrets) } ?? "HTTP \(response.status)"
             switch code {
             case 4, 17, 32, 613:
                 // Application, user, page and custom rate limits.

@@ -77,8 +77,8 @@ public final class ServiceAccountAccessTokens: AccessTokenSource {
         }, judge: { response in
             if (200..<300).contains(response.status) { return .success }
             let body = JSONValue.decode(response.body)
-            let error = body?["error"]?.string ?? "HTTP \(response.status)"
-            let detail = body?["error_description"]?.string ?? ""
+            let error = body?["error"]?.string.flatMap(Redaction.code) ?? "HTTP \(response.status)"
+            let detail = body?["error_description"]?.string.map { Redaction.scrubbed($0) } ?? ""
             // A bad key, a deleted key or a wrong clock fails every request alike: stop the run.
             return .fail(.configuration(service: service, message: "the token endpoint refused the service account: \(error) \(detail)"))
         })

@@ -29,7 +29,7 @@ struct GoogleCall: Sendable {
             return HTTPRequest(method: method, url: url, headers: headers, body: body)
         }, judge: { response in
             if (200..<300).contains(response.status) || accept.contains(response.status) { return .success }
-            let error = GoogleError(response)
+            let error = GoogleError(response, secrets: [sentToken])
             if error.isBackOff { return .retry(reason: error.code, throttled: true) }
             if response.status == 401, !refreshedOnce {
                 refreshedOnce = true

@@ -142,7 +142,7 @@ public final class IdentityToolkitClient: Sendable {
             guard let index = entry["index"]?.int, index >= 0, index < count, let message = entry["message"]?.string else {
                 throw ConnectorError.badResponse(service: channel.service, message: "a \(call) error without a valid index and message")
             }
-            return (Int(index), message)
+            return (Int(index), Redaction.scrubbed(message))
         }
     }
 
@@ -167,11 +167,12 @@ struct GoogleError {
     let code: String
     let detail: String
 
-    init(_ response: HTTPResponse) {
+    /// `secrets`: what the request carried (its access token), kept out of the detail (`Redaction`).
+    init(_ response: HTTPResponse, secrets: [String] = []) {
         let error = JSONValue.decode(response.body)?["error"]
         if let text = error?.string {
             code = "HTTP \(response.status)"
-            detail = text
+            detail = Redaction.scrubbed(text, known: secrets)
             return
         }
         let message = error?["message"]?.string ?? "HTTP \(response.status)"
@@ -179,13 +180,15 @@ struct GoogleError {
         let isCode = !head.isEmpty && head.allSatisfy { ($0.isUppercase && $0.isASCII) || $0.isNumber || $0 == "_" }
         if isCode {
             code = head
-            detail = message.firstIndex(of: ":").map { String(message[message.index(after: $0)...]).trimmingSpaces } ?? ""
-        } else if let status = error?["status"]?.string {
+            detail = Redaction.scrubbed(message.firstIndex(of: ":").map { String(message[message.index(after: $0)...]).trimmingSpaces } ?? "",
+                                        known: secrets)
+        } else if let status = error?["status"]?.string.flatMap(Redaction.code) {
             code = status
-            detail = message
+            detail = Redaction.scrubbed(message, known: secrets)
         } else {
-            code = message.trimmingSpaces
-            detail = ""
+            // A message that is no code: kept as the detail of the status, scrubbed.
+            code = "HTTP \(response.status)"
+            detail = message == code ? "" : Redaction.scrubbed(message.trimmingSpaces, known: secrets)
         }
     }
 

@@ -1,0 +1,108 @@
+import IdPipeConnect
+import IdPipeCrypto
+import IdPipeTestSupport
+import Testing
+
+@Suite struct RedactionTests {
+    /// Each case: what it shows, the text, the secrets the request carried, what is kept.
+    static let cases: [(String, String, [String], String)] = [
+        ("Facebook quoting the app token it refused", "Malformed access token EAABsbCS1iHgBAKZCZBf0ZBZCwZDZD8aQ3xgWqZBqkHZCkB6yE",
+         [], "Malformed access token [redacted]"),
+        ("a bearer header echoed", "denied (Authorization: Bearer ya29.short)", [], "denied (Authorization: Bearer [redacted])"),
+        ("form fields echoed", "bad request: client_id=com.example.app&client_secret=abc.def&token=r0dd", [],
+         "bad request: client_id=com.example.app&client_secret=[redacted]&token=[redacted]"),
+        ("JSON fields echoed", #"{"refresh_token": "r1", "ok": 1}"#, [], #"{"refresh_token": "[redacted]", "ok": 1}"#),
+        ("a JWT", "assertion rejected: eyJhbGciOiJFUzI1NiJ9.eyJpc3MiOiJUIn0.c2ln", [], "assertion rejected: [redacted]"),
+        ("a PEM block", "key -----BEGIN PRIVATE KEY-----\nMIIEv\n-----END PRIVATE KEY----- refused", [], "key [redacted] refused"),
+        ("a short secret the request carried", "the secret s3cret|x is wrong", ["s3cret|x"], "the secret [redacted] is wrong"),
+        // What the services say of themselves is kept as it is.
+        ("a Google detail", "Permission 'datastore.entities.get' denied on resource '//firestore.googleapis.com/projects/demo/databases/(default)'",
+         [], "Permission 'datastore.entities.get' denied on resource '//firestore.googleapis.com/projects/demo/databases/(default)'"),
+        ("an Identity Toolkit code", "USER_NOT_FOUND", [], "USER_NOT_FOUND"),
+        ("a uid", "no user 0MuYCa51kmC6QvMXDG9kQJ2LFZhi", [], "no user 0MuYCa51kmC6QvMXDG9kQJ2LFZhi"),
+    ]
+
+    @Test(arguments: cases)
+    func scrubs(_ what: String, text: String, known: [String], expected: String) {
+        #expect(Redaction.scrubbed(text, known: known) == expected, "\(what)")
+    }
+
+    @Test func aLongTextIsCut() {
+        let scrubbed = Redaction.scrubbed(String(repeating: "word ", count: 200))
+        #expect(scrubbed.count == 301 && scrubbed.hasSuffix("…"))
+    }
+
+    @Test(arguments: [("invalid_grant", "invalid_grant"), ("PERMISSION_DENIED", "PERMISSION_DENIED"), ("invalid grant: r0dd", nil),
+                      ("", nil), (String(repeating: "a", count: 65), nil)] as [(String, String?)])
+    func codesAreKeptOnlyWhenTheyReadAsCodes(text: String, expected: String?) {
+        #expect(Redaction.code(text) == expected)
+    }
+}
+
+/// A service that quotes the refused request in its error: the URL, the headers and the body, in the shape of each
+/// service's error answer. No secret of the request may reach the error idpipe keeps.
+final class EchoTransport: HTTPTransport {
+    let answer: @Sendable (String) -> String
+
+    init(_ answer: @escaping @Sendable (String) -> String) { self.answer = answer }
+
+    func send(_ request: HTTPRequest) async throws(TransportError) -> HTTPResponse {
+        let echo = request.url + " " + request.headers.map { "\($0.0): \($0.1)" }.joined(separator: " ") + " " + request.bodyText
+        return HTTPResponse(status: 400, json: answer(String(decoding: JSONValue.string(echo).encoded(), as: UTF8.self)))
+    }
+}
+
+struct FixedToken: AccessTokenSource {
+    func accessToken() async throws -> String { "ya29.c.sEcReT-access" }
+    func invalidate(_ token: String) async {}
+}
+
+@Suite struct EchoedSecretsTests {
+    func channel(_ transport: EchoTransport, service: String) -> ServiceChannel {
+        ServiceChannel(service: service, transport: transport, clock: ManualClock(), retry: RetryPolicy(maxAttempts: 1, jitter: { 1 }), maxInFlight: 1)
+    }
+
+    func expectNoSecret(_ work: () async throws -> Void, _ secrets: [String]) async {
+        do {
+            try await work()
+            Issue.record("expected a refusal")
+        } catch {
+            let text = "\(error)"
+            for secret in secrets { #expect(!text.contains(secret), "\(text)") }
+            #expect(text.count < 600, "\(text)")
+        }
+    }
+
+    @Test func appleKeepsOnlyACode() async throws {
+        let key = try SigningKey(pem: try TestKeys.ecP256().privatePEM, algorithm: .es256)
+        let credentials = try AppleCredentials(teamId: "TEAM123456", keyId: "KEY1234567", clientId: "com.example.app", key: key)
+        let apple = AppleClient(credentials: credentials, endpoint: try Endpoint(AppleClient.productionBase, service: "apple"),
+                                channel: channel(EchoTransport { #"{"error": \#($0)}"# }, service: "apple"))
+        let secret = try apple.clientSecret()
+        await expectNoSecret({ try await apple.revoke(token: "r0dd.sEcReT.refresh", hint: .refreshToken) }, ["sEcReT", secret])
+    }
+
+    @Test func facebookScrubsItsMessage() async throws {
+        let transport = EchoTransport { #"{"error": {"code": 100, "message": \#($0)}}"# }
+        let facebook = FacebookClient(credentials: try FacebookCredentials(appId: "1234567890", appSecret: "app-sEcReT"),
+                                      endpoint: try Endpoint(FacebookClient.productionBase, service: "facebook"),
+                                      channel: channel(transport, service: "facebook"))
+        await expectNoSecret({ _ = try await facebook.appAccessToken() }, ["sEcReT"])
+        // A token in the wrong field of the stored tokens is not quoted back either.
+        await expectNoSecret({ try await facebook.revokeLogin(appScopedId: "EAAB-sEcReT") }, ["sEcReT"])
+    }
+
+    @Test func googleScrubsItsDetail() async throws {
+        let transport = EchoTransport { #"{"error": {"code": 400, "message": "INVALID_ARGUMENT : "# + $0.dropFirst() + #", "status": "INVALID_ARGUMENT"}}"# }
+        let (endpoint, _) = try IdentityToolkitClient.base(environment: [:], override: "https://identitytoolkit.googleapis.com/v1")
+        let client = IdentityToolkitClient(projectId: "demo-probe", base: endpoint, tokens: FixedToken(), channel: channel(transport, service: "identitytoolkit"))
+        await expectNoSecret({ try await client.update(localId: "uid-1", displayName: "X") }, ["sEcReT"])
+    }
+
+    @Test func googlesTokenEndpointScrubsItsDescription() async throws {
+        let transport = EchoTransport { #"{"error": "invalid_grant", "error_description": \#($0)}"# }
+        let (key, _) = try ServiceAccountTokenTests.keyFile()
+        let tokens = try ServiceAccountAccessTokens(account: key, channel: channel(transport, service: "google-oauth"))
+        await expectNoSecret({ _ = try await tokens.accessToken() }, ["eyJ"])
+    }
+}
