@@ -121,6 +121,9 @@ import IdPipeTestSupport
          ":1: token: has a character no token has"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"12\\u001b34\",\"login\":\"classic\"}\n",
          ":1: facebook_id: has a character no id has"),
+        // A token in the id's field was kept in the store and quoted by apply's refusal: an id is digits.
+        ("tokens", "{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"EAAB-t-secret\",\"login\":\"classic\"}\n",
+         ":1: facebook_id: an app-scoped id is digits only"),
         ("tokens", "{\"uid\":\"u1\",\"provider\":\"facebook.com\",\"facebook_id\":\"123\",\"login\":\"classic\",\"token\":\"t-secret\\t\"}\n",
          ":1: token: has white space or a control character at its start or end"),
         // A token that is no string was taken as its text (`true`), and sent.
