@@ -27,6 +27,18 @@ import Testing
         #expect(Redaction.scrubbed(text, known: known) == expected, "\(what)")
     }
 
+    /// GOOGLE_APPLICATION_CREDENTIALS set to the key's JSON instead of its path: the error printed the key.
+    @Test func aKeyGivenAsItsPathIsNotPrinted() {
+        let json = #"{"type": "service_account", "private_key": "-----BEGIN PRIVATE KEY-----\nMIIsEcReT\n-----END PRIVATE KEY-----\n"}"#
+        do {
+            _ = try ServiceAccountKey.load(path: json)
+            Issue.record("expected an error")
+        } catch {
+            #expect(!"\(error)".contains("sEcReT") && "\(error)".contains("not shown"), "\(error)")
+        }
+        #expect(Redaction.path("/etc/keys/sa.json") == "'/etc/keys/sa.json'")
+    }
+
     @Test func aLongTextIsCut() {
         let scrubbed = Redaction.scrubbed(String(repeating: "word ", count: 200))
         #expect(scrubbed.count == 301 && scrubbed.hasSuffix("…"))

@@ -486,6 +486,24 @@ import IdPipeTestSupport
         }
     }
 
+    /// A key or secret written where its file's path belongs is refused, and not printed: the error that the "path"
+    /// could not be read printed the key whole.
+    @Test(arguments: [
+        ("apple: {team_id: T, key_id: K, client_id: C, private_key: \"-----BEGIN PRIVATE KEY-----\\nMIIsEcReT\\n-----END PRIVATE KEY-----\"}",
+         "services.apple.private_key"),
+        ("google: {credentials: '{\"type\": \"service_account\", \"private_key\": \"MIIsEcReT\"}'}", "services.google.credentials"),
+        ("facebook: {app_id: '1', app_secret_file: \"sEcReT\\nline\"}", "services.facebook.app_secret_file"),
+        ("webhook: {secret_file: \"-----BEGIN sEcReT\"}", "services.webhook.secret_file"),
+    ])
+    func aKeyInPlaceOfItsPathIsRefusedUnshown(services: String, key: String) {
+        do {
+            _ = try PipelineDefinition.parse(yaml: "version: 1\nname: x\nsource: {path: a.json}\nservices: {\(services)}", file: "p.yaml")
+            Issue.record("should be rejected: \(services)")
+        } catch {
+            #expect(error.description.contains("\(key): holds the key itself") && !error.description.contains("sEcReT"), "\(error)")
+        }
+    }
+
     @Test func readsTheShippedPipelineShape() throws {
         let yaml = """
             version: 1

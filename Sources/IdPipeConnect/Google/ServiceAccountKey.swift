@@ -25,7 +25,9 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
             return value
         }
         guard try field("type") == "service_account" else {
-            throw fail("field 'type' is '\(document["type"]?.string ?? "")', expected 'service_account'")
+            // Quoted only when it reads as a word: a key pasted into the wrong field stands there.
+            let type = document["type"]?.string.flatMap(Redaction.code).map { "'\($0)'" } ?? "another value (not shown)"
+            throw fail("field 'type' is \(type), expected 'service_account'")
         }
         projectId = try field("project_id")
         clientEmail = try field("client_email")
@@ -41,7 +43,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
 
     public static func load(path: String) throws(ConnectorError) -> ServiceAccountKey {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw .configuration(service: "google-oauth", message: "cannot read the service-account key file '\(path)'")
+            throw .configuration(service: "google-oauth", message: "cannot read the service-account key file \(Redaction.path(path))")
         }
         return try ServiceAccountKey(json: Array(data), file: path)
     }

@@ -32,6 +32,15 @@ public enum Redaction {
         return text
     }
 
+    /// A file path from the configuration or the environment as an error message shows it: quoted, unless it looks like
+    /// what the file would hold (a key's JSON or PEM text given in place of its path, a common slip with
+    /// GOOGLE_APPLICATION_CREDENTIALS): then it is not shown.
+    public static func path(_ value: String) -> String {
+        let trimmed = value.trimmingPrefix { $0 == " " || $0 == "\t" }
+        guard value.utf8.count > 1024 || value.contains("\n") || value.contains("-----BEGIN") || trimmed.hasPrefix("{") else { return "'\(value)'" }
+        return "(a value that is no file path, not shown: it may be the key itself)"
+    }
+
     private nonisolated(unsafe) static let pem = #/-----BEGIN[^-]*-----[\s\S]*?(?:-----END[^-]*-----|$)/#
     private nonisolated(unsafe) static let bearer = #/(?i)(bearer)\s+[^\s"',;)\]}]+/#
     private nonisolated(unsafe) static let field =

@@ -54,6 +54,17 @@ struct ConfigNode {
         return scalar.string
     }
 
+    /// The path of a file that holds a key or a secret. The key itself written there (the PEM or JSON text, or a
+    /// one-line secret with no path to it) was taken for a path, and printed whole by the error that it could not be
+    /// read: refused here, and not quoted.
+    func secretFilePath() throws -> String {
+        let text = try string()
+        if text.contains("\n") || text.contains("-----BEGIN") || text.trimmingPrefix(while: { $0 == " " }).hasPrefix("{") {
+            throw error("holds the key itself, not the path of its file (not shown): put it in a file only you can read, and give that file's path")
+        }
+        return text
+    }
+
     func bool() throws -> Bool {
         guard case .scalar(let scalar) = node else { throw error("expected true or false") }
         switch scalar.string.lowercased() {

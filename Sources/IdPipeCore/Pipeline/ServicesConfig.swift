@@ -85,7 +85,7 @@ extension PipelineDefinition {
             var config = GoogleServiceConfig()
             config.projectId = try entries["project_id"]?.string()
             config.tenantId = try entries["tenant_id"]?.string()
-            config.credentials = try entries["credentials"]?.string()
+            config.credentials = try entries["credentials"]?.secretFilePath()
             config.endpoint = try entries["endpoint"].map(endpoint)
             config.updatesPerSecond = try entries["updates_per_second"].map(rate) ?? config.updatesPerSecond
             config.batchDeletesPerSecond = try entries["batch_deletes_per_second"].map(rate) ?? config.batchDeletesPerSecond
@@ -96,12 +96,12 @@ extension PipelineDefinition {
         if let apple = keys["apple"] {
             let entries = try apple.mapping(allowed: ["team_id", "key_id", "client_id", "private_key", "endpoint", "requests_per_second",
                                                       "max_in_flight", "secret_lifetime_seconds"])
-            func required(_ key: String) throws -> String {
+            func required(_ key: String) throws -> ConfigNode {
                 guard let value = entries[key] else { throw apple.error("missing key '\(key)'") }
-                return try value.string()
+                return value
             }
-            var config = AppleServiceConfig(teamId: try required("team_id"), keyId: try required("key_id"), clientId: try required("client_id"),
-                                            privateKey: try required("private_key"))
+            var config = AppleServiceConfig(teamId: try required("team_id").string(), keyId: try required("key_id").string(),
+                                            clientId: try required("client_id").string(), privateKey: try required("private_key").secretFilePath())
             config.endpoint = try entries["endpoint"].map(endpoint)
             config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
             config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
@@ -117,7 +117,7 @@ extension PipelineDefinition {
                                                          "requests_per_second", "max_in_flight"])
             guard let appId = entries["app_id"] else { throw facebook.error("missing key 'app_id'") }
             var config = FacebookServiceConfig(appId: try appId.string())
-            config.appSecretFile = try entries["app_secret_file"]?.string()
+            config.appSecretFile = try entries["app_secret_file"]?.secretFilePath()
             config.appSecretEnv = try entries["app_secret_env"]?.string() ?? config.appSecretEnv
             config.graphVersion = try entries["graph_version"]?.string() ?? config.graphVersion
             config.endpoint = try entries["endpoint"].map(endpoint)
@@ -128,7 +128,7 @@ extension PipelineDefinition {
         if let webhook = keys["webhook"] {
             let entries = try webhook.mapping(allowed: ["secret_file", "secret_env", "requests_per_second", "max_in_flight"])
             var config = WebhookServiceConfig()
-            config.secretFile = try entries["secret_file"]?.string()
+            config.secretFile = try entries["secret_file"]?.secretFilePath()
             config.secretEnv = try entries["secret_env"]?.string() ?? config.secretEnv
             config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
             config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
