@@ -70,14 +70,14 @@ final class FileOutput: TextOutputStream, ByteSink {
     }
 
     /// A new file beside `target`, `NAME.idpipe-partial.XXXXXX`, created exclusively (a name no other process uses, and no
-    /// link followed), with the mode `target` has or a new file would get.
-    init(stagedBeside target: String) throws {
+    /// link followed), with the mode `target` has or a new file would get (`stagedMode`).
+    init(stagedBeside target: String, privately: Bool) throws {
         var template = Array((target + LeftoverReports.infix + "XXXXXX").utf8CString)
         let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
         guard descriptor >= 0 else { throw CommandError("cannot write \(target): \(String(cString: strerror(errno)))") }
         let staged = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         lock = StagedReportLock(descriptor)
-        fchmod(descriptor, Self.stagedMode(for: target))
+        fchmod(descriptor, Self.stagedMode(for: target, privately: privately))
         guard let file = fdopen(descriptor, "w") else {
             let reason = String(cString: strerror(errno))
             Glibc.close(descriptor)
@@ -106,8 +106,10 @@ final class FileOutput: TextOutputStream, ByteSink {
         self.path = path
     }
 
-    /// The mode of a report staged to replace `target`: the one `target` has, or the one a new file would get.
-    static func stagedMode(for target: String) -> mode_t {
+    /// The mode of a report staged to replace `target`: the one `target` has, or the one a new file would get; readable
+    /// by its owner only when it shows personal data (`privately`), as the state store is.
+    static func stagedMode(for target: String, privately: Bool) -> mode_t {
+        if privately { return 0o600 }
         var existing = stat()
         return stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o666 & ~creationMask
     }

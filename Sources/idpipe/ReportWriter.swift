@@ -115,8 +115,9 @@ struct ReportWriter {
         let staged = FileInfo.isPlainFileOrMissing(target)
         let body = streamed.flatMap { format == .json ? $0.json : format == .csv ? $0.ledger : nil }
         // A body the plan wrote as it went becomes the report where it lies, once named; else it is copied.
-        let named = staged ? body?.name(beside: target) : nil
-        let file = try named ?? (staged ? FileOutput(stagedBeside: target) : FileOutput(path: target))
+        // Personal data shown: readable by the owner only.
+        let named = staged ? body?.name(beside: target, privately: reveal) : nil
+        let file = try named ?? (staged ? FileOutput(stagedBeside: target, privately: reveal) : FileOutput(path: target))
         var stream = file
         do {
             if let body {

@@ -81,11 +81,11 @@ final class ReportBody {
     /// mode `target` has or a new file would get, and returns a `FileOutput` that appends to it. Nil when the file
     /// cannot be named (it has a name already, or the kernel refuses): then it is to be copied (its first `length`
     /// bytes, so a second report from it is whole too).
-    func name(beside target: String) -> FileOutput? {
+    func name(beside target: String, privately: Bool) -> FileOutput? {
         guard nameable else { return nil }
         // Locked before it has a name: never seen unlocked while it is written.
         let lock = StagedReportLock(descriptor)
-        fchmod(descriptor, FileOutput.stagedMode(for: target))
+        fchmod(descriptor, FileOutput.stagedMode(for: target, privately: privately))
         var generator = SystemRandomNumberGenerator()
         let letters = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789".utf8)
         for _ in 0..<100 {

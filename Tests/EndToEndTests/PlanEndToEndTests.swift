@@ -586,6 +586,13 @@ struct Binary {
                 let planned = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
                 #expect(planned == (try String(contentsOfFile: again, encoding: .utf8)), "\(pipeline): \(file)")
                 #expect(planned.count > 1000)
+                // Reports that show personal data are for their owner only, as the state store is.
+                if reveal || index == 3 {
+                    for path in ["\(out)/\(file)", again] {
+                        let mode = try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+                        #expect(mode == 0o600, "\(path): \(String(mode ?? 0, radix: 8))")
+                    }
+                }
             }
         }
         // Stopped after two batches, then resumed: the same three files as in one go.
