@@ -184,9 +184,10 @@ final class Services {
             do {
                 _ = try blocking { try await apple.refresh(refreshToken: "idpipe-connectivity-check") }
                 lines.append((true, "apple: client secret accepted"))
-            } catch let error as ConnectorError where !error.stopsRun {
+            } catch ConnectorError.rejected(_, "invalid_grant", _) {
                 lines.append((true, "apple: client secret accepted (the probe token was refused, as expected)"))
             } catch {
+                // Any other answer (a 404 or a 400 from a wrong endpoint, a 5xx) says nothing of the secret.
                 lines.append((false, "apple: \(error)"))
             }
         }

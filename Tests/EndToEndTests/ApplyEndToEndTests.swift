@@ -168,10 +168,14 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(output.contains("ok: data webhook: reachable (HTTP "), "\(output)")
         #expect(try sandbox.ledger().isEmpty)
         let text = try String(contentsOfFile: Binary.root.appendingPathComponent(pipeline).path, encoding: .utf8)
-        let unreachable = try text.replacing(/data_webhook: \S+/, with: "data_webhook: http://127.0.0.1:1/hooks/delete-user-data")
-        try unreachable.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
+        // A webhook nothing answers at; an Apple endpoint that answers 404 (it was taken for a refused probe token, and
+        // the client secret for accepted).
+        var wrong = try text.replacing(/data_webhook: \S+/, with: "data_webhook: http://127.0.0.1:1/hooks/delete-user-data")
+        wrong = try wrong.replacing(/(\n  apple:\n[\s\S]*?endpoint: \S+)/) { $0.output.1 + "/nothing-here" }
+        try wrong.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
         let (failedCode, failedOutput) = try Binary.run(["validate", pipeline, "--check-services"])
         #expect(failedCode == 2 && failedOutput.contains("FAILED: data webhook: ") && failedOutput.contains("ok: google"), "\(failedOutput)")
+        #expect(failedOutput.contains("FAILED: apple: apple: HTTP 404"), "\(failedOutput)")
     }
 
     @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {
