@@ -106,12 +106,12 @@ final class FileOutput: TextOutputStream, ByteSink {
         self.path = path
     }
 
-    /// The mode of a report staged to replace `target`: the one `target` has, or the one a new file would get; readable
-    /// by its owner only when it shows personal data (`privately`), as the state store is.
+    /// The mode of a report staged to replace `target`: the one `target` has, or the one a new file would get; with
+    /// personal data shown (`privately`), for its owner only, as the state store is.
     static func stagedMode(for target: String, privately: Bool) -> mode_t {
-        if privately { return 0o600 }
         var existing = stat()
-        return stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o666 & ~creationMask
+        let mode = stat(target, &existing) == 0 ? existing.st_mode & 0o7777 : 0o666 & ~creationMask
+        return privately ? mode & 0o700 | 0o600 : mode
     }
 
     /// The process's umask, read where reading it changes nothing (`umask()` sets it, for every thread).

@@ -1354,12 +1354,18 @@ struct Binary {
         #expect(output.contains("cannot write \(out)/plan.json.idpipe-partial.") && output.contains("No space left on device"), "\(output)")
         #expect(try String(contentsOfFile: out + "/plan.json", encoding: .utf8) == reviewed)
         #expect(try staged().isEmpty)
-        // Once it can be written whole, the new report takes the old one's place, with the old one's mode.
+        // Once it can be written whole, the new report takes the old one's place, with the old one's mode; one that
+        // shows personal data, for its owner only.
         #expect(chmod(out + "/plan.json", 0o640) == 0)
         let (again, againOutput) = try Binary.run(rewrite)
         #expect(again == 0, "\(againOutput)")
         let revealed = try String(contentsOfFile: out + "/plan.json", encoding: .utf8)
         #expect(revealed != reviewed)
+        #expect((try FileManager.default.attributesOfItem(atPath: out + "/plan.json")[.posixPermissions] as? Int) == 0o600)
+        #expect(chmod(out + "/plan.json", 0o640) == 0)
+        let (masked, maskedOutput) = try Binary.run(Array(rewrite.dropLast()))
+        let rewritten = try String(contentsOfFile: out + "/plan.json", encoding: .utf8)
+        #expect(masked == 0 && rewritten == reviewed, "\(maskedOutput)")
         #expect((try FileManager.default.attributesOfItem(atPath: out + "/plan.json")[.posixPermissions] as? Int) == 0o640)
         #expect(try staged().isEmpty)
 
