@@ -517,6 +517,30 @@ struct Binary {
         try expectSame(stoppedInSurvey, "stopped in the survey and resumed")
     }
 
+    /// An account id that is an address or a phone number (a legacy import keyed by them) is masked as one in every
+    /// report, as the other personal data is, and shown with --reveal-personal-data.
+    @Test func accountIdsThatArePersonalDataAreMasked() throws {
+        let folder = Binary.temporaryDirectory()
+        try """
+            {"users": [
+              {"localId": "jane.secret@example.com", "email": "jane@example.com", "disabled": true, "providerUserInfo": []},
+              {"localId": "+14155550123", "disabled": true, "providerUserInfo": []}
+            ]}
+            """.write(toFile: folder + "/accounts.json", atomically: true, encoding: .utf8)
+        try "version: 1\nname: ids\nsource: {path: accounts.json}\nselect: {disabled: true}\nstages: {delete: {when_not_revocable: delete}}\n"
+            .write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        for reveal in [false, true] {
+            let out = Binary.temporaryDirectory()
+            let (code, output) = try Binary.run(["plan", folder + "/pipeline.yaml", "--out", out, "--as-of", asOf] + (reveal ? ["--reveal-personal-data"] : []))
+            #expect(code == 0, "\(output)")
+            for file in Self.reportFiles {
+                let text = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
+                #expect(text.contains("jane.secret") == reveal && text.contains("4155550123") == reveal, "\(file): \(text)")
+                if !reveal { #expect(text.contains("j•••@example.com") && text.contains("+1••"), "\(file): \(text)") }
+            }
+        }
+    }
+
     /// With a grace period, the requests younger than it wait: their accounts are listed as not acted on, with those
     /// whose request is dated after the plan, and get no name; plan.md from the store says the same.
     @Test func deletionRequestsWithinTheGracePeriodWait() throws {

@@ -85,7 +85,7 @@ extension JSONReport {
     static func appendAccount(_ account: ReportAccount, _ actions: [ReportAction], masking: Masking, to out: inout some ByteOutput,
                               scratch: inout [UInt8]) {
         out.put("{\"uid\": ")
-        JSONText.append(account.uid, to: &out)
+        JSONText.append(masking.accountId(account.uid), to: &out)
         out.put(", \"source\": \"")
         JSONText.appendEscaped(account.file, to: &out)
         out.append(UInt8(ascii: ":"))
@@ -349,7 +349,7 @@ public struct CSVLedger {
     /// A line's fields after the first (the sequence number), with its newline.
     static func appendFields(afterSequenceOf action: ReportAction, masking: Masking, masked: inout [UInt8], to out: inout some ByteOutput) {
         let comma = UInt8(ascii: ",")
-        append(action.uid, to: &out)
+        append(masking.accountId(action.uid), to: &out)
         out.append(comma)
         append(action.kind, to: &out)
         out.append(comma)

@@ -81,7 +81,7 @@ public struct MarkdownReport {
                 + [["relay accounts needing consent review", "\(tally["relay.consent-review"])"]])
             try accountList(&out, totals, .consentReview, title: "Relay accounts linked to identifying data without recorded consent",
                             columns: ["uid", "email", "linked data", "providers", "source"]) { account, _ in
-                [account.uid, masking.email(account.email), account.consentReview ?? "", account.providers, "\(account.file):\(account.line)"]
+                [masking.accountId(account.uid), masking.email(account.email), account.consentReview ?? "", account.providers, "\(account.file):\(account.line)"]
             }
         }
 
@@ -90,7 +90,7 @@ public struct MarkdownReport {
             section(&out, "Display names")
             table(&out, ["outcome", "accounts"], names.map { [$0.0.replacingFirst("fill.", "fill from ").replacingFirst("no-source.", "no source: "), "\($0.1)"] })
             try accountList(&out, totals, .nameFill, title: "Names to fill", columns: ["uid", "new name", "source", "email"]) { account, _ in
-                [account.uid, masking.name(account.newName), account.nameOutcome ?? "", masking.email(account.email)]
+                [masking.accountId(account.uid), masking.name(account.newName), account.nameOutcome ?? "", masking.email(account.email)]
             }
         }
 
@@ -107,15 +107,15 @@ public struct MarkdownReport {
             }
             try accountList(&out, totals, .requestNotActedOn, title: "Deletion requested, not acted on",
                             columns: ["uid", "email", "request", "providers"]) { account, _ in
-                [account.uid, masking.email(account.email), account.deletionRequest ?? "", account.providers]
+                [masking.accountId(account.uid), masking.email(account.email), account.deletionRequest ?? "", account.providers]
             }
             try accountList(&out, totals, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account, _ in
-                [account.uid, masking.email(account.email), account.selectionDetail ?? ""]
+                [masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? ""]
             }
             // Counted only, a deletion request the provider filter set aside was carried out by no one and named nowhere.
             try accountList(&out, totals, .filteredByProvider, title: "Matched, but left out by select.providers (not acted on)",
                             columns: ["uid", "email", "matched", "request", "providers"]) { account, _ in
-                [account.uid, masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers]
+                [masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers]
             }
         }
 
@@ -140,7 +140,7 @@ public struct MarkdownReport {
             // What becomes of each: a kept account (a login that cannot be revoked, data out of reach) looked like the others.
             try accountList(&out, totals, .selected, title: "Accounts selected for cleanup",
                             columns: ["uid", "email", "why", "request", "providers", "actions"]) { account, actions in
-                [account.uid, masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers,
+                [masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers,
                  Self.actionsInBrief(actions)]
             }
         }
@@ -216,7 +216,7 @@ public struct MarkdownReport {
         if !data.largest.isEmpty {
             out.write("\n### The accounts with the most data\n\n")
             table(&out, ["uid", "action", "would delete", "per path"], data.largest.map {
-                [$0.uid, "`\($0.kind.rawValue)`", "\($0.count)", $0.detail]
+                [masking.accountId($0.uid), "`\($0.kind.rawValue)`", "\($0.count)", $0.detail]
             })
         }
     }

@@ -132,6 +132,13 @@ public struct Masking: Sendable {
 }
 
 extension Masking {
+    /// An account's id as the reports show it: as it is, unless it is an address or a phone number (a legacy table
+    /// keyed by email, an import that used them as ids), masked as one.
+    public func accountId(_ uid: String) -> String {
+        guard !reveal, uid.utf8.contains(where: { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "+") }) else { return uid }
+        return quarantinedId(uid) ?? uid
+    }
+
     /// The id a quarantined row seemed to have. In a row cut short or shifted (a CSV row missing a field, a fragment
     /// of a name broken over lines), the id column holds another field: an email, a name, a phone number. Such a value
     /// is masked as what it looks like; an id is shown as it is.
