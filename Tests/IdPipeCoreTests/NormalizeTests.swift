@@ -377,3 +377,23 @@ extension EmailNormalizerTests {
         #expect(QuarantineEntry(position: entry.position, localId: "u1", field: "email", reason: "has no @").reason == "has no @")
     }
 }
+
+@Suite struct TextScanTests {
+    /// The word-at-a-time scan against a byte-by-byte one: every position of each byte in words and tails of every
+    /// length, bytes one away from those asked for (which a wrong borrow in the zero-byte test would take), and 0x80
+    /// and above.
+    @Test func containsEitherFindsEveryPosition() {
+        let filler: [UInt8] = [0x3F, 0x41, 0x2A, 0x2C, 0xC0, 0x80, 0xFF, 0x00, 0x01]
+        for length in 0...20 {
+            for fill in filler {
+                for (position, byte) in [(nil, UInt8(0))] + (0..<length).flatMap({ [($0, UInt8(ascii: "@")), ($0, UInt8(ascii: "+"))] }) as [(Int?, UInt8)] {
+                    var bytes = [UInt8](repeating: fill, count: length)
+                    if let position { bytes[position] = byte }
+                    let expected = bytes.contains { $0 == UInt8(ascii: "@") || $0 == UInt8(ascii: "+") }
+                    #expect(bytes.withUnsafeBufferPointer { TextScan.containsEither($0, UInt8(ascii: "@"), UInt8(ascii: "+")) } == expected,
+                            "\(bytes)")
+                }
+            }
+        }
+    }
+}

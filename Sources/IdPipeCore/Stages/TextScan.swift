@@ -33,6 +33,27 @@ public enum TextScan {
         return true
     }
 
+    /// Whether `bytes` hold `a` or `b`, eight bytes at a time: a word XORed with a byte repeated has a zero byte where
+    /// that byte is, and `(w - 0x01…01) & ~w & 0x80…80` is nonzero exactly when `w` has a zero byte.
+    public static func containsEither(_ bytes: UnsafeBufferPointer<UInt8>, _ a: UInt8, _ b: UInt8) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let repeatedA = ones &* UInt64(a), repeatedB = ones &* UInt64(b)
+        var index = 0
+        if let base = UnsafeRawPointer(bytes.baseAddress) {
+            while index + 8 <= bytes.count {
+                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                let x = word ^ repeatedA, y = word ^ repeatedB
+                if (x &- ones) & ~x & highs != 0 || (y &- ones) & ~y & highs != 0 { return true }
+                index += 8
+            }
+        }
+        while index < bytes.count {
+            if bytes[index] == a || bytes[index] == b { return true }
+            index += 1
+        }
+        return false
+    }
+
     /// Whether `text` is made of exactly these bytes, compared on the string's own storage when it has one.
     public static func sameBytes(_ bytes: UnsafeBufferPointer<UInt8>, _ text: String) -> Bool {
         text.withUTF8Bytes { sameBytes(bytes, $0) }

@@ -90,7 +90,7 @@ extension SideInputReader {
         try refuseCharactersNoTokenHas(facebookId, "facebook_id", fail: fail)
         // An app-scoped id is digits. Anything else is no id (a token put in the wrong field, say), which the plan kept in
         // the store and apply quoted in its refusal: not quoted here either.
-        guard facebookId.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) else { throw fail("facebook_id: an app-scoped id is digits only") }
+        guard facebookId.withUTF8Bytes({ $0.allSatisfy { $0 >= 48 && $0 <= 57 } }) else { throw fail("facebook_id: an app-scoped id is digits only") }
         guard let login = fields.value("login")?.named(FacebookLoginKind.self) else {
             throw fail("login: expected classic or limited")
         }
