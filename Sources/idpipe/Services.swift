@@ -62,7 +62,7 @@ final class Services {
         if let config = services.apple {
             let keyPath = context.resolve(config.privateKey)
             guard let pem = try? String(contentsOfFile: keyPath, encoding: .utf8) else {
-                throw CommandError("\(context.path): services.apple.private_key: cannot read \(Redaction.path(keyPath))")
+                throw CommandError("\(context.path): services.apple.private_key: cannot read \(Redaction.path(keyPath, given: config.privateKey))")
             }
             let key: SigningKey
             do { key = try SigningKey(pem: pem, algorithm: .es256) } catch {
@@ -148,7 +148,7 @@ final class Services {
     private static func secret(_ context: PipelineContext, file: String?, key: String, environment: [String: String], variable: String) throws -> String? {
         if let path = file.map(context.resolve) {
             guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
-                throw CommandError("\(context.path): \(key): cannot read \(Redaction.path(path))")
+                throw CommandError("\(context.path): \(key): cannot read \(Redaction.path(path, given: file))")
             }
             return text.trimmingCharacters(in: .whitespacesAndNewlines)
         }

@@ -19,6 +19,18 @@ import Testing
         ("a Google detail", "Permission 'datastore.entities.get' denied on resource '//firestore.googleapis.com/projects/demo/databases/(default)'",
          [], "Permission 'datastore.entities.get' denied on resource '//firestore.googleapis.com/projects/demo/databases/(default)'"),
         ("an Identity Toolkit code", "USER_NOT_FOUND", [], "USER_NOT_FOUND"),
+        ("a service account and a database host",
+         "firebase-adminsdk-x@acme-prod-analytics.iam.gserviceaccount.com does not have storage.objects.delete access to https://acme-prod-default-rtdb.europe-west1.firebasedatabase.app/users",
+         [], "firebase-adminsdk-x@acme-prod-analytics.iam.gserviceaccount.com does not have storage.objects.delete access to https://acme-prod-default-rtdb.europe-west1.firebasedatabase.app/users"),
+        // Words after a field's name are no value: only one with a digit is taken for a token.
+        ("Facebook's expired session", "Error validating access token: Session has expired on Tuesday", [],
+         "Error validating access token: Session has expired on Tuesday"),
+        ("Google's unknown field", #"Invalid JSON payload received. Unknown name "code": Cannot find field."#, [],
+         #"Invalid JSON payload received. Unknown name "code": Cannot find field."#),
+        // A known secret replaced is not taken for a value again.
+        ("a known secret in a field", "client_secret=s3cret99&grant_type=x", ["s3cret99"], "client_secret=[redacted]&grant_type=x"),
+        ("a known bearer token", "Authorization: Bearer ya29.tok3n-abc", ["ya29.tok3n-abc"], "Authorization: Bearer [redacted]"),
+        ("JSON inside a JSON string", #"{"refresh_token": "r1abc"}"#, [], #"{"refresh_token": "[redacted]"}"#),
         ("a uid", "no user 0MuYCa51kmC6QvMXDG9kQJ2LFZhi", [], "no user 0MuYCa51kmC6QvMXDG9kQJ2LFZhi"),
     ]
 
@@ -42,6 +54,15 @@ import Testing
     @Test func aLongTextIsCut() {
         let scrubbed = Redaction.scrubbed(String(repeating: "word ", count: 200))
         #expect(scrubbed.count == 301 && scrubbed.hasSuffix("…"))
+        // Only the start of a body of megabytes is scanned (the JWT pattern backtracks along each run it starts).
+        #expect(Redaction.scrubbed(String(repeating: "eyJ", count: 1_000_000)).hasPrefix("[redacted]"))
+    }
+
+    /// A path is quoted, unless what was given looks like the secret itself.
+    @Test(arguments: [("fb-secret.txt", true), ("../keys/AuthKey_ABC123.p8", true), ("0123456789abcdef0123456789abcdef", false),
+                      ("-----BEGIN PRIVATE KEY-----", false), ("secret", true)])
+    func pathsAreShownUnlessTheyMayBeTheSecret(given: String, shown: Bool) {
+        #expect(Redaction.path("/pipelines/" + given, given: given) == (shown ? "'/pipelines/\(given)'" : "(a value that may be the key or secret itself, not a path: not shown)"))
     }
 
     @Test(arguments: [("invalid_grant", "invalid_grant"), ("PERMISSION_DENIED", "PERMISSION_DENIED"), ("invalid grant: r0dd", nil),

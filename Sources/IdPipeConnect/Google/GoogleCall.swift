@@ -37,7 +37,9 @@ struct GoogleCall: Sendable {
                 return .retry(reason: "401 \(error.code): fetching a new access token")
             }
             if response.status == 401 || response.status == 403 || error.isConfiguration {
-                return .fail(.configuration(service: service, message: "\(operation): HTTP \(response.status) \(error.code) \(error.detail)"))
+                // A code that is only the status (Storage's errors have none) is not said twice.
+                let code = error.code.hasPrefix("HTTP ") ? "" : " \(error.code)"
+                return .fail(.configuration(service: service, message: "\(operation): HTTP \(response.status)\(code) \(error.detail)"))
             }
             return .fail(.rejected(service: service, code: error.code, message: error.detail))
         })

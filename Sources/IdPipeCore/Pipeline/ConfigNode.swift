@@ -54,12 +54,12 @@ struct ConfigNode {
         return scalar.string
     }
 
-    /// The path of a file that holds a key or a secret. The key itself written there (the PEM or JSON text, or a
-    /// one-line secret with no path to it) was taken for a path, and printed whole by the error that it could not be
-    /// read: refused here, and not quoted.
+    /// The path of a file that holds a key or a secret. The key itself written there (its PEM or JSON text) was taken
+    /// for a path, and printed whole by the error that it could not be read: refused here, and not quoted. (A one-line
+    /// secret could be a file's name: it is only kept out of messages, `Redaction.path`.)
     func secretFilePath() throws -> String {
         let text = try string()
-        if text.contains("\n") || text.contains("-----BEGIN") || text.trimmingPrefix(while: { $0 == " " }).hasPrefix("{") {
+        if SecretText.isKeyText(text) {
             throw error("holds the key itself, not the path of its file (not shown): put it in a file only you can read, and give that file's path")
         }
         return text
@@ -120,5 +120,15 @@ struct ConfigNode {
         var value = defaults
         try body(&value, try mapping(allowed: allowed))
         return value
+    }
+}
+
+/// What tells a key's text from the path of its file.
+public enum SecretText {
+    /// Whether `value` is a key's text rather than a path: a PEM block, a JSON object, more than one line, or longer
+    /// than any path.
+    public static func isKeyText(_ value: String) -> Bool {
+        value.utf8.count > 1024 || value.contains("\n") || value.contains("-----BEGIN")
+            || value.trimmingPrefix(while: { $0 == " " || $0 == "\t" }).hasPrefix("{")
     }
 }
