@@ -29,11 +29,16 @@ public final class DataWebhookClient: Sendable {
         return object.encoded()
     }
 
-    /// Whether anything answers at the hook's address (`validate --check-services`): a HEAD request, which a hook
-    /// takes for no deletion. Any HTTP status is an answer, and is returned; the secret is not checked by it.
+    /// Whether anything answers at the hook's address (`validate --check-services`): one HEAD request, which a hook
+    /// takes for no deletion, sent past the channel's retries (a 503 or a 429 is an answer too, where the channel would
+    /// try again, for minutes after a Retry-After). Its status is returned; the secret is not checked by it.
     public func probe() async throws -> Int {
-        let request = HTTPRequest(method: "HEAD", url: url, headers: [("User-Agent", IdPipeProduct.userAgent)])
-        return try await channel.send(limiter: limiter, make: { request }, judge: { _ in .success }).status
+        let request = HTTPRequest(method: "HEAD", url: url, headers: [("User-Agent", IdPipeProduct.userAgent)], timeout: .seconds(10))
+        do throws(TransportError) {
+            return try await channel.transport.send(request).status
+        } catch {
+            throw ConnectorError.unavailable(service: channel.service, message: "\(ServiceChannel.origin(url)): \(error)")
+        }
     }
 
     public func deleteUserData(uid: String, idempotencyKey: String, run: String) async throws {
