@@ -562,6 +562,16 @@ struct Binary {
         #expect(waiting.count == 4 && waiting.allSatisfy { ($0["actions"] as? [Any])?.isEmpty == true }, "\(waiting)")
         let (reportCode, fromStore) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "md"])
         #expect(reportCode == 0 && fromStore == report)
+        // With every request waiting, no account is selected: the section still says why.
+        let everything = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "deletion_requested: true",
+                                                    with: "deletion_requested: true\n  deletion_grace_days: 3000")
+        defer { Binary.removeVariant(everything) }
+        let waitingOut = Binary.temporaryDirectory()
+        let (waitingCode, waitingOutput) = try Binary.run(["plan", everything, "--out", waitingOut, "--as-of", asOf])
+        #expect(waitingCode == 1, "\(waitingOutput)")
+        let waitingReport = try String(contentsOfFile: waitingOut + "/plan.md", encoding: .utf8)
+        #expect(waitingReport.contains("## Selection\n\nNo rule selected an account.\n\n**12 deletion requests of `inputs.deletion_requests` are within"),
+                "\(waitingReport)")
         // Without the grace period the same requests are acted on.
         let plain = Binary.temporaryDirectory()
         try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", plain, "--as-of", asOf])

@@ -97,10 +97,15 @@ public struct MarkdownReport {
         importSection(&out, tally)
 
         let selection = tally.group("selection.")
-        if !selection.isEmpty || totals[.requestNotActedOn, default: 0] > 0 {
+        let waiting = run.deletionRequestsInGrace ?? 0
+        if !selection.isEmpty || totals[.requestNotActedOn, default: 0] > 0 || waiting > 0 {
             section(&out, "Selection")
-            table(&out, ["", "accounts"], selection.map { [$0.0.replacingFirst("reason.", "matched: "), "\($0.1)"] })
-            if let waiting = run.deletionRequestsInGrace, waiting > 0 {
+            if selection.isEmpty {
+                out.write("No rule selected an account.\n")
+            } else {
+                table(&out, ["", "accounts"], selection.map { [$0.0.replacingFirst("reason.", "matched: "), "\($0.1)"] })
+            }
+            if waiting > 0 {
                 out.write("\n**\(waiting) deletion \(waiting == 1 ? "request" : "requests") of `inputs.deletion_requests` \(waiting == 1 ? "is" : "are") within the grace period** "
                     + "(`select.deletion_grace_days`), and not acted on yet: a plan made once \(waiting == 1 ? "it is" : "they are") "
                     + "old enough acts on \(waiting == 1 ? "it" : "them").\n")
