@@ -20,10 +20,14 @@ public struct Tally: Sendable, Equatable, Codable {
         for (key, value) in other.counts { counts[key, default: 0] += value }
     }
 
-    /// Rows in the quarantine: the accounts set aside, and faults of the file itself (it ends early), which are
-    /// quarantined to be seen and to set the exit code but are no account.
+    /// Quarantine fields of faults that are no account: the file itself (it ends early), and the separator between two
+    /// accounts (a comma missing or repeated: both accounts are read). They are quarantined to be seen and to set the
+    /// exit code, but not counted as accounts read.
+    public static let faultFields = ["file", "separator"]
+
+    /// Rows in the quarantine: the accounts set aside, and the faults that are no account (`faultFields`).
     public var quarantineRows: Int {
-        self["accounts.quarantined"] + self["quarantine.field.file"]
+        self["accounts.quarantined"] + Self.faultFields.reduce(0) { $0 + self["quarantine.field." + $1] }
     }
 
     /// Whether the input was cut short (a quarantine row of the file itself).
@@ -227,7 +231,7 @@ public struct TallyCounter: Sendable {
     public func tally() -> Tally {
         var tally = Tally()
         func put(_ key: String, _ value: Int) { if value != 0 { tally.add(key, value) } }
-        let accountsQuarantined = slots[Slot.quarantined] - (keyed["quarantine.field.file"] ?? 0)
+        let accountsQuarantined = slots[Slot.quarantined] - Tally.faultFields.reduce(0) { $0 + (keyed["quarantine.field." + $1] ?? 0) }
         put("accounts.read", slots[Slot.accounts] + accountsQuarantined)
         put("accounts.processed", slots[Slot.accounts])
         put("accounts.quarantined", accountsQuarantined)

@@ -115,7 +115,9 @@ struct ExportJSONBatch: RawBatch {
             }
             do throws(JSONCursor.SyntaxError) {
                 if byte != UInt8(ascii: "{") {
-                    let error = cursor.fail("expected a user object, found \(Self.kind(of: byte, describedBy: cursor))")
+                    var error = cursor.fail("expected a user object, found \(Self.kind(of: byte, describedBy: cursor))")
+                    // A comma too many is the separator's fault, no account's.
+                    if byte == UInt8(ascii: ",") { error.field = "separator" }
                     // A value that is no object (a number, null, a list), ending where an element ends: quarantined
                     // alone, and the reading goes on after it (found by the line heuristic below, the account after it
                     // was lost with it). A string followed by ':' is an account that lost its '{': the heuristic's.
@@ -135,7 +137,7 @@ struct ExportJSONBatch: RawBatch {
                 }
                 if expectComma {
                     // The comma is missing, the account whole: it is read, and the fault quarantined on its own.
-                    each(.malformed(QuarantineEntry(position: position(startOffset, line: startLine), localId: nil, field: "record",
+                    each(.malformed(QuarantineEntry(position: position(startOffset, line: startLine), localId: nil, field: "separator",
                                                     reason: "expected ',' between user objects (line \(startLine))")))
                     expectComma = false
                 }
