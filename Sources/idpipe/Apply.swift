@@ -274,6 +274,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 + "the same command, or `idpipe resume --state \(statePath)`, continues from there")
             return Exit.interrupted
         }
+        // A plan recorded whole whose data count stopped (Ctrl-C, or counts that gave up) is finished here: said so below.
+        let countLeft = try outcome.alreadyPlanned && hasDataPaths && context.definition.services.google != nil && pathCountsToDo(store) > 0
         if outcome.run.guardVerdict == nil, hasDataPaths, try countData(context: context, store: store) {
             Console.error("idpipe: interrupted while counting the data to delete; what was counted is kept, and the same command, or "
                 + "`idpipe resume --state \(statePath)`, counts the rest")
@@ -297,8 +299,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         let tally = outcome.tally
         if outcome.alreadyPlanned {
             if endCutShort {
-                Console.out("The plan had been recorded but stopped before its end: its reports\(context.definition.output.importJSON == nil ? " were" : " and import file were") "
-                    + "written now.")
+                Console.out("The plan had been recorded but stopped before its end"
+                    + (countLeft ? ", while counting the data to delete: the count was finished, and its reports" : ": its reports")
+                    + "\(context.definition.output.importJSON == nil ? " were" : " and import file were") written now.")
             } else if applyStarted {
                 Console.out("The state store holds a plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)), that apply has \(outcome.run.status == .applied ? "carried out" : "started on"); "
                     + "its reports are left as they were reviewed, and report.md says what apply did. To plan afresh (a scheduled run, say), give a new "

@@ -178,6 +178,26 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(failedOutput.contains("FAILED: apple: apple: HTTP 404"), "\(failedOutput)")
     }
 
+    /// A plan stopped while counting the data to delete (SIGTERM, the sandbox slow to answer) exits 130; the next plan
+    /// finishes the count, and says the plan had stopped while counting.
+    @Test func aPlanStoppedWhileCountingTheDataSaysSoWhenFinished() throws {
+        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
+                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path,
+                                         data: Binary.root.appendingPathComponent("Samples/data.json").path, arguments: ["--latency-ms", "200"])
+        // Three counts at a time, each answer slow: the signal comes after the first few of the 30 path deletions.
+        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox,
+                                    replacing: [("\nguards:", "\napply: {accounts_in_flight: 3}\nguards:")])
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let plan = ["plan", pipeline, "--out", out, "--as-of", asOf]
+        let (stopped, stoppedOutput) = try Binary.run(plan, signals: [(SIGTERM, 1.2)])
+        #expect(stopped == 130 && stoppedOutput.contains("idpipe: interrupted while counting the data to delete"), "\(stoppedOutput)")
+        let (code, output) = try Binary.run(plan)
+        #expect(code == 1 && output.contains("data: counted the configured paths of "), "\(output)")
+        #expect(output.contains("The plan had been recorded but stopped before its end, while counting the data to delete: the count was "
+                                + "finished, and its reports were written now."), "\(output)")
+    }
+
     @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {
         let (sandbox, pipeline) = try sampleCleanup()
         defer { Binary.removeVariant(pipeline) }
