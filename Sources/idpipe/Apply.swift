@@ -300,7 +300,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         if outcome.alreadyPlanned {
             if endCutShort {
                 Console.out("The plan had been recorded but stopped before its end"
-                    + (countLeft ? ", while counting the data to delete: the count was finished, and its reports" : ": its reports")
+                    + (countLeft ? ", its count of the data to delete unfinished: the count was finished, and its reports" : ": its reports")
                     + "\(context.definition.output.importJSON == nil ? " were" : " and import file were") written now.")
             } else if applyStarted {
                 Console.out("The state store holds a plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)), that apply has \(outcome.run.status == .applied ? "carried out" : "started on"); "

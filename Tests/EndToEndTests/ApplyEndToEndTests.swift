@@ -194,8 +194,8 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(stopped == 130 && stoppedOutput.contains("idpipe: interrupted while counting the data to delete"), "\(stoppedOutput)")
         let (code, output) = try Binary.run(plan)
         #expect(code == 1 && output.contains("data: counted the configured paths of "), "\(output)")
-        #expect(output.contains("The plan had been recorded but stopped before its end, while counting the data to delete: the count was "
-                                + "finished, and its reports were written now."), "\(output)")
+        #expect(output.contains("The plan had been recorded but stopped before its end, its count of the data to delete unfinished: the "
+                                + "count was finished, and its reports were written now."), "\(output)")
     }
 
     @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {

@@ -13,9 +13,9 @@ public enum Redaction {
     static let scanLength = 1024
 
     /// `text` with the secrets the caller sent (`known`: the token, the client secret, the access token of the
-    /// request) and anything shaped like a credential replaced by `[redacted]`: a bearer token, a `name=value` or
-    /// `"name": "value"` pair of a credential field whose value has a digit, a JWT, a PEM block, and any run of 40 or
-    /// more token characters without a dot (no id, code or word the services send is that long, and host names and
+    /// request) and anything shaped like a credential replaced by `[redacted]`: a bearer token, the value of a
+    /// credential field (`name=value` or `"name": "value"`; for the ambiguous names `token`, `code`, `key`, `secret` and
+    /// `signature`, only a value with a digit), a JWT, a PEM block, and any run of 40 or more token characters without a dot (no id, code or word the services send is that long, and host names and
     /// addresses have dots; tokens and keys are that long, and Apple's, which have dots, never reach here).
     public static func scrubbed(_ text: String, known: [String] = []) -> String {
         var result = text.count > scanLength ? String(text.prefix(scanLength)) : text
