@@ -257,6 +257,9 @@ public final class ApplyRunner: Sendable {
                 try await close([actions[j]], .blocked, reason: why, policy: policy)
                 return
             }
+            // A stop while the data went: the account's deletion is a step of its own, not started after a stop; it stays
+            // planned for resume (its place under the cap stays taken: its deletion has begun).
+            if stopping { return }
             if let i = index(.deleteAccount), actions[i].isOpen {
                 await queue.push(DeleteQueue.Item(actionId: actions[i].id, uid: account.uid, policy: policy))
             }

@@ -15,9 +15,12 @@ final class RecordingEffects: RemoteEffects {
     let batchDeleteRate: Double
     /// Counts of these accounts' paths fail with the error.
     let countFailures: [String: ConnectorError]
+    /// Called with the uid of each data deletion, before it returns.
+    let onData: (@Sendable (String) -> Void)?
 
     init(failApple: Set<String> = [], errorOnData: ConnectorError? = nil, batchDeleteRate: Double = 1000,
-         countFailures: [String: ConnectorError] = [:]) {
+         countFailures: [String: ConnectorError] = [:], onData: (@Sendable (String) -> Void)? = nil) {
+        self.onData = onData
         self.failApple = failApple
         self.errorOnData = errorOnData
         self.batchDeleteRate = batchDeleteRate
@@ -39,6 +42,7 @@ final class RecordingEffects: RemoteEffects {
     func deleteData(uid: String, idempotencyKey: String, run: String) async throws {
         if let errorOnData { throw errorOnData }
         note("data \(uid)")
+        onData?(uid)
     }
     func countPaths(_ kind: ActionKind, uid: String) async throws -> [PathCount] {
         note("count \(uid)")
@@ -133,6 +137,22 @@ final class RecordingEffects: RemoteEffects {
 
     /// Ctrl-C while producers wait on a full deletion queue and the deletions sleep until their next slot: the run
     /// ends (interrupted) instead of waiting forever for a queue nobody takes from.
+    /// A stop that comes while an account's data is deleted leaves its account deletion planned, for resume: it is a
+    /// step of its own, which a stop does not start (it was queued once the data went, and sent).
+    @Test func aStopDuringTheDataDeletionLeavesTheAccountDeletionPlanned() async throws {
+        let (store, sideInputs) = try plannedStore()
+        let holder = Mutex<ApplyRunner?>(nil)
+        let effects = RecordingEffects(onData: { _ in holder.withLock { $0?.requestStop() } })
+        let apply = runner(store, sideInputs, effects)
+        holder.withLock { $0 = apply }
+        #expect(try await apply.apply(command: "test").outcome == .interrupted)
+        let states = try states(store)
+        let dataDone = states.filter { $0.key.hasSuffix(" delete-data") && $0.value == "done" }.keys.map { String($0.split(separator: " ")[0]) }
+        #expect(!dataDone.isEmpty)
+        for uid in dataDone { #expect(states["\(uid) delete-account"] == "planned", "\(uid)") }
+        #expect(!effects.log.contains { $0.hasPrefix("delete ") }, "\(effects.log)")
+    }
+
     @Test func aCancelWhileTheDeletionQueueIsFullEndsTheRun() async throws {
         let (store, sideInputs) = try plannedStore()
         let effects = RecordingEffects(batchDeleteRate: 0.1)  // one batch, then the next slot is 10 s away
