@@ -179,7 +179,7 @@ struct PipelineContext {
         lines.append("backfill names: " + (d.stages.backfillNames.map { "from " + $0.map(\.description).joined(separator: ", then ") } ?? "off"))
         var rules: [String] = []
         if d.selection.deletionRequested {
-            rules.append("deletion requested" + (d.selection.deletionGraceDays.map { " (acted on \($0) days after the request)" } ?? ""))
+            rules.append("deletion requested" + (d.selection.deletionGraceDays.map { " (acted on \(Console.count($0, "day")) after the request)" } ?? ""))
         }
         if d.selection.disabled { rules.append("disabled") }
         if let days = d.selection.inactiveForDays { rules.append("no sign-in for \(days) days") }

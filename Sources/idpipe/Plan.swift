@@ -180,7 +180,7 @@ struct PlanExecution {
                 run.deletionRequestsInGrace = waiting
                 if waiting > 0 {
                     Console.error("idpipe: \(Console.count(waiting, "deletion request")) \(waiting == 1 ? "is" : "are") within "
-                        + "select.deletion_grace_days (\(days) days: made after \(Timestamp.formatRFC3339(until))) and not acted on yet")
+                        + "select.deletion_grace_days (\(Console.count(days, "day")): made after \(Timestamp.formatRFC3339(until))) and not acted on yet")
                 }
             }
         }

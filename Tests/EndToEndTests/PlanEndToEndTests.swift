@@ -562,6 +562,11 @@ struct Binary {
         #expect(waiting.count == 4 && waiting.allSatisfy { ($0["actions"] as? [Any])?.isEmpty == true }, "\(waiting)")
         let (reportCode, fromStore) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "md"])
         #expect(reportCode == 0 && fromStore == report)
+        // Cut short, the list sends to where the rest is: not the ledger, which has no line for an account with no action.
+        let (_, short) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "md", "--list-limit", "1"])
+        #expect(short.contains("| app at 2026-08-22T05:08:41Z | apple.com |\n\n… and 3 more: see the JSON report.\n"), "\(short)")
+        let (_, none) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "md", "--list-limit", "0"])
+        #expect(none.contains("### Deletion requested, not acted on (4)\n\n… all: see the JSON report.\n"), "\(none)")
         // With every request waiting, no account is selected: the section still says why.
         let everything = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "deletion_requested: true",
                                                     with: "deletion_requested: true\n  deletion_grace_days: 3000")

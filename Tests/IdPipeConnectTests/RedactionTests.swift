@@ -60,7 +60,10 @@ import Testing
 
     /// A path is quoted, unless what was given looks like the secret itself.
     @Test(arguments: [("fb-secret.txt", true), ("../keys/AuthKey_ABC123.p8", true), ("0123456789abcdef0123456789abcdef", false),
-                      ("-----BEGIN PRIVATE KEY-----", false), ("secret", true)])
+                      ("-----BEGIN PRIVATE KEY-----", false), ("secret", true), ("/run/secrets/facebook_app_secret", true),
+                      ("/var/lib/idpipe-2024-11-20-keys/sa.json", true),
+                      // Base64 has slashes: a key's body, a random secret.
+                      ("MIGHAgEAMBMGByqGSM49AgEGCCqGSM49/AwEHBG0wawIBAQQg", false), ("q2v/8Jk3mX+7pLr0w9ZtYh4bN6cE1sA5dF2gH8jK0lM=", false)])
     func pathsAreShownUnlessTheyMayBeTheSecret(given: String, shown: Bool) {
         #expect(Redaction.path("/pipelines/" + given, given: given) == (shown ? "'/pipelines/\(given)'" : "(a value that may be the key or secret itself, not a path: not shown)"))
     }

@@ -59,7 +59,7 @@ public final class FacebookClient: Sendable {
         }
         let token = try await appAccessToken()
         let response = try await send("DELETE", "/\(credentials.graphVersion)/\(appScopedId)/permissions?" + FormBody.encode([("access_token", token)]),
-                                      secrets: [token, credentials.appSecret])
+                                      secrets: [token, credentials.appSecret, appScopedId])
         let body = JSONValue.decode(response.body)
         guard body == .bool(true) || body?["success"] == .bool(true) else {
             throw ConnectorError.badResponse(service: channel.service, message: "the permissions DELETE did not answer success")

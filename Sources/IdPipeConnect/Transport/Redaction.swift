@@ -42,11 +42,17 @@ public enum Redaction {
     /// A file path from the configuration or the environment as an error message shows it (`shown`, resolved): quoted,
     /// unless what was given (`given`, as written) looks like what the file would hold. A key's JSON or PEM text given
     /// in place of its path (a common slip with GOOGLE_APPLICATION_CREDENTIALS, `SecretText.isKeyText`), or a one-line
-    /// secret (16 or more token characters, with no `/` or `.` as a path or file name has): then it is not shown.
+    /// secret: a part between `/` (which base64 has) of 16 or more token characters with no `.`, at least 3 digits, and
+    /// both cases of letters or 32 characters (random text; a name's words have an extension, few digits, one case).
+    /// Then it is not shown.
     public static func path(_ shown: String, given: String? = nil) -> String {
         let value = given ?? shown
-        let oneLineSecret = value.utf8.count >= 16 && value.utf8.allSatisfy {
-            ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || "_~+=-".utf8.contains($0)
+        let oneLineSecret = value.split(separator: "/").contains { part in
+            let bytes = Array(part.utf8)
+            let isToken = bytes.allSatisfy { ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || "_~+=-".utf8.contains($0) }
+            let digits = bytes.filter { $0 >= 0x30 && $0 <= 0x39 }.count
+            let bothCases = bytes.contains { $0 >= 0x41 && $0 <= 0x5A } && bytes.contains { $0 >= 0x61 && $0 <= 0x7A }
+            return bytes.count >= 16 && isToken && digits >= 3 && (bothCases || bytes.count >= 32)
         }
         guard SecretText.isKeyText(value) || oneLineSecret else { return "'\(shown)'" }
         return "(a value that may be the key or secret itself, not a path: not shown)"

@@ -290,8 +290,11 @@ public struct MarkdownReport {
         out.write("\n### \(title) (\(total))\n\n")
         var rows: [[String]] = []
         try source.accountsWithActions(list, limit: listLimit) { rows.append(row($0, $1)) }
-        table(&out, columns, rows)
-        if total > rows.count { out.write("\n… and \(total - rows.count) more: see the JSON report and the CSV ledger.\n") }
+        // With --list-limit 0, the count alone (a table of no row was its header).
+        if !rows.isEmpty { table(&out, columns, rows) }
+        // The ledger has lines only for accounts with actions (an account whose request waits has none).
+        let elsewhere = list == .requestNotActedOn || list == .consentReview ? "the JSON report" : "the JSON report and the CSV ledger"
+        if total > rows.count { out.write("\(rows.isEmpty ? "" : "\n")… \(rows.isEmpty ? "all" : "and \(total - rows.count) more"): see \(elsewhere).\n") }
     }
 
     /// An account's actions in step order, each with its state and reason; actions next to each other in the same state
