@@ -260,6 +260,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                                           workers: workers ?? Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))), logger: Logger(label: "idpipe"),
                                           applyRequested: requestApply, maxDeletions: maxDeletions)
             execution.shouldStop = { interruption.isRaised }
+            execution.reveal = reveal
             execution.reportFollower = streamed
             do {
                 (outcome, store) = try execution.run()
@@ -286,7 +287,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             if let maxDeletions { run.maxDeletions = maxDeletions }
             try store.saveRun(run)
         }
-        var writer = ReportWriter(store: store, out: out, reveal: reveal, listLimit: context.definition.report.listLimit)
+        // A plan resumed without --reveal-personal-data shows what it showed when it started with it.
+        var writer = ReportWriter(store: store, out: out, reveal: reveal || outcome.run.revealPersonalData == true,
+                                  listLimit: context.definition.report.listLimit)
         // A plan that ran whole in this process rendered its reports' bodies as it went (one resumed did not see the
         // batches before its start; one already planned saw none).
         if let streamed, outcome.reportBodiesComplete { writer.streamed = streamed }

@@ -74,6 +74,9 @@ struct PlanExecution {
     var applyRequested = false
     /// `run --yes --max-deletions N`: recorded from the start too, so that apply keeps to it.
     var maxDeletions: Int?
+    /// `--reveal-personal-data`: recorded with the run, so a resumed plan's reports, and `report`, show what the plan's
+    /// reports showed.
+    var reveal = false
     /// Asked after each committed batch, and after each batch the duplicate check's survey reads: true stops the plan
     /// there (Ctrl-C).
     var shouldStop: (() -> Bool)?
@@ -165,7 +168,7 @@ struct PlanExecution {
         run.workingDirectory = currentDirectory()
         run.reportFolder = absolutePath(out)
         run.listLimit = definition.report.listLimit
-        run.revealPersonalData = definition.report.revealPersonalData ? true : nil
+        run.revealPersonalData = reveal || definition.report.revealPersonalData || existing?.revealPersonalData == true ? true : nil
         run.guardLimits = definition.guards.limits
         if definition.selection.deletionRequested {
             let later = sideInputs.deletionRequests.allRows.count { $0.requestedAt > planAsOf }

@@ -6,7 +6,7 @@ import IdPipeStore
 struct Report: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Write a run's report again, from its state store.",
-        discussion: "Personal data is masked, or shown as the pipeline's report.reveal_personal_data showed it in the plan's reports.")
+        discussion: "Personal data is masked, or shown as the plan's reports showed it (--reveal-personal-data or the pipeline's report.reveal_personal_data).")
 
     @Option(name: .long, help: ArgumentHelp("The state store of the run.", valueName: "db"))
     var state: String
@@ -24,7 +24,7 @@ struct Report: ParsableCommand {
 
     @OptionGroup var reportOptions: ReportOptions
 
-    @Flag(name: .long, help: "Mask personal data even when the pipeline's report.reveal_personal_data showed it in the plan's reports (a copy to share).")
+    @Flag(name: .long, help: "Mask personal data even when the plan's reports showed it (a copy to share).")
     var maskPersonalData = false
 
     func validate() throws {

@@ -517,6 +517,25 @@ struct Binary {
         try expectSame(stoppedInSurvey, "stopped in the survey and resumed")
     }
 
+    /// A plan started with --reveal-personal-data and finished by `resume` (which is not given the flag) writes the
+    /// reports the whole plan writes: personal data shown, for the owner only. It wrote them masked, world-readable.
+    @Test func aRevealedPlanFinishedByResumeStaysRevealed() throws {
+        let plan = ["plan", "Pipelines/review-relay-accounts.yaml", "--as-of", asOf, "--reveal-personal-data"]
+        let whole = Binary.temporaryDirectory(), resumed = Binary.temporaryDirectory()
+        try Binary.run(plan + ["--out", whole])
+        let small = ["IDPIPE_BATCH_RECORDS": "50", "IDPIPE_BATCH_BYTES": "20000"]
+        let (stopped, stoppedOutput) = try Binary.run(plan + ["--out", resumed], environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "1"]) { $1 })
+        #expect(stopped == 130, "\(stoppedOutput)")
+        let (code, output) = try Binary.run(["resume", "--state", resumed + "/state.sqlite"])
+        #expect(code == 1, "\(output)")
+        for file in Self.reportFiles {
+            let text = try String(contentsOfFile: "\(resumed)/\(file)", encoding: .utf8)
+            #expect(text == (try String(contentsOfFile: "\(whole)/\(file)", encoding: .utf8)), "\(file)")
+            #expect((try FileManager.default.attributesOfItem(atPath: "\(resumed)/\(file)")[.posixPermissions] as? Int) == 0o600, "\(file)")
+        }
+        #expect(try String(contentsOfFile: resumed + "/plan.md", encoding: .utf8).contains("Personal data is shown"))
+    }
+
     /// An account id that is an address or a phone number (a legacy import keyed by them) is masked as one in every
     /// report, as the other personal data is, and shown with --reveal-personal-data.
     @Test func accountIdsThatArePersonalDataAreMasked() throws {
