@@ -16,6 +16,9 @@ public final class DataStores: Sendable {
         self.storage = storage
     }
 
+    /// The kinds of path deletion configured.
+    public var kinds: [ActionKind] { config?.pathKinds ?? [] }
+
     /// The pipeline keys a path deletion needs, or nil when its client exists.
     func missingService(for kind: ActionKind) -> String? {
         switch kind {

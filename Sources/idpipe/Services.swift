@@ -199,6 +199,18 @@ final class Services {
                 lines.append((false, "facebook: \(error)"))
             }
         }
+        // The data stores: each configured path read for an id no account has, as the dry run's count reads it (a
+        // wrong endpoint, a store not reachable, a permission the service account lacks).
+        let stores = dataStores
+        for kind in stores.kinds {
+            let store = kind.service
+            do {
+                _ = try blocking { try await stores.count(kind, uid: "idpipe-connectivity-check") }
+                lines.append((true, "\(store): its configured paths can be read"))
+            } catch {
+                lines.append((false, "\(store): \(error)"))
+            }
+        }
         if let webhook {
             // Its address only (a typo in the host, a TLS or routing fault): a request that deletes nothing cannot show
             // the secret accepted. The URL is not echoed, as it may carry a key.

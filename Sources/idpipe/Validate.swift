@@ -10,8 +10,8 @@ struct Validate: ParsableCommand {
             invalid or an input could not be read.
             With --check-services it also signs in to each configured service without changing anything \
             (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
-            Facebook: an app access token; the data webhook: a HEAD request, which shows it reachable, not its secret \
-            accepted). Exit code 2 when a service refuses the credentials or cannot be reached.
+            Facebook: an app access token; Firestore, the Realtime Database and Storage: a read of the configured paths \
+            for an id no account has; the data webhook: a HEAD request, which shows it reachable, not its secret accepted). Exit code 2 when a service refuses the credentials or cannot be reached.
             """)
 
     @Argument(help: "The pipeline file (YAML).")

@@ -166,16 +166,20 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(code == 0, "\(output)")
         for service in ["google", "apple", "facebook"] { #expect(output.contains("ok: \(service): "), "\(output)") }
         #expect(output.contains("ok: data webhook: reachable (HTTP "), "\(output)")
+        for store in ["firestore", "database", "storage"] { #expect(output.contains("ok: \(store): its configured paths can be read"), "\(output)") }
         #expect(try sandbox.ledger().isEmpty)
         let text = try String(contentsOfFile: Binary.root.appendingPathComponent(pipeline).path, encoding: .utf8)
         // A webhook nothing answers at; an Apple endpoint that answers 404 (it was taken for a refused probe token, and
         // the client secret for accepted).
         var wrong = try text.replacing(/data_webhook: \S+/, with: "data_webhook: http://127.0.0.1:1/hooks/delete-user-data")
         wrong = try wrong.replacing(/(\n  apple:\n[\s\S]*?endpoint: \S+)/) { $0.output.1 + "/nothing-here" }
+        // A Firestore nothing answers at: the dry run's count found it out, 30 s into the plan.
+        wrong = try wrong.replacing(/(\n  firestore:\n    endpoint: )\S+/) { $0.output.1 + "http://127.0.0.1:1/v1" }
         try wrong.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
         let (failedCode, failedOutput) = try Binary.run(["validate", pipeline, "--check-services"])
         #expect(failedCode == 2 && failedOutput.contains("FAILED: data webhook: ") && failedOutput.contains("ok: google"), "\(failedOutput)")
         #expect(failedOutput.contains("FAILED: apple: apple: HTTP 404"), "\(failedOutput)")
+        #expect(failedOutput.contains("FAILED: firestore: ") && failedOutput.contains("ok: storage: "), "\(failedOutput)")
     }
 
     /// A plan stopped while counting the data to delete (SIGTERM, the sandbox slow to answer) exits 130; the next plan
