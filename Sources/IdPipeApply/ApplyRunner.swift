@@ -319,8 +319,14 @@ public final class ApplyRunner: Sendable {
             }
         case .revokeSessions:
             return try await perform(action) { now in
-                // The first send time, so a send after a crash asks for exactly the same change.
-                try await self.effects.revokeSessions(uid: uid, validSince: (action.firstSentAt ?? now) / 1000)
+                do {
+                    // The first send time, so a send after a crash asks for exactly the same change.
+                    try await self.effects.revokeSessions(uid: uid, validSince: (action.firstSentAt ?? now) / 1000)
+                } catch ConnectorError.rejected(_, "USER_NOT_FOUND", _) {
+                    // Gone since the plan: no session is left to end (its name update says the same). A failure made
+                    // the run exit 1 for an account nobody can act on.
+                    return .notPossible("the account no longer exists")
+                }
                 return .done("sessions ended (validSince set)")
             }
         default:

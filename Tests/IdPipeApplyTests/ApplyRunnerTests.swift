@@ -17,10 +17,13 @@ final class RecordingEffects: RemoteEffects {
     let countFailures: [String: ConnectorError]
     /// Called with the uid of each data deletion, before it returns.
     let onData: (@Sendable (String) -> Void)?
+    /// Accounts Identity Toolkit no longer has.
+    let gone: Set<String>
 
     init(failApple: Set<String> = [], errorOnData: ConnectorError? = nil, batchDeleteRate: Double = 1000,
-         countFailures: [String: ConnectorError] = [:], onData: (@Sendable (String) -> Void)? = nil) {
+         countFailures: [String: ConnectorError] = [:], onData: (@Sendable (String) -> Void)? = nil, gone: Set<String> = []) {
         self.onData = onData
+        self.gone = gone
         self.failApple = failApple
         self.errorOnData = errorOnData
         self.batchDeleteRate = batchDeleteRate
@@ -38,7 +41,10 @@ final class RecordingEffects: RemoteEffects {
         return .done("revoked or already invalid")
     }
     func revokeFacebook(appScopedId: String) async throws { note("facebook \(appScopedId)") }
-    func revokeSessions(uid: String, validSince: Int64) async throws { note("sessions \(uid)") }
+    func revokeSessions(uid: String, validSince: Int64) async throws {
+        if gone.contains(uid) { throw ConnectorError.rejected(service: "identitytoolkit", code: "USER_NOT_FOUND", message: "") }
+        note("sessions \(uid)")
+    }
     func deleteData(uid: String, idempotencyKey: String, run: String) async throws {
         if let errorOnData { throw errorOnData }
         note("data \(uid)")
@@ -151,6 +157,17 @@ final class RecordingEffects: RemoteEffects {
         #expect(!dataDone.isEmpty)
         for uid in dataDone { #expect(states["\(uid) delete-account"] == "planned", "\(uid)") }
         #expect(!effects.log.contains { $0.hasPrefix("delete ") }, "\(effects.log)")
+    }
+
+    /// Ending the sessions of an account deleted since the plan is not possible, not a failure (which made the run exit 1).
+    @Test func sessionsOfAnAccountGoneSinceThePlanAreNotPossibleToEnd() async throws {
+        let (store, sideInputs) = try plannedStore(policy: "keep")
+        let planned = try states(store).filter { $0.key.hasSuffix(" revoke-sessions") }.keys.map { String($0.split(separator: " ")[0]) }.sorted()
+        #expect(planned.count >= 2)
+        let effects = RecordingEffects(gone: [planned[0]])
+        _ = try await runner(store, sideInputs, effects).apply(command: "test")
+        let states = try states(store)
+        #expect(states["\(planned[0]) revoke-sessions"] == "not-possible" && states["\(planned[1]) revoke-sessions"] == "done", "\(states)")
     }
 
     @Test func aCancelWhileTheDeletionQueueIsFullEndsTheRun() async throws {
