@@ -41,7 +41,11 @@ final class Services {
                 guard let file = google.credentials.map(context.resolve) ?? environment["GOOGLE_APPLICATION_CREDENTIALS"] else {
                     throw CommandError("\(context.path): services.google: no credentials (set 'credentials' or GOOGLE_APPLICATION_CREDENTIALS, or FIREBASE_AUTH_EMULATOR_HOST for the emulator)")
                 }
-                let key = try ServiceAccountKey.load(path: file)
+                let key: ServiceAccountKey
+                do { key = try ServiceAccountKey.load(path: file) } catch {
+                    // Named where the path came from: the variable, when the pipeline gives none.
+                    throw CommandError("\(context.path): services.google: \(google.credentials == nil ? "GOOGLE_APPLICATION_CREDENTIALS" : "credentials"): \(error)")
+                }
                 project = project ?? key.projectId
                 tokens = try ServiceAccountAccessTokens(account: key, channel: Self.channel("google-oauth", transport, retry, 8, logger, &channels))
             }
