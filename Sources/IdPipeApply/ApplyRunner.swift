@@ -167,13 +167,12 @@ public final class ApplyRunner: Sendable {
                 guard let last = window.last else { break }
                 after = last.sequence
                 for account in window {
-                    if halted || Task.isCancelled { break }
                     if running >= settings.accountsInFlight {
                         try await group.next()
                         running -= 1
-                        // A stop that came while waiting for room starts no more accounts.
-                        if halted { break }
                     }
+                    // A stop (one that came while waiting for room too) starts no more accounts; those running end first.
+                    if halted || Task.isCancelled { break }
                     group.addTask { try await self.process(account, queue) }
                     running += 1
                     let now = monotonic()

@@ -60,13 +60,12 @@ extension StateStore: ReportSource {
 
     private static func readAccountsWithActions(_ db: Database, _ list: AccountList?, limit: Int?,
                                                 _ body: ((ReportAccount, [ReportAction])) throws -> Void) throws {
-        // The actions come with each account, so the name update's value is not looked up a second time.
         let accounts = try RawRows(db, sql: accountSQL(list, limit: limit))
         let listed = list == nil && limit == nil ? "" : "WHERE seq IN (SELECT a.seq \(accountsFrom(list, limit: limit)))"
         let actions = try RawRows(db, sql: "SELECT \(actionColumns) FROM action \(listed) ORDER BY id")
         var next = try actions.next() ? Self.action(actions) : nil
         while try accounts.next() {
-            var account = Self.account(accounts)
+            let account = Self.account(accounts)
             var own: [ReportAction] = []
             while let action = next, action.sequence <= account.sequence {
                 // Skipping it would drop an action from the reports without a word.
@@ -74,7 +73,6 @@ extension StateStore: ReportSource {
                 own.append(action)
                 next = try actions.next() ? Self.action(actions) : nil
             }
-            account.newName = own.first { $0.kind == ActionKind.updateName.rawValue }?.value
             try body((account, own))
         }
         if let action = next { throw Self.unplaced(action) }
@@ -102,7 +100,7 @@ extension StateStore: ReportSource {
         ReportAccount(
             sequence: row.integer(0), uid: row.string(1), file: row.string(2), line: Int(row.integer(3)), relay: row.text(4),
             consentReview: row.text(5), selection: row.string(6), selectionDetail: row.text(7), nameOutcome: row.text(8), email: row.text(9),
-            displayName: row.text(10), phone: row.text(11), providers: row.string(12), deletionRequest: row.text(13), newName: nil)
+            displayName: row.text(10), phone: row.text(11), providers: row.string(12), deletionRequest: row.text(13))
     }
 
     private static let actionColumns = "seq, uid, kind, state, detail, reason, value, attempts, result, policy, resent, dry_count, dry_detail, deleted_count"

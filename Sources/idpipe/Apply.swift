@@ -275,9 +275,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 + "the same command, or `idpipe resume --state \(statePath)`, continues from there")
             return Exit.interrupted
         }
-        // A plan recorded whole whose data count stopped (Ctrl-C, or counts that gave up) is finished here: said so below.
-        let countLeft = try outcome.alreadyPlanned && hasDataPaths && context.definition.services.google != nil && pathCountsToDo(store) > 0
-        if outcome.run.guardVerdict == nil, hasDataPaths, try countData(context: context, store: store) {
+        let count = outcome.run.guardVerdict == nil && hasDataPaths ? try countData(context: context, store: store) : (ran: false, stopped: false)
+        if count.stopped {
             Console.error("idpipe: interrupted while counting the data to delete; what was counted is kept, and the same command, or "
                 + "`idpipe resume --state \(statePath)`, counts the rest")
             return Exit.interrupted
@@ -300,6 +299,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         // The plan is whole: its store goes to the disk, so a restart of the system from now on loses nothing of it.
         try store.syncDeferred()
         let tally = outcome.tally
+        // A plan recorded whole whose data count stopped (Ctrl-C, or counts that gave up) was finished by this one.
+        let countLeft = outcome.alreadyPlanned && count.ran
         if outcome.alreadyPlanned {
             if endCutShort {
                 Console.out("The plan had been recorded but stopped before its end"
@@ -367,13 +368,13 @@ private func pathCountsToDo(_ store: StateStore) throws -> Int {
     try store.uncountedPathActionCount() + store.recountableActionCount()
 }
 
-/// The dry run's reads of the configured data paths (resumable: what is counted stays counted); true when a signal
-/// stopped it before the end.
-private func countData(context: PipelineContext, store: StateStore) throws -> Bool {
-    guard try pathCountsToDo(store) > 0 else { return false }
+/// The dry run's reads of the configured data paths (resumable: what is counted stays counted): whether any were left
+/// to count and were counted now, and whether a signal stopped the count before the end.
+private func countData(context: PipelineContext, store: StateStore) throws -> (ran: Bool, stopped: Bool) {
+    guard try pathCountsToDo(store) > 0 else { return (false, false) }
     guard context.definition.services.google != nil else {
         Console.out("data: not counted: the pipeline has no services.google to read the configured paths with (apply needs it too).")
-        return false
+        return (false, false)
     }
     let reopened = try store.reopenRecountableActions()
     if reopened > 0 { Console.out("data: counting again \(reopened) path deletions that gave up on passing faults last time.") }
@@ -397,7 +398,7 @@ private func countData(context: PipelineContext, store: StateStore) throws -> Bo
     Console.endProgress()
     Console.out("data: counted the configured paths of \(counted) path deletions in \(formatSeconds(wallClockSeconds() - started))"
         + (failed > 0 ? "; \(failed) could not be counted (see Data to delete in the report)" : "") + (stopped ? ", then stopped" : "") + ".")
-    return stopped
+    return (true, stopped)
 }
 
 private let loggingReady = Mutex(false)

@@ -171,15 +171,18 @@ struct PlanExecution {
         run.revealPersonalData = reveal || definition.report.revealPersonalData || existing?.revealPersonalData == true ? true : nil
         run.guardLimits = definition.guards.limits
         if definition.selection.deletionRequested {
-            let later = sideInputs.deletionRequests.allRows.count { $0.requestedAt > planAsOf }
+            // One pass: requests dated after the plan, and those within the grace period.
+            let until = definition.selection.requestsHonouredUntil(asOf: planAsOf)
+            var later = 0, waiting = 0
+            for row in sideInputs.deletionRequests.allRows {
+                if row.requestedAt > planAsOf { later += 1 } else if row.requestedAt > until { waiting += 1 }
+            }
             if later > 0 {
                 run.deletionRequestsAfterAsOf = later
                 Console.error("idpipe: warning: \(Console.count(later, "deletion request")) in inputs.deletion_requests \(later == 1 ? "is" : "are") "
                     + "dated after the plan's time (\(Timestamp.formatRFC3339(planAsOf))) and not honoured")
             }
             if let days = definition.selection.deletionGraceDays {
-                let until = Selector(config: definition.selection, asOf: planAsOf).requestsHonouredUntil
-                let waiting = sideInputs.deletionRequests.allRows.count { $0.requestedAt > until && $0.requestedAt <= planAsOf }
                 run.deletionRequestsInGrace = waiting
                 if waiting > 0 {
                     Console.error("idpipe: \(Console.count(waiting, "deletion request")) \(waiting == 1 ? "is" : "are") within "

@@ -36,7 +36,7 @@ import Testing
         let account = ReportAccount(sequence: 3, uid: "u\"1", file: "in/accounts.json", line: 1_204, relay: "relayAddress", consentReview: nil,
                                     selection: "selected", selectionDetail: "deletion requested", nameOutcome: "fill from legacy",
                                     email: "jane@privaterelay.appleid.com", displayName: nil, phone: "+14155550100",
-                                    providers: "apple.com facebook.com", deletionRequest: "2025-01-01T00:00:00Z", newName: "Jane Doe")
+                                    providers: "apple.com facebook.com", deletionRequest: "2025-01-01T00:00:00Z")
         let actions = [ReportAction(sequence: 3, uid: "u\"1", kind: "delete-firestore", state: "planned", detail: "users/{uid}", reason: nil,
                                     value: "Jane", attempts: 12, result: nil, policy: nil, resent: 0, wouldDelete: 4, counted: "yes", deleted: nil)]
         let masking = Masking(reveal: reveal)

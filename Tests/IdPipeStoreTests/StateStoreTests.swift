@@ -337,7 +337,6 @@ final class CountingFingerprint: InputFingerprint {
                                          reason: "why \(kept.count)", value: nil, attempts: 0),
                         ]
                         account.steps = [ActionKind.updateName.order, ActionKind.deleteAccount.order]
-                        account.row.newName = "Name \(kept.count)"
                     }
                     account.number(Int64(kept.count))
                     kept.append(account)
@@ -358,13 +357,13 @@ final class CountingFingerprint: InputFingerprint {
             for limit in [0, 3, 4] {
                 var fromStore: [String] = [], fromPlan: [String] = []
                 let described = { (account: ReportAccount, actions: [ReportAction]) in
-                    "\(account.uid) \(account.newName ?? "-") " + actions.map { "\($0.sequence) \($0.kind) \($0.state) \($0.reason ?? "-")" }.joined(separator: ", ")
+                    "\(account.uid) " + actions.map { "\($0.sequence) \($0.kind) \($0.state) \($0.value ?? "-") \($0.reason ?? "-")" }.joined(separator: ", ")
                 }
                 try store.accountsWithActions(list, limit: limit) { fromStore.append(described($0, $1)) }
                 try gathered.accountsWithActions(list, limit: limit) { fromPlan.append(described($0, $1)) }
                 #expect(fromPlan == fromStore, "\(list), limit \(limit)")
                 #expect(fromStore.count == limit, "\(list), limit \(limit)")
-                listedActions = listedActions || fromStore.contains { $0.contains("blocked why") }
+                listedActions = listedActions || fromStore.contains { $0.contains("blocked - why") }
             }
         }
         #expect(listedActions)

@@ -170,26 +170,28 @@ struct GoogleError {
     /// `secrets`: what the request carried (its access token), kept out of the detail (`Redaction`).
     init(_ response: HTTPResponse, secrets: [String] = []) {
         let error = JSONValue.decode(response.body)?["error"]
+        let raw: String
         if let text = error?.string {
             code = "HTTP \(response.status)"
-            detail = Redaction.scrubbed(text, known: secrets)
-            return
-        }
-        let message = error?["message"]?.string ?? "HTTP \(response.status)"
-        let head = message.firstIndex(of: ":").map { String(message[..<$0]).trimmingSpaces } ?? message.trimmingSpaces
-        let isCode = !head.isEmpty && head.allSatisfy { ($0.isUppercase && $0.isASCII) || $0.isNumber || $0 == "_" }
-        if isCode {
-            code = head
-            detail = Redaction.scrubbed(message.firstIndex(of: ":").map { String(message[message.index(after: $0)...]).trimmingSpaces } ?? "",
-                                        known: secrets)
-        } else if let status = error?["status"]?.string.flatMap(Redaction.code) {
-            code = status
-            detail = Redaction.scrubbed(message, known: secrets)
+            raw = text
         } else {
-            // A message that is no code: kept as the detail of the status, scrubbed.
-            code = "HTTP \(response.status)"
-            detail = message == code ? "" : Redaction.scrubbed(message.trimmingSpaces, known: secrets)
+            let message = error?["message"]?.string ?? "HTTP \(response.status)"
+            let head = message.firstIndex(of: ":").map { String(message[..<$0]).trimmingSpaces } ?? message.trimmingSpaces
+            let isCode = !head.isEmpty && head.allSatisfy { ($0.isUppercase && $0.isASCII) || $0.isNumber || $0 == "_" }
+            if isCode {
+                code = head
+                raw = message.firstIndex(of: ":").map { String(message[message.index(after: $0)...]).trimmingSpaces } ?? ""
+            } else if let status = error?["status"]?.string.flatMap(Redaction.code) {
+                code = status
+                raw = message
+            } else {
+                // A message that is no code: kept as the detail of the status.
+                code = "HTTP \(response.status)"
+                raw = message == code ? "" : message.trimmingSpaces
+            }
         }
+        // Whatever the service said, scrubbed once: it may quote the request.
+        detail = Redaction.scrubbed(raw, known: secrets)
     }
 
     var isBackOff: Bool { code == "QUOTA_EXCEEDED" || code == "TOO_MANY_ATTEMPTS_TRY_LATER" || code == "RESOURCE_EXHAUSTED" }

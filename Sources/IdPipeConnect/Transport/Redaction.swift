@@ -18,7 +18,7 @@ public enum Redaction {
     /// `signature`, only a value with a digit), a JWT, a PEM block, and any run of 40 or more token characters without a dot (no id, code or word the services send is that long, and host names and
     /// addresses have dots; tokens and keys are that long, and Apple's, which have dots, never reach here).
     public static func scrubbed(_ text: String, known: [String] = []) -> String {
-        var result = text.count > scanLength ? String(text.prefix(scanLength)) : text
+        var result = String(text.prefix(scanLength))
         for secret in known where secret.utf8.count >= 6 { result = result.replacing(secret, with: marker) }
         result = result.replacing(pem, with: marker)
         result = result.replacing(bearer) { "\($0.output.1) \(marker)" }
@@ -34,7 +34,7 @@ public enum Redaction {
     /// token run), else nil: a code is kept whole and compared, so it is never scrubbed, only refused.
     public static func code(_ text: String) -> String? {
         guard !text.isEmpty, text.utf8.count < 40,
-              text.utf8.allSatisfy({ ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || "_.:-".utf8.contains($0) })
+              text.utf8.allSatisfy({ TextScan.isASCIILetterOrDigit($0) || "_.:-".utf8.contains($0) })
         else { return nil }
         return text
     }
@@ -49,8 +49,8 @@ public enum Redaction {
         let value = given ?? shown
         let oneLineSecret = value.split(separator: "/").contains { part in
             let bytes = Array(part.utf8)
-            let isToken = bytes.allSatisfy { ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) || "_~+=-".utf8.contains($0) }
-            let digits = bytes.filter { $0 >= 0x30 && $0 <= 0x39 }.count
+            let isToken = bytes.allSatisfy { TextScan.isASCIILetterOrDigit($0) || "_~+=-".utf8.contains($0) }
+            let digits = bytes.filter(TextScan.isASCIIDigit).count
             let bothCases = bytes.contains { $0 >= 0x41 && $0 <= 0x5A } && bytes.contains { $0 >= 0x61 && $0 <= 0x7A }
             return bytes.count >= 16 && isToken && digits >= 3 && (bothCases || bytes.count >= 32)
         }

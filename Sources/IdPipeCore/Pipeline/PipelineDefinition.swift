@@ -95,6 +95,11 @@ public struct SelectionConfig: Sendable, Equatable {
     public var protectedEmailDomains: [String] = []
 
     public var selectsAnything: Bool { deletionRequested || disabled || inactiveForDays != nil }
+
+    /// The latest time a deletion request may have been made to be acted on at `asOf`: `asOf`, less the grace period.
+    public func requestsHonouredUntil(asOf: Int64) -> Int64 {
+        asOf - Int64(deletionGraceDays ?? 0) * 86_400_000
+    }
 }
 
 public enum NameSource: Sendable, Equatable, CustomStringConvertible {

@@ -89,8 +89,10 @@ public struct MarkdownReport {
         if !names.isEmpty {
             section(&out, "Display names")
             table(&out, ["outcome", "accounts"], names.map { [$0.0.replacingFirst("fill.", "fill from ").replacingFirst("no-source.", "no source: "), "\($0.1)"] })
-            try accountList(&out, totals, .nameFill, title: "Names to fill", columns: ["uid", "new name", "source", "email"]) { account, _ in
-                [masking.accountId(account.uid), masking.name(account.newName), account.nameOutcome ?? "", masking.email(account.email)]
+            // The new name is the value of the account's name update.
+            try accountList(&out, totals, .nameFill, title: "Names to fill", columns: ["uid", "new name", "source", "email"]) { account, actions in
+                [masking.accountId(account.uid), masking.name(actions.first { $0.kind == ActionKind.updateName.rawValue }?.value),
+                 account.nameOutcome ?? "", masking.email(account.email)]
             }
         }
 

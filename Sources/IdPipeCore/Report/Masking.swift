@@ -34,7 +34,7 @@ public struct Masking: Sendable {
             out.append(bytes[0])
             out.append(contentsOf: Self.dots)
             let domain = bytes[(at + 1)...]
-            if domain.allSatisfy({ $0 == 0x2E || $0 == 0x2D || ($0 >= 0x30 && $0 <= 0x39) || ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) }) {
+            if domain.allSatisfy({ $0 == 0x2E || $0 == 0x2D || TextScan.isASCIILetterOrDigit($0) }) {
                 out.append(contentsOf: bytes[at...])
             } else {
                 out.append(UInt8(ascii: "@"))

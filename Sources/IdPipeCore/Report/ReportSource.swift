@@ -14,12 +14,10 @@ public struct ReportAccount: Sendable {
     public var phone: String?
     public var providers: String
     public var deletionRequest: String?
-    /// The name the plan fills in, when it does.
-    public var newName: String?
 
     public init(sequence: Int64, uid: String, file: String, line: Int, relay: String?, consentReview: String?, selection: String,
                 selectionDetail: String?, nameOutcome: String?, email: String?, displayName: String?, phone: String?, providers: String,
-                deletionRequest: String?, newName: String?) {
+                deletionRequest: String?) {
         self.sequence = sequence
         self.uid = uid
         self.file = file
@@ -34,7 +32,6 @@ public struct ReportAccount: Sendable {
         self.phone = phone
         self.providers = providers
         self.deletionRequest = deletionRequest
-        self.newName = newName
     }
 }
 
@@ -85,8 +82,7 @@ extension ReportAccount {
             relay: outcome.relay.map(\.relayClass.name), consentReview: outcome.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.text },
             selection: selection, selectionDetail: detail, nameOutcome: outcome.name.map(Self.name), email: outcome.account.email,
             displayName: outcome.account.displayName, phone: outcome.account.phoneNumber, providers: Self.providerList(outcome.account.providers),
-            deletionRequest: outcome.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" },
-            newName: outcome.actions.first { $0.kind == .updateName }?.value)
+            deletionRequest: outcome.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" })
     }
 
     /// The provider ids, sorted, separated by spaces; without the three arrays of the general way for the one or two
@@ -157,7 +153,7 @@ public protocol ReportSource {
     func counts() throws -> [AccountList: Int]
     func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws
     /// The accounts of `list` (every account when nil) with their actions, in input order, at most `limit` of them;
-    /// every account is streamed without holding all actions at once. `newName` is the name update's value.
+    /// every account is streamed without holding all actions at once.
     func accountsWithActions(_ list: AccountList?, limit: Int?, _ body: (ReportAccount, [ReportAction]) throws -> Void) throws
     func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws
     /// What apply did; nil before the first apply.

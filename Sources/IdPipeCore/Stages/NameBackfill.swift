@@ -69,7 +69,7 @@ public enum NameBackfill {
     private static func asciiAlphanumerics(_ text: some StringProtocol) -> String {
         let foldFirst = text.utf8.contains { $0 >= 0x80 } && text.unicodeScalars.contains { $0.value >= 0x80 && $0.properties.changesWhenNFKCCaseFolded }
         let source = foldFirst ? folded(String(text)) : String(text)
-        return String(decoding: source.utf8.filter { ($0 | 0x20 >= 0x61 && $0 | 0x20 <= 0x7A) || ($0 >= 0x30 && $0 <= 0x39) }, as: UTF8.self)
+        return String(decoding: source.utf8.filter(TextScan.isASCIILetterOrDigit), as: UTF8.self)
     }
 
     /// NFKC, lower case, without white space or invisible characters (`EmailNormalizer.mapped`, joiners dropped too).

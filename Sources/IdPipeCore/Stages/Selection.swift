@@ -48,7 +48,7 @@ public struct Selector: Sendable {
         self.asOf = asOf
         self.protectedIds = Set(config.protectedIds).union(extraProtectedIds)
         self.inactiveBefore = config.inactiveForDays.map { asOf - Int64($0) * 86_400_000 }
-        self.requestsHonouredUntil = asOf - Int64(config.deletionGraceDays ?? 0) * 86_400_000
+        self.requestsHonouredUntil = config.requestsHonouredUntil(asOf: asOf)
     }
 
     /// A deletion request dated after `asOf` did not exist at the plan's time (a clock or time zone off, or a plan

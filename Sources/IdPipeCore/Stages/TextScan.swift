@@ -59,6 +59,13 @@ public enum TextScan {
         text.withUTF8Bytes { sameBytes(bytes, $0) }
     }
 
+    @inline(__always)
+    public static func isASCIIDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
+
+    /// An ASCII letter (either case) or digit.
+    @inline(__always)
+    public static func isASCIILetterOrDigit(_ byte: UInt8) -> Bool { (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || isASCIIDigit(byte) }
+
     /// An ASCII upper-case letter made lower case; any other byte as it is.
     @inline(__always)
     public static func lowerASCII(_ byte: UInt8) -> UInt8 {

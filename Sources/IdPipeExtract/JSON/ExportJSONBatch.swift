@@ -157,7 +157,7 @@ struct ExportJSONBatch: RawBatch {
                 // the accounts after it as its own, and the fault is found far below (or at the part's end).
                 let next = exportLayout ? Self.nextAccount(buffer, after: startOffset, end: partEnd) : nil
                 // No account starts after it in this part: the next part starts with one.
-                let resume = next?.offset ?? (exportLayout && !lastPart ? partEnd : nil)
+                let resume = next ?? (exportLayout && !lastPart ? partEnd : nil)
                 // The id is looked for up to where reading goes on: an account swallowed by a fault before it (a
                 // missing comma) is named, not only the line of the fault.
                 let uid = Self.peekLocalId(buffer, from: startOffset, to: resume ?? min(cursor.position + 1, partEnd))
@@ -177,8 +177,7 @@ struct ExportJSONBatch: RawBatch {
                 // Counted from the element's start: the resume point may lie before the fault.
                 cursor.newlines = startLine - baseLine + Newlines.count(UnsafeRawBufferPointer(buffer), startOffset..<resume)
                 cursor.position = resume
-                // At the next account's `{`, the comma before it was read with the broken one, or is not needed.
-                expectComma = next?.atObject != true
+                // A comma before the next account is taken, and a missing one forgiven (`afterFault`).
                 afterFault = true
             }
         }
@@ -196,12 +195,12 @@ struct ExportJSONBatch: RawBatch {
     /// an account's own braces start a line): just past the first `}` that starts a line after it (the end of a
     /// broken account), or at the first `{` that starts a line when it comes first (the next account, after one that
     /// lost its closing `}`, or text that is no value).
-    static func nextAccount(_ buffer: UnsafeBufferPointer<UInt8>, after element: Int, end: Int) -> (offset: Int, atObject: Bool)? {
+    static func nextAccount(_ buffer: UnsafeBufferPointer<UInt8>, after element: Int, end: Int) -> Int? {
         var index = element
         while index + 1 < end {
             if buffer[index] == 0x0A {
-                if buffer[index + 1] == UInt8(ascii: "}") { return (index + 2, false) }
-                if buffer[index + 1] == UInt8(ascii: "{") { return (index + 1, true) }
+                if buffer[index + 1] == UInt8(ascii: "}") { return index + 2 }
+                if buffer[index + 1] == UInt8(ascii: "{") { return index + 1 }
             }
             index += 1
         }

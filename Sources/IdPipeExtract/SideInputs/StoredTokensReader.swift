@@ -38,7 +38,7 @@ extension SideInputReader {
                 guard case .notString(let text) = member.value else { continue }
                 let key = String(decoding: member.key, as: UTF8.self)
                 guard Self.storedTokenKeys.contains(key) else { continue }
-                if key == "facebook_id" && text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }) { continue }
+                if key == "facebook_id" && text.utf8.allSatisfy(TextScan.isASCIIDigit) { continue }
                 throw fail("\(key): expected a string, found a number or true/false")
             }
             // Which of two values counts is no guess to make: a second uid filed the token under another account.
@@ -90,7 +90,7 @@ extension SideInputReader {
         try refuseCharactersNoTokenHas(facebookId, "facebook_id", fail: fail)
         // An app-scoped id is digits. Anything else is no id (a token put in the wrong field, say), which the plan kept in
         // the store and apply quoted in its refusal: not quoted here either.
-        guard facebookId.withUTF8Bytes({ $0.allSatisfy { $0 >= 48 && $0 <= 57 } }) else { throw fail("facebook_id: an app-scoped id is digits only") }
+        guard facebookId.withUTF8Bytes({ $0.allSatisfy(TextScan.isASCIIDigit) }) else { throw fail("facebook_id: an app-scoped id is digits only") }
         guard let login = fields.value("login")?.named(FacebookLoginKind.self) else {
             throw fail("login: expected classic or limited")
         }
