@@ -1,4 +1,5 @@
 import IdPipeConnect
+import Logging
 import Synchronization
 
 /// A transport that records every request and answers from a script, in order.
@@ -35,8 +36,32 @@ final class StubTransport: HTTPTransport {
     }
 }
 
-func channel(_ transport: StubTransport, clock: ManualClock = ManualClock(), service: String = "identitytoolkit") -> ServiceChannel {
-    ServiceChannel(service: service, transport: transport, clock: clock, retry: RetryPolicy(maxAttempts: 4, jitter: { 1 }), maxInFlight: 4)
+func channel(_ transport: StubTransport, clock: ManualClock = ManualClock(), service: String = "identitytoolkit",
+             log: CapturedLog? = nil) -> ServiceChannel {
+    ServiceChannel(service: service, transport: transport, clock: clock, retry: RetryPolicy(maxAttempts: 4, jitter: { 1 }), maxInFlight: 4,
+                   logger: log.map { log in Logger(label: "test.\(service)") { _ in log } })
+}
+
+/// A log handler that keeps every line logged through it, at every level.
+struct CapturedLog: LogHandler, Sendable {
+    private let store = Store()
+    var logLevel: Logger.Level = .trace
+    var metadata: Logger.Metadata = [:]
+
+    final class Store: Sendable {
+        let lines = Mutex<[String]>([])
+    }
+
+    var lines: [String] { store.lines.withLock { $0 } }
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        store.lines.withLock { $0.append("\(event.level): \(event.message)") }
+    }
 }
 
 /// Parses a JSON body for comparisons that ignore key order and spacing.

@@ -228,3 +228,29 @@ import Testing
         #expect(((try? Endpoint(url, service: "t")) != nil) == accepted)
     }
 }
+
+/// The account a request is about may stand in its path (Facebook's app-scoped id, a data store's uid, which a legacy
+/// import may have made an email or a phone number). The retry and give-up lines of `--verbose` name the operation.
+@Suite struct RequestLogTests {
+    @Test func retryLinesNameTheOperationNotTheAccountInThePath() async throws {
+        let log = CapturedLog()
+        let stub = StubTransport(json: (200, #"{"access_token":"1234567890|abc"}"#), (503, "{}"), (200, #"{"success":true}"#))
+        let facebook = FacebookClient(credentials: try FacebookCredentials(appId: "1234567890", appSecret: "s3cret"),
+                                      endpoint: try Endpoint(FacebookClient.productionBase, service: "facebook"),
+                                      channel: channel(stub, service: "facebook", log: log))
+        try await facebook.revokeLogin(appScopedId: "10150000000000001")
+        #expect(stub.requests.count == 3)
+        #expect(log.lines == ["info: facebook DELETE /v21.0/{app-scoped id}/permissions: HTTP 503; retry 2 in 0.50 s"])
+
+        let googleLog = CapturedLog()
+        let google = StubTransport(json: (503, "{}"), (503, "{}"), (503, "{}"), (503, "{}"))
+        let call = GoogleCall(channel: channel(google, service: "firestore", log: googleLog), tokens: FixedToken())
+        await #expect(throws: ConnectorError.self) {
+            _ = try await call.send("GET", "https://firestore.googleapis.com/v1/projects/p/databases/(default)/documents/users/+15551234567",
+                                    json: nil, limiter: .perSecond(100, clock: ManualClock()), operation: "documents.get")
+        }
+        #expect(googleLog.lines.count == 4)
+        #expect(googleLog.lines.allSatisfy { $0.contains(": firestore documents.get: ") && $0.contains("HTTP 503") && !$0.contains("5551234567") }, "\(googleLog.lines)")
+        #expect(googleLog.lines.last?.hasPrefix("warning: firestore documents.get: giving up after 4 attempts") == true)
+    }
+}

@@ -59,19 +59,21 @@ public final class FacebookClient: Sendable {
         }
         let token = try await appAccessToken()
         let response = try await send("DELETE", "/\(credentials.graphVersion)/\(appScopedId)/permissions?" + FormBody.encode([("access_token", token)]),
-                                      secrets: [token, credentials.appSecret, appScopedId])
+                                      secrets: [token, credentials.appSecret, appScopedId],
+                                      shown: "DELETE /\(credentials.graphVersion)/{app-scoped id}/permissions")
         let body = JSONValue.decode(response.body)
         guard body == .bool(true) || body?["success"] == .bool(true) else {
             throw ConnectorError.badResponse(service: channel.service, message: "the permissions DELETE did not answer success")
         }
     }
 
-    /// `secrets`: what the request carries that its answer must not bring into a message (`Redaction`).
-    private func send(_ method: String, _ pathAndQuery: String, secrets: [String]) async throws -> HTTPResponse {
+    /// `secrets`: what the request carries that its answer must not bring into a message (`Redaction`); `shown`: what logs
+    /// call it by when its path names the user.
+    private func send(_ method: String, _ pathAndQuery: String, secrets: [String], shown: String? = nil) async throws -> HTTPResponse {
         let service = channel.service
         let url = endpoint.url(pathAndQuery)
         return try await channel.send(limiter: limiter, make: {
-            HTTPRequest(method: method, url: url, headers: [("User-Agent", IdPipeProduct.userAgent), ("Accept", "application/json")])
+            HTTPRequest(method: method, url: url, headers: [("User-Agent", IdPipeProduct.userAgent), ("Accept", "application/json")], shown: shown)
         }, judge: { response in
             if response.status == 200 { return .success }
             let error = JSONValue.decode(response.body)?["error"]

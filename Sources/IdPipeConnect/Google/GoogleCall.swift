@@ -6,7 +6,7 @@ struct GoogleCall: Sendable {
     let tokens: any AccessTokenSource
 
     /// Sends `method url`; 2xx and the statuses in `accept` (a 404 where "gone" is success) are returned.
-    /// `operation` names the call in errors (never the query string: it may carry ids).
+    /// `operation` names the call in errors and logs (never the path or the query string: they may carry ids).
     func send(_ method: String, _ url: String, json body: [UInt8]?, limiter: RateLimiter, accept: Set<Int> = [],
               operation: String) async throws -> HTTPResponse {
         let service = channel.service
@@ -26,7 +26,7 @@ struct GoogleCall: Sendable {
                 ("User-Agent", IdPipeProduct.userAgent), ("Accept", "application/json"),
             ]
             if body != nil { headers.append(("Content-Type", "application/json")) }
-            return HTTPRequest(method: method, url: url, headers: headers, body: body)
+            return HTTPRequest(method: method, url: url, headers: headers, body: body, shown: operation)
         }, judge: { response in
             if (200..<300).contains(response.status) || accept.contains(response.status) { return .success }
             let error = GoogleError(response, secrets: [sentToken])

@@ -7,20 +7,28 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     public var body: [UInt8]?
     /// The whole exchange must finish within this, or it fails as a timeout (and may be retried).
     public var timeout: Duration
+    /// What logs call this request where its path names an account (a uid, which may be an email or a phone number, or
+    /// an app-scoped id): the operation, without the id. Nil shows the method and the path.
+    public var shown: String?
 
-    public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8]? = nil, timeout: Duration = .seconds(30)) {
+    public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8]? = nil, timeout: Duration = .seconds(30),
+                shown: String? = nil) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
+        self.shown = shown
     }
+
+    /// The request as logs name it: `shown`, or the method and the path (never the query, which may hold a token).
+    public var target: String { shown ?? "\(method) \(url.prefix { $0 != "?" })" }
 
     public func header(_ name: String) -> String? { headerValue(headers, name) }
 
     public var bodyText: String { body.map { String(decoding: $0, as: UTF8.self) } ?? "" }
 
-    public var description: String { "\(method) \(url.prefix { $0 != "?" }) (headers and body not shown)" }
+    public var description: String { "\(target) (headers and body not shown)" }
     public var debugDescription: String { description }
 }
 

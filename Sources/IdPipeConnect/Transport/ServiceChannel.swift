@@ -120,7 +120,7 @@ public final class ServiceChannel: Sendable {
             }
             guard let wait else {
                 counters.withLock { $0.failures += 1 }
-                logger.warning("\(service) \(request.method) \(ServiceChannel.pathOnly(request.url)): giving up after \(attempt) attempts: \(reason)")
+                logger.warning("\(service) \(request.target): giving up after \(attempt) attempts: \(reason)")
                 throw ConnectorError.exhausted(service: service, attempts: attempt, last: reason)
             }
             if let retryAfter {
@@ -128,7 +128,7 @@ public final class ServiceChannel: Sendable {
                 limiter?.pause(seconds: min(retryAfter, retry.maxRetryAfter))
             }
             counters.withLock { $0.retries += 1 }
-            logger.info("\(service) \(request.method) \(ServiceChannel.pathOnly(request.url)): \(reason); retry \(attempt + 1) in \(String(format: "%.2f", wait)) s")
+            logger.info("\(service) \(request.target): \(reason); retry \(attempt + 1) in \(String(format: "%.2f", wait)) s")
             try await clock.sleep(seconds: wait)
         }
     }
@@ -144,12 +144,7 @@ public final class ServiceChannel: Sendable {
 
     /// `https://host:port` of a URL, for messages (the path can name the project; the query can hold a token).
     static func origin(_ url: String) -> String {
-        guard let scheme = url.range(of: "://") else { return pathOnly(url) }
+        guard let scheme = url.range(of: "://") else { return String(url.prefix { $0 != "?" }) }
         return String(url[..<(url[scheme.upperBound...].firstIndex { $0 == "/" || $0 == "?" } ?? url.endIndex)])
-    }
-
-    /// The URL without its query string, for logs.
-    static func pathOnly(_ url: String) -> String {
-        String(url.prefix { $0 != "?" })
     }
 }
