@@ -6,8 +6,9 @@ struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a pipeline file and print what it would do.",
         discussion: """
-            Reads nothing but the pipeline file; says which inputs are missing or are folders. Exit code 2 when the file is \
-            invalid or an input could not be read.
+            Reads the pipeline file, and the key and secret files its services name (nothing is sent); says which inputs \
+            are missing or are folders, and warns when the services could not be set up here (a key file that cannot be \
+            read, no GOOGLE_APPLICATION_CREDENTIALS). Exit code 2 when the file is invalid or an input could not be read.
             With --check-services it also signs in to each configured service without changing anything \
             (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
             Facebook: an app access token; Firestore, the Realtime Database and Storage: a read of the configured paths \
@@ -34,7 +35,14 @@ struct Validate: ParsableCommand {
         } catch {
             throw fail("\(error)")
         }
-        if checkServices {
+        if !checkServices {
+            // What apply (and a plan of the live API) would stop at first, found without a request: a key or secret file
+            // that cannot be read, or is no key. A warning: a pipeline may well be checked where its keys are not kept.
+            do { try Services(context, logger: Logger(label: "idpipe")).shutdown() } catch {
+                let who = context.definition.source.format == .identityToolkit ? "plan and apply" : "apply"
+                Console.error("idpipe: warning: \(who) could not set up the services here: \(error)")
+            }
+        } else {
             bootstrapLogging(verbose: false)
             let services: Services
             do { services = try Services(context, retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.2), logger: Logger(label: "idpipe")) } catch { throw fail("\(error)") }

@@ -162,6 +162,8 @@ func firstDifference(_ a: String, _ b: String) -> String {
     @Test func validateChecksEveryServiceOfACleanup() throws {
         let (sandbox, pipeline) = try sampleCleanup()
         defer { Binary.removeVariant(pipeline) }
+        let (plainCode, plainOutput) = try Binary.run(["validate", pipeline])
+        #expect(plainCode == 0 && plainOutput.hasSuffix(": valid\n") && !plainOutput.contains("warning"), "\(plainOutput)")
         let (code, output) = try Binary.run(["validate", pipeline, "--check-services"])
         #expect(code == 0, "\(output)")
         for service in ["google", "apple", "facebook"] { #expect(output.contains("ok: \(service): "), "\(output)") }
@@ -180,6 +182,13 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(failedCode == 2 && failedOutput.contains("FAILED: data webhook: ") && failedOutput.contains("ok: google"), "\(failedOutput)")
         #expect(failedOutput.contains("FAILED: apple: apple: HTTP 404"), "\(failedOutput)")
         #expect(failedOutput.contains("FAILED: firestore: ") && failedOutput.contains("ok: storage: "), "\(failedOutput)")
+        // A key file that is not there: plain validate warns (with no request sent), where it said "valid" only.
+        let missingKey = try text.replacing(/private_key: \S+/, with: "private_key: keys/not-there.p8")
+        try missingKey.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
+        let (keyCode, keyOutput) = try Binary.run(["validate", pipeline])
+        #expect(keyCode == 0 && keyOutput.contains("idpipe: warning: apply could not set up the services here: ")
+            && keyOutput.contains("services.apple.private_key: cannot read ") && keyOutput.contains("not-there.p8"), "\(keyOutput)")
+        #expect(try sandbox.ledger().isEmpty)
     }
 
     /// A plan stopped while counting the data to delete (SIGTERM, the sandbox slow to answer) exits 130; the next plan
