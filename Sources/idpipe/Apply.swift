@@ -287,7 +287,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             try store.saveRun(run)
         }
         // A plan resumed without --reveal-personal-data shows what it showed when it started with it.
-        var writer = ReportWriter(store: store, out: out, reveal: reveal || outcome.run.revealPersonalData == true,
+        var writer = ReportWriter(store: store, out: out, reveal: outcome.run.showsPersonalData(asked: reveal),
                                   listLimit: context.definition.report.listLimit)
         // A plan that ran whole in this process rendered its reports' bodies as it went (one resumed did not see the
         // batches before its start; one already planned saw none).
@@ -473,7 +473,7 @@ struct ApplyCommand {
                     Console.error("idpipe: \(error); the reports are written with the default report settings")
                     settings = ReportConfig()
                 }
-                try writeReports(store, settings: settings)
+                try writeReports(store, run: run, settings: settings)
                 Console.out("Every action of this run is already final; nothing to do. The reports were written again.")
                 // The run's exit code, not this call's: a scheduler that runs it again must not read 0 for failures.
                 try failIfUnfinished(store)
@@ -518,8 +518,10 @@ struct ApplyCommand {
                                          accountsInFlight: definition.apply.accountsInFlight,
                                          runKey: "\(run.pipelineSHA256.prefix(16))-\(run.createdAt)")
             if let window = ProcessEnvironment.value("IDPIPE_APPLY_WINDOW").flatMap(Int.init) { settings.window = window }
-            if run.status != .applying {
+            // Asked to show personal data, an apply records it, so that its resume (after a kill) writes its reports alike.
+            if run.status != .applying || !run.showsPersonalData(asked: false) && reveal {
                 run.status = .applying
+                if reveal { run.revealPersonalData = true }
                 try store.saveRun(run)
             }
             let runner = ApplyRunner(store: store, effects: effects, credentials: credentials, settings: settings,
@@ -534,7 +536,7 @@ struct ApplyCommand {
             case .interrupted: run.applyStop = "interrupted"
             }
             try store.saveRun(run)
-            try writeReports(store, settings: definition.report)
+            try writeReports(store, run: run, settings: definition.report)
             let progress = runner.progress
             // Said of this session, and whether it ran to the end: "done, 0 failed" before "interrupted" read as a success.
             // After earlier sessions, the whole run's figures follow: a resume's own read as the run's.
@@ -596,9 +598,10 @@ struct ApplyCommand {
         if failed > 0 || quarantined > 0 { throw Exit.doneWithFailures }
     }
 
-    /// The reports of the apply, with the pipeline's report settings (and `--reveal-personal-data`).
-    func writeReports(_ store: StateStore, settings: ReportConfig) throws {
-        let writer = ReportWriter(store: store, out: out, reveal: reveal || settings.revealPersonalData, listLimit: settings.listLimit, stem: "report")
+    /// The reports of the apply, with the pipeline's list limit, showing personal data if the plan's reports did, or if
+    /// asked now (`--reveal-personal-data`).
+    func writeReports(_ store: StateStore, run: RunRecord, settings: ReportConfig) throws {
+        let writer = ReportWriter(store: store, out: out, reveal: run.showsPersonalData(asked: reveal), listLimit: settings.listLimit, stem: "report")
         for path in try writer.writeAll() { Console.out("report: \(path)") }
     }
 

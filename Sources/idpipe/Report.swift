@@ -41,7 +41,7 @@ struct Report: ParsableCommand {
             let run = try store.loadRun()
             let planned = run?.listLimit
             // As the plan's reports were written: with the pipeline's report settings, unless told to mask.
-            let reveal = reportOptions.revealPersonalData || (run?.revealPersonalData == true && !maskPersonalData)
+            let reveal = !maskPersonalData && run?.showsPersonalData(asked: reportOptions.revealPersonalData) ?? reportOptions.revealPersonalData
             let writer = ReportWriter(store: store, out: ".", reveal: reveal,
                                       listLimit: listLimit ?? planned ?? ReportConfig().listLimit)
             let chosen = ReportWriter.Format(rawValue: format)!

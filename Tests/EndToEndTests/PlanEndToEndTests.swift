@@ -519,6 +519,7 @@ struct Binary {
 
     /// A plan started with --reveal-personal-data and finished by `resume` (which is not given the flag) writes the
     /// reports the whole plan writes: personal data shown, for the owner only. It wrote them masked, world-readable.
+    /// Apply follows the run likewise, and records the flag when given it.
     @Test func aRevealedPlanFinishedByResumeStaysRevealed() throws {
         let plan = ["plan", "Pipelines/review-relay-accounts.yaml", "--as-of", asOf, "--reveal-personal-data"]
         let whole = Binary.temporaryDirectory(), resumed = Binary.temporaryDirectory()
@@ -534,6 +535,19 @@ struct Binary {
             #expect((try FileManager.default.attributesOfItem(atPath: "\(resumed)/\(file)")[.posixPermissions] as? Int) == 0o600, "\(file)")
         }
         #expect(try String(contentsOfFile: resumed + "/plan.md", encoding: .utf8).contains("Personal data is shown"))
+        // Nor is apply given the flag: its report shows what the plan's showed (it was masked, world-readable).
+        let (applied, appliedOutput) = try Binary.run(["apply", "--state", resumed + "/state.sqlite", "--yes"])
+        #expect(applied == 1 && appliedOutput.contains("apply: 0 accounts"), "\(appliedOutput)")
+        #expect(try String(contentsOfFile: resumed + "/report.md", encoding: .utf8).contains("Personal data is shown"))
+        #expect((try FileManager.default.attributesOfItem(atPath: resumed + "/report.md")[.posixPermissions] as? Int) == 0o600)
+        // A masked plan applied with the flag: the run's later reports (`report` here) show it too, as a resumed apply would.
+        let masked = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--as-of", asOf, "--out", masked])
+        try Binary.run(["apply", "--state", masked + "/state.sqlite", "--yes", "--reveal-personal-data"])
+        #expect(try String(contentsOfFile: masked + "/plan.md", encoding: .utf8).contains("Personal data is masked"))
+        #expect(try String(contentsOfFile: masked + "/report.md", encoding: .utf8).contains("Personal data is shown"))
+        let (_, again) = try Binary.run(["report", "--state", masked + "/state.sqlite"])
+        #expect(again.contains("Personal data is shown"), "\(again.prefix(400))")
     }
 
     /// An account id that is an address or a phone number (a legacy import keyed by them) is masked as one in every

@@ -37,8 +37,9 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// The pipeline's guards in words (`GuardsConfig.limits`), for the report's reviewer; nil when it has none, or in a
     /// store planned before they were kept.
     public var guardLimits: String?
-    /// The pipeline's `report.reveal_personal_data`: `idpipe report` shows personal data as the plan's reports do (nil
-    /// in a store planned before it was kept: masked then, unless asked).
+    /// Whether the run's reports show personal data: the pipeline's `report.reveal_personal_data`, or
+    /// `--reveal-personal-data` given to the plan or to an apply (nil in a store planned before it was kept: masked then,
+    /// unless asked). Every later report of the run follows it (`showsPersonalData`).
     public var revealPersonalData: Bool?
     /// How many deletion requests are dated after `asOf`: not honoured (`Selector.select`), and the reports say so.
     public var deletionRequestsAfterAsOf: Int?
@@ -68,6 +69,10 @@ public struct RunRecord: Sendable, Equatable, Codable {
         self.sideInputSHA256 = sideInputSHA256
         self.guardVerdict = guardVerdict
     }
+
+    /// Whether a report of this run shows personal data, `asked` being `--reveal-personal-data` now: a resumed plan, an
+    /// apply and `idpipe report` show what the plan's reports showed (only `report --mask-personal-data` masks a copy).
+    public func showsPersonalData(asked: Bool) -> Bool { asked || revealPersonalData == true }
 }
 
 public enum RunStatus: String, Sendable, Codable {
