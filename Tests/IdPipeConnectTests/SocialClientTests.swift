@@ -188,6 +188,21 @@ import Testing
         #expect(stub.requests.count == 1)
     }
 
+    /// Something else answering at the endpoint (a wrong URL, a proxy's page) is said to be that: it read as "the app
+    /// id or secret was refused: HTTP 404", and for a revocation failed each account in turn.
+    @Test func anAnswerThatIsNoGraphErrorNamesTheEndpoint() async throws {
+        for answers in [[(404, "<html>Not Found</html>")], [(200, #"{"access_token":"t"}"#), (404, "{}")]] {
+            let stub = StubTransport(answers.map { .response(HTTPResponse(status: $0.0, json: $0.1)) })
+            await #expect {
+                try await client(stub).revokeLogin(appScopedId: "1")
+            } throws: { error in
+                guard let error = error as? ConnectorError else { return false }
+                return error.stopsRun && "\(error)".contains("HTTP 404 with no Graph API error in the body: is services.facebook.endpoint the Graph API?")
+            }
+            #expect(stub.requests.count == answers.count)
+        }
+    }
+
     @Test func rateLimitCodesAreRetriedAndBadTokensStop() async throws {
         let stub = StubTransport(json:
             (200, #"{"access_token":"t"}"#),

@@ -76,9 +76,13 @@ public final class FacebookClient: Sendable {
             HTTPRequest(method: method, url: url, headers: [("User-Agent", IdPipeProduct.userAgent), ("Accept", "application/json")], shown: shown)
         }, judge: { response in
             if response.status == 200 { return .success }
-            let error = JSONValue.decode(response.body)?["error"]
-            let code = error?["code"]?.int ?? 0
-            let message = error?["message"]?.string.map { Redaction.scrubbed($0, known: secrets) } ?? "HTTP \(response.status)"
+            guard let error = JSONValue.decode(response.body)?["error"], let code = error["code"]?.int else {
+                // Not the Graph API answering (a proxy's or another server's page): no word on the app's secret, nor on
+                // this user, and every request would get the same.
+                return .fail(.configuration(service: service, message: "HTTP \(response.status) with no Graph API error in the body: "
+                    + "is services.facebook.endpoint the Graph API?"))
+            }
+            let message = error["message"]?.string.map { Redaction.scrubbed($0, known: secrets) } ?? "HTTP \(response.status)"
             switch code {
             case 4, 17, 32, 613:
                 // Application, user, page and custom rate limits.
