@@ -180,7 +180,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
         try wrong.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
         let (failedCode, failedOutput) = try Binary.run(["validate", pipeline, "--check-services"])
         #expect(failedCode == 2 && failedOutput.contains("FAILED: data webhook: ") && failedOutput.contains("ok: google"), "\(failedOutput)")
-        #expect(failedOutput.contains("FAILED: apple: apple: HTTP 404"), "\(failedOutput)")
+        #expect(failedOutput.contains("FAILED: apple: ") && failedOutput.contains("HTTP 404 with no OAuth error code in the body"), "\(failedOutput)")
         #expect(failedOutput.contains("FAILED: firestore: ") && failedOutput.contains("ok: storage: "), "\(failedOutput)")
         // A key file that is not there: plain validate warns (with no request sent), where it said "valid" only.
         let missingKey = try text.replacing(/private_key: \S+/, with: "private_key: keys/not-there.p8")

@@ -86,6 +86,19 @@ import Testing
         #expect(third.requests.count == 3)
     }
 
+    /// An answer with no OAuth error code (a wrong endpoint's page, an error that quotes the request) is not Apple
+    /// refusing one token: it stops the run and names the endpoint.
+    @Test(arguments: ["<html>Not Found</html>", #"{"error":"unknown endpoint /auth/revoke"}"#, "{}"])
+    func anAnswerWithNoOAuthCodeNamesTheEndpoint(body: String) async throws {
+        let stub = StubTransport(json: (404, body))
+        await #expect {
+            try await client(stub).revoke(token: "t", hint: .refreshToken)
+        } throws: { error in
+            guard let error = error as? ConnectorError else { return false }
+            return error.stopsRun && "\(error)".contains("/auth/revoke: HTTP 404 with no OAuth error code in the body: is services.apple.endpoint Apple's?")
+        }
+    }
+
     @Test func invalidClientStopsTheRunAndInvalidGrantFailsOneAccount() async throws {
         let stub = StubTransport(json: (400, #"{"error":"invalid_grant"}"#), (400, #"{"error":"invalid_client"}"#))
         let apple = try client(stub)

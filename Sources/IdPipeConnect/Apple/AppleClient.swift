@@ -126,7 +126,12 @@ public final class AppleClient: Sendable {
             }, judge: { response in
                 if response.status == 200 { return .success }
                 // Kept as a code only when it reads as one: an answer quoting the request would put the token there.
-                let error = JSONValue.decode(response.body)?["error"]?.string.flatMap(Redaction.code) ?? "HTTP \(response.status)"
+                guard let error = JSONValue.decode(response.body)?["error"]?.string.flatMap(Redaction.code) else {
+                    // Not Apple's OAuth answer (a wrong endpoint, a proxy's page): it says nothing of this token, and
+                    // every account would get it; failed one by one, `when_revocation_fails: delete` deleted them unrevoked.
+                    return .fail(.configuration(service: service, message: "\(path): HTTP \(response.status) with no OAuth error code in the body: "
+                        + "is services.apple.endpoint Apple's?"))
+                }
                 switch error {
                 case "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope":
                     // Wrong team, key, client id or secret: every account would fail the same way.
