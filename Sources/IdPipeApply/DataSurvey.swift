@@ -22,7 +22,8 @@ public final class DataSurvey: Sendable {
 
     /// Counts every uncounted action (`total` of them, as `uncountedPathActionCount` said); `onProgress` gets (counted
     /// so far, total). A configuration error (a refused credential) stops it; any other failure is recorded for that action.
-    /// Once `shouldStop` says so, no count is started: those in flight finish and are written, and `stopped` is true.
+    /// Once `shouldStop` says so, no count is started: those in flight finish and are written, and `stopped` is true if
+    /// any count is left for a later run.
     public func run(total: Int, shouldStop: @escaping @Sendable () -> Bool = { false },
                     onProgress: (@Sendable (Int, Int) -> Void)? = nil) async throws -> (counted: Int, failed: Int, stopped: Bool) {
         var after: Int64 = 0
@@ -60,7 +61,9 @@ public final class DataSurvey: Sendable {
                 try await record(finished)
             }
         }
-        return (counted, failed, shouldStop())
+        // A stop asked for after the last count started stopped nothing: the plan is not to say its count was cut short.
+        let left = try store.uncountedPathActionCount()
+        return (counted, failed, shouldStop() && left > 0)
     }
 
     private func count(_ action: UncountedAction) async throws -> Result<[PathCount], SurveyFailure> {

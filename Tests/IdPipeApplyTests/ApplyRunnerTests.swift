@@ -319,6 +319,14 @@ extension ApplyRunnerTests {
         #expect(!second.stopped && second.counted == planned - first.counted)
         #expect(Set(rest.log).isDisjoint(with: Set(effects.log)), "nothing counted twice")
         #expect(try store.uncountedPathActionCount() == 0)
+        // Asked to stop once everything was counted (a signal during the last answers): nothing is left, so it did not stop.
+        let (late, _) = try plannedStore(firestore: true)
+        let all = try late.uncountedPathActionCount()
+        let counting = RecordingEffects()
+        let third = try await DataSurvey(store: late, effects: counting, concurrency: 2).run(total: all, shouldStop: {
+            counting.log.filter { $0.hasPrefix("count ") }.count >= all
+        })
+        #expect(!third.stopped && third.counted == all, "\(third)")
     }
 }
 
