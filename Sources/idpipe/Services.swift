@@ -220,7 +220,9 @@ final class Services {
             // the secret accepted. The URL is not echoed, as it may carry a key.
             do {
                 let status = try blocking { try await webhook.probe() }
-                lines.append((true, "data webhook: reachable (HTTP \(status) to a HEAD request); its secret is checked by the first deletion"))
+                // A 404 may be a wrong path, or a hook that answers POST only: said, not judged.
+                let unsure = status == 404 ? "; a 404 may mean a wrong path in stages.delete.data_webhook (or a hook that takes POST only)" : ""
+                lines.append((true, "data webhook: reachable (HTTP \(status) to a HEAD request)\(unsure); its secret is checked by the first deletion"))
             } catch {
                 lines.append((false, "data webhook: \(error)"))
             }
