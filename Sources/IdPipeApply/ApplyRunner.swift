@@ -250,6 +250,12 @@ public final class ApplyRunner: Sendable {
             try await Self.concurrently(&actions, where: { $0.kind.isDataDeletion }) { action in
                 try await self.deleteData(action, uid: account.uid, policy: policy)
             }
+            if actions.contains(where: { $0.kind.isDataDeletion && $0.isOpen }) {
+                // A stop kept one from starting: it stays planned with the account's deletion, for resume (the place
+                // under the cap stays taken if another began).
+                if !actions.contains(where: { $0.kind.isDataDeletion && !$0.isOpen }) { giveBackReservation() }
+                return
+            }
             let undone = actions.filter { $0.kind.isDataDeletion && $0.state != .done }
             if !undone.isEmpty, let j = index(.deleteAccount), actions[j].isOpen {
                 let why = undone.map { "\($0.kind.rawValue) \($0.state.rawValue): \($0.reason ?? "")" }.joined(separator: "; ")
@@ -359,14 +365,20 @@ public final class ApplyRunner: Sendable {
 
     /// Records `sent`, runs the step, records its end. A configuration error or a cancellation leaves the action
     /// `sent` (the next run sends it again); any other error fails this action only.
+    /// Runs one step. It is recorded as sent just before its first request leaves (`SendWatch`); a stop that comes
+    /// before then leaves it as it was, for resume, and it is returned unchanged.
     private func perform(_ action: PendingAction, policy: String? = nil, _ step: @Sendable (Int64) async throws -> StepResult) async throws -> PendingAction {
         let now = clock()
-        try await journal.write([ActionUpdate(id: action.id, state: .sent, at: now)])
         var updated = action
         updated.firstSentAt = action.firstSentAt ?? now
+        let journal = self.journal
+        let watch = SendWatch(mayStart: { [self] in !stopping }, beforeFirst: {
+            try await journal.write([ActionUpdate(id: action.id, state: .sent, at: now)])
+        })
         let update: ActionUpdate
         do {
-            switch try await step(updated.firstSentAt!) {
+            let firstSentAt = updated.firstSentAt!
+            switch try await SendWatch.$current.withValue(watch, operation: { try await step(firstSentAt) }) {
             case .done(let result):
                 update = ActionUpdate(id: action.id, state: .done, result: result, policy: policy, at: clock())
             case .deleted(let result, let count):
@@ -374,6 +386,8 @@ public final class ApplyRunner: Sendable {
             case .notPossible(let reason):
                 update = ActionUpdate(id: action.id, state: .notPossible, reason: reason, policy: policy, at: clock())
             }
+        } catch is SendWatch.NotStarted {
+            return action
         } catch {
             update = ActionUpdate(id: action.id, state: .failed, reason: try failure(error), policy: policy, at: clock())
         }

@@ -47,7 +47,7 @@ final class Services {
                     throw CommandError("\(context.path): services.google: \(google.credentials == nil ? "GOOGLE_APPLICATION_CREDENTIALS" : "credentials"): \(error)")
                 }
                 project = project ?? key.projectId
-                tokens = try ServiceAccountAccessTokens(account: key, channel: Self.channel("google-oauth", transport, retry, 8, logger, &channels))
+                tokens = try ServiceAccountAccessTokens(account: key, channel: Self.channel("google-oauth", transport, retry, 8, logger, &channels, gated: false))
             }
             guard let project else { throw CommandError("\(context.path): services.google: project_id is needed with the emulator") }
             var rates = IdentityToolkitRates()
@@ -160,9 +160,10 @@ final class Services {
         return nil
     }
 
+    /// `gated`: false for a token endpoint, whose requests carry out no step of an apply (`SendWatch`).
     private static func channel(_ service: String, _ transport: AsyncHTTPTransport, _ retry: RetryPolicy, _ maxInFlight: Int, _ logger: Logger,
-                                _ channels: inout [ServiceChannel]) -> ServiceChannel {
-        let channel = ServiceChannel(service: service, transport: transport, retry: retry, maxInFlight: maxInFlight, logger: logger)
+                                _ channels: inout [ServiceChannel], gated: Bool = true) -> ServiceChannel {
+        let channel = ServiceChannel(service: service, transport: transport, retry: retry, maxInFlight: maxInFlight, logger: logger, gated: gated)
         channels.append(channel)
         return channel
     }

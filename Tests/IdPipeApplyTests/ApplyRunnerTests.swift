@@ -19,10 +19,14 @@ final class RecordingEffects: RemoteEffects {
     let onData: (@Sendable (String) -> Void)?
     /// Accounts Identity Toolkit no longer has.
     let gone: Set<String>
+    /// Called with the uid of each data deletion before its request would leave: where it waits for its turn.
+    let beforeData: (@Sendable (String) -> Void)?
 
     init(failApple: Set<String> = [], errorOnData: ConnectorError? = nil, batchDeleteRate: Double = 1000,
-         countFailures: [String: ConnectorError] = [:], onData: (@Sendable (String) -> Void)? = nil, gone: Set<String> = []) {
+         countFailures: [String: ConnectorError] = [:], onData: (@Sendable (String) -> Void)? = nil, gone: Set<String> = [],
+         beforeData: (@Sendable (String) -> Void)? = nil) {
         self.onData = onData
+        self.beforeData = beforeData
         self.gone = gone
         self.failApple = failApple
         self.errorOnData = errorOnData
@@ -33,19 +37,26 @@ final class RecordingEffects: RemoteEffects {
     var log: [String] { calls.withLock { $0 } }
     func note(_ call: String) { calls.withLock { $0.append(call) } }
 
-    func displayName(uid: String) async throws -> NameCheck { note("lookup \(uid)"); return .empty }
-    func setDisplayName(uid: String, name: String) async throws { note("name \(uid)") }
+    /// What a service channel does as a request leaves: the step is recorded as sent, or not started after a stop.
+    func send() async throws { try await SendWatch.current?.willSend() }
+
+    func displayName(uid: String) async throws -> NameCheck { try await SendWatch.current?.willSend(readOnly: true); note("lookup \(uid)"); return .empty }
+    func setDisplayName(uid: String, name: String) async throws { try await send(); note("name \(uid)") }
     func revokeApple(_ token: StoredAppleToken, now: Int64, resent: Bool) async throws -> StepResult {
+        try await send()
         note("apple \(token.token.value)")
         if failApple.contains(token.token.value) { throw ConnectorError.rejected(service: "apple", code: "invalid_request", message: "") }
         return .done("revoked or already invalid")
     }
-    func revokeFacebook(appScopedId: String) async throws { note("facebook \(appScopedId)") }
+    func revokeFacebook(appScopedId: String) async throws { try await send(); note("facebook \(appScopedId)") }
     func revokeSessions(uid: String, validSince: Int64) async throws {
+        try await send()
         if gone.contains(uid) { throw ConnectorError.rejected(service: "identitytoolkit", code: "USER_NOT_FOUND", message: "") }
         note("sessions \(uid)")
     }
     func deleteData(uid: String, idempotencyKey: String, run: String) async throws {
+        beforeData?(uid)
+        try await send()
         if let errorOnData { throw errorOnData }
         note("data \(uid)")
         onData?(uid)
@@ -56,6 +67,7 @@ final class RecordingEffects: RemoteEffects {
         return [PathCount(template: "users/{uid}", count: 2)]
     }
     func deletePaths(_ kind: ActionKind, uid: String) async throws -> [PathCount] {
+        try await send()
         note("\(kind.rawValue) \(uid)")
         return [PathCount(template: "users/{uid}", count: 2)]
     }
@@ -157,6 +169,30 @@ final class RecordingEffects: RemoteEffects {
         #expect(!dataDone.isEmpty)
         for uid in dataDone { #expect(states["\(uid) delete-account"] == "planned", "\(uid)") }
         #expect(!effects.log.contains { $0.hasPrefix("delete ") }, "\(effects.log)")
+    }
+
+    /// A stop that comes while steps wait for their turn (a rate limit: 64 accounts in flight at 2 updates a second)
+    /// starts none of them: they stay planned, not `sent`, and resume sends each once, with nothing counted as sent
+    /// again. They were marked sent before the wait, and sent after the stop (60 updates over 30 s after a SIGTERM).
+    @Test func stepsWaitingForTheirTurnAtAStopAreNotStarted() async throws {
+        let (store, sideInputs) = try plannedStore()
+        let holder = Mutex<ApplyRunner?>(nil)
+        // The first data deletion to reach its turn finds the run stopped by a signal while it waited.
+        let effects = RecordingEffects(beforeData: { _ in holder.withLock { $0?.requestStop() } })
+        let apply = runner(store, sideInputs, effects)
+        holder.withLock { $0 = apply }
+        #expect(try await apply.apply(command: "test").outcome == .interrupted)
+        #expect(!effects.log.contains { $0.hasPrefix("data ") || $0.hasPrefix("delete ") }, "\(effects.log)")
+        let stopped = try states(store)
+        #expect(!stopped.values.contains("sent"), "\(stopped)")
+        let waiting = stopped.filter { $0.key.hasSuffix(" delete-data") && $0.value == "planned" }
+        #expect(!waiting.isEmpty)
+        let rest = RecordingEffects()
+        let (outcome, resent) = try await runner(store, sideInputs, rest).apply(command: "test")
+        #expect(outcome == .completed(failed: 0) && resent == 0)
+        for uid in waiting.keys.map({ String($0.split(separator: " ")[0]) }) {
+            #expect(rest.log.filter { $0 == "data \(uid)" }.count == 1 && rest.log.contains("delete \(uid)"), "\(uid)")
+        }
     }
 
     /// Ending the sessions of an account deleted since the plan is not possible, not a failure (which made the run exit 1).

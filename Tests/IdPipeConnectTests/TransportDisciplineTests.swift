@@ -254,3 +254,54 @@ import Testing
         #expect(googleLog.lines.last?.hasPrefix("warning: firestore documents.get: giving up after 4 attempts") == true)
     }
 }
+
+/// An apply's step is recorded as sent just before its first request that changes something leaves, and is not started
+/// once the run is stopping: not while it waits its turn, nor at a read before its change.
+@Suite struct SendWatchTests {
+    final class Steps: Sendable {
+        let recorded = Mutex(0)
+        let asked = Mutex(0)
+        let stopAfter: Int
+        init(stopAfter: Int) { self.stopAfter = stopAfter }
+        /// A watch whose run stops after `mayStart` has been asked `stopAfter` times.
+        func watch() -> SendWatch {
+            SendWatch(mayStart: { self.asked.withLock { $0 += 1; return $0 <= self.stopAfter } },
+                      beforeFirst: { self.recorded.withLock { $0 += 1 } })
+        }
+    }
+
+    @Test func readsStartNothingAndTheFirstChangeIsRecordedOnce() async throws {
+        let steps = Steps(stopAfter: 3)
+        let watch = steps.watch()
+        try await watch.willSend(readOnly: true)
+        #expect(steps.recorded.withLock { $0 } == 0)
+        try await watch.willSend()
+        try await watch.willSend()
+        #expect(steps.recorded.withLock { $0 } == 1)
+        // Stopping now: the step has begun, so its retries and its next requests still go.
+        try await watch.willSend()
+        try await watch.willSend(readOnly: true)
+        #expect(steps.recorded.withLock { $0 } == 1 && steps.asked.withLock { $0 } == 2)
+        let late = Steps(stopAfter: 1).watch()
+        try await late.willSend(readOnly: true)
+        await #expect(throws: SendWatch.NotStarted.self) { try await late.willSend() }
+    }
+
+    @Test func aStepWaitingItsTurnStopsWaitingOnceTheRunStops() async throws {
+        let clock = ManualClock()
+        let limiter = RateLimiter(rate: 1, clock: clock)
+        try await limiter.acquire()
+        try await limiter.acquire()
+        // The next turn is 2 s away; the run stops after the first quarter second of the wait.
+        let steps = Steps(stopAfter: 1)
+        await #expect(throws: SendWatch.NotStarted.self) {
+            try await SendWatch.$current.withValue(steps.watch()) { try await limiter.acquire() }
+        }
+        #expect(clock.sleeps == [0, 1, 0.25])
+        // A step that has sent its change waits its turn whole, stopping or not.
+        let begun = Steps(stopAfter: 1).watch()
+        try await begun.willSend()
+        try await SendWatch.$current.withValue(begun) { try await limiter.acquire() }
+        #expect(clock.sleeps == [0, 1, 0.25, 1.75], "one wait, not slices")
+    }
+}

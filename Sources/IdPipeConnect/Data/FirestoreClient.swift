@@ -55,7 +55,8 @@ public final class FirestoreClient: Sendable {
         repeat {
             var request: [String: JSONValue] = ["pageSize": .int(Int64(Self.pageSize))]
             if let token { request["pageToken"] = .string(token) }
-            let body = try await call.object("POST", url, json: .object(request), limiter: limiter, operation: "listCollectionIds")
+            let body = try await call.object("POST", url, json: .object(request), limiter: limiter, operation: "listCollectionIds",
+                                           readOnly: true)
             ids += (body["collectionIds"]?.array ?? []).compactMap(\.string)
             token = GoogleCall.nextPageToken(body)
         } while token != nil

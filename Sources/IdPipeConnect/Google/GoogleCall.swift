@@ -7,8 +7,9 @@ struct GoogleCall: Sendable {
 
     /// Sends `method url`; 2xx and the statuses in `accept` (a 404 where "gone" is success) are returned.
     /// `operation` names the call in errors and logs (never the path or the query string: they may carry ids).
+    /// `readOnly`: a POST that only reads (GET is taken as one).
     func send(_ method: String, _ url: String, json body: [UInt8]?, limiter: RateLimiter, accept: Set<Int> = [],
-              operation: String) async throws -> HTTPResponse {
+              operation: String, readOnly: Bool = false) async throws -> HTTPResponse {
         let service = channel.service
         let tokens = self.tokens
         var sentToken = ""
@@ -26,7 +27,7 @@ struct GoogleCall: Sendable {
                 ("User-Agent", IdPipeProduct.userAgent), ("Accept", "application/json"),
             ]
             if body != nil { headers.append(("Content-Type", "application/json")) }
-            return HTTPRequest(method: method, url: url, headers: headers, body: body, shown: operation)
+            return HTTPRequest(method: method, url: url, headers: headers, body: body, shown: operation, readOnly: readOnly)
         }, judge: { response in
             if (200..<300).contains(response.status) || accept.contains(response.status) { return .success }
             let error = GoogleError(response, secrets: [sentToken])
@@ -52,8 +53,9 @@ struct GoogleCall: Sendable {
     }
 
     /// Sends and parses a JSON object answer.
-    func object(_ method: String, _ url: String, json body: JSONValue?, limiter: RateLimiter, operation: String) async throws -> JSONValue {
-        let response = try await send(method, url, json: body?.encoded(), limiter: limiter, operation: operation)
+    func object(_ method: String, _ url: String, json body: JSONValue?, limiter: RateLimiter, operation: String,
+                readOnly: Bool = false) async throws -> JSONValue {
+        let response = try await send(method, url, json: body?.encoded(), limiter: limiter, operation: operation, readOnly: readOnly)
         guard let parsed = JSONValue.decode(response.body), parsed.object != nil else {
             throw ConnectorError.badResponse(service: channel.service, message: "\(operation): the body is not a JSON object")
         }

@@ -98,7 +98,7 @@ public final class IdentityToolkitClient: Sendable {
     /// `POST accounts:lookup {localId: [...]}`; up to 100 ids. Missing accounts are simply absent.
     public func lookup(localIds: [String]) async throws -> [JSONValue] {
         precondition((1...Self.maxLookup).contains(localIds.count))
-        let body = try await call("POST", "accounts:lookup", body: ["localId": .array(localIds.map { .string($0) })], limiter: reads)
+        let body = try await call("POST", "accounts:lookup", body: ["localId": .array(localIds.map { .string($0) })], limiter: reads, readOnly: true)
         return try users(in: body, call: "lookup")
     }
 
@@ -154,9 +154,9 @@ public final class IdentityToolkitClient: Sendable {
         return list
     }
 
-    private func call(_ method: String, _ operation: String, body: JSONValue?, limiter: RateLimiter) async throws -> JSONValue {
+    private func call(_ method: String, _ operation: String, body: JSONValue?, limiter: RateLimiter, readOnly: Bool = false) async throws -> JSONValue {
         try await GoogleCall(channel: channel, tokens: tokens).object(method, accountsBase + "/" + operation, json: body, limiter: limiter,
-                                                                    operation: String(operation.prefix { $0 != "?" }))
+                                                                    operation: String(operation.prefix { $0 != "?" }), readOnly: readOnly)
     }
 }
 

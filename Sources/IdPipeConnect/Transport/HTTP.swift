@@ -10,15 +10,18 @@ public struct HTTPRequest: Sendable, CustomStringConvertible, CustomDebugStringC
     /// What logs call this request where its path names an account (a uid, which may be an email or a phone number, or
     /// an app-scoped id): the operation, without the id. Nil shows the method and the path.
     public var shown: String?
+    /// Whether it only reads (GET, HEAD, or a POST that looks up): an apply's step is not started by it (`SendWatch`).
+    public var readOnly: Bool
 
     public init(method: String, url: String, headers: [(String, String)] = [], body: [UInt8]? = nil, timeout: Duration = .seconds(30),
-                shown: String? = nil) {
+                shown: String? = nil, readOnly: Bool = false) {
         self.method = method
         self.url = url
         self.headers = headers
         self.body = body
         self.timeout = timeout
         self.shown = shown
+        self.readOnly = readOnly || method == "GET" || method == "HEAD"
     }
 
     /// The request as logs name it: `shown`, or the method and the path (never the query, which may hold a token).

@@ -54,7 +54,11 @@ public final class RateLimiter: Sendable {
     public func acquire() async throws -> Double {
         let now = clock.now()
         let wait = bucket.withLock { $0.reserve(now: now) }
-        try await clock.sleep(seconds: wait)
+        if let watch = SendWatch.current {
+            try await watch.wait(seconds: wait, on: clock)
+        } else {
+            try await clock.sleep(seconds: wait)
+        }
         return wait
     }
 

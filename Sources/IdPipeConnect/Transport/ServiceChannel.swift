@@ -28,6 +28,8 @@ public final class ServiceChannel: Sendable {
     let retry: RetryPolicy
     let inFlight: ConcurrencyLimit
     let logger: Logger
+    /// Whether its requests carry out an apply's steps (`SendWatch`); not a token endpoint's, which only sign them.
+    let gated: Bool
     private let counters = Mutex(ChannelStats())
     /// Whether the service has answered any request of this process (with any status).
     private let answered = Atomic<Bool>(false)
@@ -36,8 +38,9 @@ public final class ServiceChannel: Sendable {
     private let wentDown = Atomic<Bool>(false)
 
     public init(service: String, transport: any HTTPTransport, clock: any ServiceClock = SystemServiceClock(),
-                retry: RetryPolicy = RetryPolicy(), maxInFlight: Int = 8, logger: Logger? = nil) {
+                retry: RetryPolicy = RetryPolicy(), maxInFlight: Int = 8, logger: Logger? = nil, gated: Bool = true) {
         self.service = service
+        self.gated = gated
         self.transport = transport
         self.clock = clock
         self.retry = retry
@@ -62,7 +65,9 @@ public final class ServiceChannel: Sendable {
             // more than a second (a queue, a Retry-After pause) it is built again, with a token fresh for now.
             var request = try await make()
             if let waited = try await limiter?.acquire(), waited > 1 { request = try await make() }
-            let outcome: Result<HTTPResponse, TransportError> = await inFlight.withSlot {
+            let outcome: Result<HTTPResponse, TransportError> = try await inFlight.withSlot {
+                // The step this request is part of is recorded as sent now, and not started at all after a stop.
+                if gated, let watch = SendWatch.current { try await watch.willSend(readOnly: request.readOnly) }
                 counters.withLock { $0.requests += 1 }
                 do throws(TransportError) {
                     let response = try await transport.send(request)
