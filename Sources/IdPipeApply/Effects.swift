@@ -80,7 +80,11 @@ public final class LiveEffects: RemoteEffects {
         let users = try await need(identityToolkit, for: .updateName).lookup(localIds: [uid])
         guard let user = users.first(where: { $0["localId"]?.string == uid }) else { return .missing }
         let name = user["displayName"]?.string ?? ""
-        return name.isEmpty ? .empty : .present(name)
+        // Judged as the plan judged it: spaces, or characters that show nothing, are no name (the plan filled it, and
+        // apply called it "set since the plan").
+        var repairs = RepairSet()
+        if case .success(nil) = DisplayNameCleaner.clean(name, repairs: &repairs) { return .empty }
+        return .present(name)
     }
 
     public func setDisplayName(uid: String, name: String) async throws {

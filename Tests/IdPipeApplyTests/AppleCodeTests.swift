@@ -18,6 +18,28 @@ final class SameAnswer: HTTPTransport {
     }
 }
 
+/// Live effects over Identity Toolkit, its lookup answering one account "u1" whose display name is `name`.
+func effects(withDisplayName name: String) throws -> LiveEffects {
+    let body = JSONValue.object(["users": .array([.object(["localId": .string("u1"), "displayName": .string(name)])])]).encoded()
+    let channel = ServiceChannel(service: "identitytoolkit", transport: SameAnswer(HTTPResponse(status: 200, json: String(decoding: body, as: UTF8.self))),
+                                 retry: RetryPolicy(maxAttempts: 1), maxInFlight: 1)
+    let (endpoint, _) = try IdentityToolkitClient.base(environment: [:], override: "https://identitytoolkit.googleapis.com/v1")
+    let client = IdentityToolkitClient(projectId: "p", base: endpoint, tokens: EmulatorAccessToken(), channel: channel)
+    return LiveEffects(identityToolkit: client, apple: nil, facebook: nil, webhook: nil,
+                       dataStores: DataStores(config: nil, firestore: nil, database: nil, storage: nil), channels: [channel], batchDeleteRate: 1)
+}
+
+/// A name the plan took for none (spaces, characters that show nothing) is none to apply too, which sets the planned
+/// name: apply called it "a display name now (set since the plan)", and the import file and the project disagreed.
+@Test(arguments: ["", "   ", "\u{200B}", "\u{202E}", "\t\n"])
+func aNameOfNothingVisibleIsNoName(current: String) async throws {
+    #expect(try await effects(withDisplayName: current).displayName(uid: "u1") == .empty)
+}
+
+@Test func aVisibleNameIsKept() async throws {
+    #expect(try await effects(withDisplayName: " Ana ").displayName(uid: "u1") == .present(" Ana "))
+}
+
 @Suite struct AppleCodeTests {
     /// Apple refusing a code the interrupted run had already sent is a failed revocation (when_revocation_fails),
     /// not "not revocable" (when_not_revocable, which may delete the account): the first send may have exchanged
