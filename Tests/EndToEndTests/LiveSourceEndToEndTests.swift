@@ -122,6 +122,35 @@ final class SandboxProcess {
         #expect(requests?["accounts:batchGet"] == 6)
     }
 
+    /// The migration's import file, with the one field plan.md says to rename, is what `accounts:batchCreate` takes for
+    /// the accounts `firebase auth:import` refuses (Apple links): the sandbox checks each request against the Identity
+    /// Toolkit schema, which refused the file as written (`Unknown name "lastSignedInAt"`).
+    @Test func theImportFileGoesThroughBatchCreateAsPlanMdSays() throws {
+        let folder = Binary.temporaryDirectory()
+        try #"{"users": []}"#.write(toFile: folder + "/none.json", atomically: true, encoding: .utf8)
+        let sandbox = try SandboxProcess(accounts: folder + "/none.json")
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", "2026-11-21T00:00:00Z"])
+        #expect(code == 1, "\(output)")
+        #expect(try String(contentsOfFile: out + "/plan.md", encoding: .utf8).contains("`lastSignedInAt` is `lastLoginAt` there"))
+        let file = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/cleaned-accounts.json"))) as? [String: Any]
+        let users = try #require(file?["users"] as? [[String: Any]]).map { user in
+            var user = user
+            if let last = user.removeValue(forKey: "lastSignedInAt") { user["lastLoginAt"] = last }
+            return user
+        }
+        #expect(users.count > 200 && users.contains { ($0["providerUserInfo"] as? [[String: Any]])?.contains { $0["providerId"] as? String == "apple.com" } == true })
+        // The project's password hash parameters, as plan.md says (the sandbox's own are any).
+        let request: [String: Any] = ["users": users, "hashAlgorithm": "SCRYPT", "signerKey": "c2lnbmVy", "saltSeparator": "Bw==", "rounds": 8, "memoryCost": 14]
+        try JSONSerialization.data(withJSONObject: request).write(to: URL(fileURLWithPath: folder + "/request.json"))
+        let (_, answer) = try Binary.run(["-s", "-H", "Authorization: Bearer owner", "-H", "Content-Type: application/json", "--data-binary", "@" + folder + "/request.json",
+                                          "http://127.0.0.1:\(sandbox.port)/identitytoolkit.googleapis.com/v1/projects/demo-idpipe/accounts:batchCreate"],
+                                         executable: "/usr/bin/curl")
+        let body = try JSONSerialization.jsonObject(with: Data(answer.utf8)) as? [String: Any]
+        #expect(body?["kind"] as? String == "identitytoolkit#UploadAccountResponse" && (body?["error"] as? [Any])?.isEmpty != false, "\(answer.prefix(600))")
+        #expect(try sandbox.ledger().count == users.count)
+    }
+
     @Test func validateChecksServicesWithoutSideEffects() throws {
         let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path)
         let pipeline = try SandboxProcess.livePipeline("  google:\n    project_id: demo-idpipe\n    endpoint: http://127.0.0.1:\(sandbox.port)/v1")

@@ -333,7 +333,10 @@ public struct MarkdownReport {
             + "only " + ProviderID.importedByFirebaseCLI.map { "`\($0)`" }.joined(separator: ", ") + " links and no `mfaInfo` "
             + "(firebase-tools `accountImporter.ts`). They are kept, as leaving them out would lose the Apple links and MFA "
             + "enrolments; import such a file through the Identity Toolkit API (`accounts:batchCreate`, as the Admin SDKs' "
-            + "`import_users` do), whose schema has fields for both.\n\n")
+            + "`import_users` do), whose schema has fields for both. Its accounts take this file's fields as they are but one: "
+            + "`lastSignedInAt` is `lastLoginAt` there (the API refuses the export's name). Send at most 1000 accounts a request; "
+            + "accounts with a `passwordHash` need the project's password hash parameters in the request (`hashAlgorithm`, "
+            + "`signerKey`, `saltSeparator`, `rounds`, `memoryCost`: the console's Authentication > Users > Password hash parameters).\n\n")
         table(&out, ["what the CLI refuses", "accounts"], tally.group("import.cli-refuses.").map { ["`\($0.0)`", "\($0.1)"] })
     }
 
