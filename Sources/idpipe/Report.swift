@@ -50,11 +50,18 @@ struct Report: ParsableCommand {
                     throw CommandError("--output \(output) is the state store (or its WAL) the report is read from")
                 }
                 // The run's pipeline and export, as the plan gave them from its folder: a report written over the export
-                // replaced it with Markdown, and apply then refused the run ("input changed").
+                // replaced it with Markdown, and apply then refused the run ("input changed"). Its side inputs and its
+                // import file too (a plan run again then named the overwritten import file as if it were whole).
                 if let run, let target = FileInfo.identity(output) {
                     let base = run.workingDirectory ?? ""
-                    for (what, path) in [("pipeline file", run.pipelinePath), ("input", run.sourcePath)]
-                    where FileInfo.identity(SideInputReader.resolve(path, base)) == target {
+                    var protected = [("pipeline file", run.pipelinePath), ("input", run.sourcePath)]
+                    if let context = try? PipelineContext(path: SideInputReader.resolve(run.pipelinePath, base)) {
+                        protected += context.sideInputPaths.map { ("inputs.\($0.0)", $0.1) }
+                        if let name = context.definition.output.importJSON, let folder = run.reportFolder {
+                            protected.append(("import file", folder + "/" + name))
+                        }
+                    }
+                    for (what, path) in protected where FileInfo.identity(SideInputReader.resolve(path, base)) == target {
                         throw CommandError("--output \(output) is the run's \(what): the report would replace it")
                     }
                 }

@@ -1041,10 +1041,22 @@ struct Binary {
                                      (["status", "--state", out + "/empty.sqlite"], "empty.sqlite is empty: not a state store"),
                                      // A report over the run's own export replaced it, and apply refused the run after.
                                      (["report", "--state", out + "/state.sqlite", "--output", "Samples/accounts.json"], "is the run's input: the report would replace it"),
-                                     (["report", "--state", out + "/state.sqlite", "--output", strict], "is the run's pipeline file")] {
+                                     (["report", "--state", out + "/state.sqlite", "--output", strict], "is the run's pipeline file"),
+                                     (["report", "--state", out + "/state.sqlite", "--output", "Samples/deletion-requests.csv"], "is the run's inputs.deletion_requests")] {
             let (code, output) = try Binary.run(arguments)
             #expect(code == 2 && output.contains(message), "\(arguments): \(output)")
         }
+    }
+
+    /// A report written over the migration's import file replaced it with Markdown, and the plan run again named the
+    /// file as if it were whole.
+    @Test func aReportIsNotWrittenOverTheImportFile() throws {
+        let out = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf])
+        let before = try Data(contentsOf: URL(fileURLWithPath: out + "/cleaned-accounts.json"))
+        let (code, output) = try Binary.run(["report", "--state", out + "/state.sqlite", "--output", out + "/cleaned-accounts.json"])
+        #expect(code == 2 && output.contains("is the run's import file: the report would replace it"), "\(output)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/cleaned-accounts.json")) == before)
     }
 
     /// The summary lines count in the singular too: "1 account read", "1 input row was quarantined".
