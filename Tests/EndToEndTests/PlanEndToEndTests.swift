@@ -954,6 +954,14 @@ struct Binary {
         defer { Binary.removeVariant(unused) }
         let (valid, validOutput) = try Binary.run(["validate", unused])
         #expect(valid == 0 && validOutput.contains("warning: inputs.deletion_requests is given, but select.deletion_requested is not true"), "\(validOutput)")
+        // A legacy names table no name source reads: read, and used nowhere, without a word.
+        let unread = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "sources: [legacy, ", with: "sources: [")
+        defer { Binary.removeVariant(unread) }
+        let (unreadCode, unreadOutput) = try Binary.run(["validate", unread])
+        #expect(unreadCode == 0 && unreadOutput.contains("warning: inputs.legacy_names is given, but no stages.backfill_names source is 'legacy'"),
+                "\(unreadOutput)")
+        let (_, backfillOutput) = try Binary.run(["validate", "Pipelines/backfill-apple-names.yaml"])
+        #expect(!backfillOutput.contains("inputs.legacy_names"), "\(backfillOutput)")
         // What widens or caps the deletions is said: both revocation policies, and guards (here some; none is said too).
         #expect(validOutput.contains("when a revocation is not possible: delete, when one fails: keep"), "\(validOutput)")
         #expect(validOutput.contains("guards: at most 100 deletions"), "\(validOutput)")

@@ -236,6 +236,8 @@ extension PipelineDefinition {
                     }
                     return source
                 }
+                // Planned with no source, the stage filled nothing, and validate described it as "from ".
+                if sources.isEmpty { throw list.error("is empty: name at least one source (legacy, provider:<provider id>, email-local-part)") }
             }
         }
         if let revoke = keys["revoke"] {
