@@ -441,6 +441,7 @@ import IdPipeTestSupport
         ("version: 1\nname: x\nsource: {path: a.json}\nstages: {delete: true}", "need a 'select' rule"),
         ("version: 1\nname: x\nsource: {path: a.json}\nstages: {backfill_names: {sources: [nope]}}", "'nope' is not a name source"),
         ("version: 1\nname: x\nsource: {path: a.json}\nstages: {backfill_names: {sources: []}}", "stages.backfill_names.sources: is empty: name at least one source"),
+        ("version: 1\nname: x\nsource: {path: a.json}\noutput: {import_json: cleaned.csv}", "'cleaned.csv' does not end in .json"),
         ("version: 1\nname: x\nsource: {path: a.json}\nguards: {max_deletion_share: 5}", "a share is between 0 and 1"),
         ("version: 1\nname: x\nsource: {path: a.csv, format: mapped-csv}", "needs a 'mapping'"),
         // Larger, it overflowed the selector's arithmetic (a trap at plan time, after validate had passed it).

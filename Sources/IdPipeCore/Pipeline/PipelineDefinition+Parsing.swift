@@ -366,6 +366,10 @@ extension PipelineDefinition {
         guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
             throw item.error("'\(name)' is not a file name: the import file is written in the plan's output folder (--out)")
         }
+        // `firebase auth:import` takes the format from the extension: JSON written as `x.csv` would be read as CSV.
+        guard name.lowercased().hasSuffix(".json") else {
+            throw item.error("'\(name)' does not end in .json: the import file is JSON, and firebase auth:import reads a file by its extension")
+        }
         return OutputConfig(importJSON: name)
     }
 }
