@@ -83,6 +83,8 @@ import IdPipeTestSupport
     /// Bad rows stop the run with the file, the line and the column; a token is never quoted.
     @Test(arguments: [
         ("names", "uid,given_name,family_name,consent\nu1,A,B,true\nu1,C,D,false\n", ":3: uid: 'u1' appears twice"),
+        ("names", "uid,given_name,family_name,consent\njohn.doe@example.com,A,B,true\njohn.doe@example.com,C,D,false\n",
+         ":3: uid: 'j•••@example.com' appears twice"),
         ("names", "uid,given_name,family_name,consent\nu1,A,B,maybe\n", ":2: consent: 'm•••' is not true or false"),
         ("names", "consent,uid,given_name,family_name\nMaybe,u1,A,B\n", ":2: consent: 'M•••' is not true or false"),
         ("names", "uid,given,family_name,consent\n", ":1: the header has no column 'given_name'"),

@@ -117,7 +117,8 @@ public enum SideInputReader {
                 entry = name
                 return true
             }
-            guard added else { throw row.error(.uid, "'\(id)' appears twice") }
+            // Masked as the reports mask an id that is an address or a phone number (a legacy table keyed by them).
+            guard added else { throw row.error(.uid, "'\(Masking(reveal: false).accountId(id))' appears twice") }
         }
         return result
     }
