@@ -132,6 +132,23 @@ import Testing
             == .fill(NameUpdate(name: "山田太郎", source: .legacy)))
     }
 
+    /// Compared as bytes: Swift's `==` holds the decomposed and composed forms equal.
+    @Test(arguments: [
+        (LegacyName?(LegacyName(givenName: "Jose\u{301}", familyName: "Garci\u{301}a", consent: true)), String?.none, "Jos\u{E9} Garc\u{ED}a"),
+        (LegacyName(givenName: "\u{1106}\u{1175}\u{11AB}\u{110C}\u{116E}\u{11AB}", familyName: "\u{1100}\u{1175}\u{11B7}", consent: true), nil,
+         "\u{AE40}\u{BBFC}\u{C900}"),
+        (nil, "Zoe\u{308} Li", "Zo\u{EB} Li"),
+        (LegacyName(givenName: "Ana", familyName: "Lima", consent: true), nil, "Ana Lima"),
+    ])
+    func filledNamesAreComposed(legacy: LegacyName?, facebook: String?, expected: String) {
+        let account = Account(localId: "1", providers: facebook.map { [ProviderLink(providerId: "facebook.com", rawId: "9", displayName: $0)] } ?? [])
+        guard case .fill(let update) = NameBackfill.plan(account, isRelay: false, legacy: legacy, sources: sources) else {
+            Issue.record("no name filled")
+            return
+        }
+        #expect(Array(update.name.utf8) == Array(expected.utf8), "\(update.name.unicodeScalars.map { String($0.value, radix: 16) })")
+    }
+
     @Test func relayAccountsTakeOnlyConsentedNames() {
         let account = Account(localId: "1", email: relay, providers: [ProviderLink(providerId: "facebook.com", rawId: "9", displayName: "Jane F")])
         #expect(NameBackfill.plan(account, isRelay: true, legacy: LegacyName(givenName: "Jane", familyName: "Doe", consent: false), sources: sources)

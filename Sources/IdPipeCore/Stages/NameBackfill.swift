@@ -1,3 +1,5 @@
+import Foundation
+
 /// A display name to fill in, and where it came from.
 public struct NameUpdate: Sendable, Equatable {
     public var name: String
@@ -42,7 +44,7 @@ public enum NameBackfill {
                     continue
                 }
                 let name = usable(NameFormatting.fullName(given: legacy.givenName, family: legacy.familyName), from: source)
-                if let name { return .fill(NameUpdate(name: name, source: .legacy)) }
+                if let name { return .fill(NameUpdate(name: composed(name), source: .legacy)) }
             case .provider(let id):
                 guard let link = account.provider(id), let raw = link.displayName, let name = usable(raw, from: source) else { continue }
                 // A name from another login links identifying data to an anonymised Apple ID: only with consent.
@@ -50,16 +52,26 @@ public enum NameBackfill {
                     skippedForConsent = true
                     continue
                 }
-                return .fill(NameUpdate(name: NameFormatting.providerName(name), source: source))
+                return .fill(NameUpdate(name: composed(NameFormatting.providerName(name)), source: source))
             case .emailLocalPart:
                 // Never from a relay address, and only from the account's own real address.
                 guard let email = account.email, !RelayDetection.isRelayAddress(email), !isRelay,
                       let name = NameFormatting.nameFromEmailLocalPart(email) else { continue }
-                return .fill(NameUpdate(name: name, source: .emailLocalPart))
+                return .fill(NameUpdate(name: composed(name), source: .emailLocalPart))
             }
         }
         if skippedForConsent { return .noSource("relay account: no source with consent") }
         return .noSource(unusable ?? noSourceHasAName)
+    }
+
+    /// A filled name as a person types it: composed (NFC), so a legacy table's decomposed `Jose\u{301}` is filled as
+    /// `José` (equal as Swift strings, not as bytes: the project, the import file and what reads them would keep the
+    /// decomposed form). Only a name with a combining mark or a conjoining Hangul jamo is composed.
+    static func composed(_ name: String) -> String {
+        guard name.utf8.contains(where: { $0 >= 0x80 }), name.unicodeScalars.contains(where: {
+            $0.properties.canonicalCombiningClass != .notReordered || (0x1100...0x11FF).contains($0.value)
+        }) else { return name }
+        return name.precomposedStringWithCanonicalMapping
     }
 
     /// The ASCII letters and digits of a text, in order, the rest left out; when the text holds a character that NFKC
