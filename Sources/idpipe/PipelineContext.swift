@@ -138,8 +138,10 @@ struct PipelineContext {
         if definition.inputs.deletionRequests != nil && !definition.selection.deletionRequested {
             found.append("inputs.deletion_requests is given, but select.deletion_requested is not true: the requests are shown, and select nothing")
         }
-        if definition.inputs.legacyNames != nil && definition.stages.backfillNames?.contains(.legacy) != true {
-            found.append("inputs.legacy_names is given, but no stages.backfill_names source is 'legacy': the table is read, and fills no name")
+        // Read by a `legacy` name source, and by relay detection for its consent column.
+        if definition.inputs.legacyNames != nil && definition.stages.backfillNames?.contains(.legacy) != true && !definition.stages.detectRelay {
+            found.append("inputs.legacy_names is given, but no stages.backfill_names source is 'legacy' and detect_relay (which reads its "
+                + "consent column) is off: the table is read, and used nowhere")
         }
         return found
     }

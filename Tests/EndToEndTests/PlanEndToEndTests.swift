@@ -958,12 +958,20 @@ struct Binary {
         #expect(valid == 0 && validOutput.contains("warning: inputs.deletion_requests is given, but select.deletion_requested is not true"), "\(validOutput)")
         // A legacy names table no name source reads: read, and used nowhere, without a word.
         let unread = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "sources: [legacy, ", with: "sources: [")
+        try String(contentsOfFile: Binary.root.appendingPathComponent(unread).path, encoding: .utf8)
+            .replacingOccurrences(of: "detect_relay: true", with: "detect_relay: false")
+            .write(toFile: Binary.root.appendingPathComponent(unread).path, atomically: true, encoding: .utf8)
         defer { Binary.removeVariant(unread) }
         let (unreadCode, unreadOutput) = try Binary.run(["validate", unread])
         #expect(unreadCode == 0 && unreadOutput.contains("warning: inputs.legacy_names is given, but no stages.backfill_names source is 'legacy'"),
                 "\(unreadOutput)")
-        let (_, backfillOutput) = try Binary.run(["validate", "Pipelines/backfill-apple-names.yaml"])
-        #expect(!backfillOutput.contains("inputs.legacy_names"), "\(backfillOutput)")
+        // The relay review reads only its consent column, and so does a backfill with no legacy source.
+        let relayOnly = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "sources: [legacy, ", with: "sources: [")
+        defer { Binary.removeVariant(relayOnly) }
+        for pipeline in ["Pipelines/backfill-apple-names.yaml", "Pipelines/review-relay-accounts.yaml", relayOnly] {
+            let (_, said) = try Binary.run(["validate", pipeline])
+            #expect(!said.contains("inputs.legacy_names"), "\(pipeline): \(said)")
+        }
         // What widens or caps the deletions is said: both revocation policies, and guards (here some; none is said too).
         #expect(validOutput.contains("when a revocation is not possible: delete, when one fails: keep"), "\(validOutput)")
         #expect(validOutput.contains("guards: at most 100 deletions"), "\(validOutput)")
