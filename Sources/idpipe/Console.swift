@@ -7,6 +7,13 @@ import Glibc
 
 /// Standard output and error, and the progress line (only on a terminal).
 enum Console {
+    /// A path as a shell command takes it, for the commands idpipe suggests: quoted when it holds a space or another
+    /// character the shell reads (a suggestion to paste broke on `out dir/state.sqlite`).
+    static func shellWord(_ text: String) -> String {
+        let plain = !text.isEmpty && text.utf8.allSatisfy { TextScan.isASCIILetterOrDigit($0) || "/._-+=:@%,".utf8.contains($0) }
+        return plain ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+    }
+
     static func out(_ text: String) {
         writeAll(1, text + "\n")
     }

@@ -31,12 +31,12 @@ struct Status: ParsableCommand {
             let holder = StateLock.holder(statePath: state)
             Console.out("status: \(run.status.rawValue)" + (holder.map { " (running now: \($0))" } ?? "")
                 + (holder == nil && run.status != .planning && StateStore.hasUnsyncedWrites(at: state)
-                    ? " (stopped before its end, its reports perhaps not written: `idpipe resume --state \(state)` ends it)" : ""))
+                    ? " (stopped before its end, its reports perhaps not written: `idpipe resume --state \(Console.shellWord(state))` ends it)" : ""))
             if run.status == .planning {
                 let done = checkpoint?.input.offset ?? 0
                 let percent = run.sourceSize > 0 ? done * 100 / run.sourceSize : 0
                 Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input"
-                    + (holder == nil ? " (interrupted; `idpipe resume --state \(state)` finishes it)" : ""))
+                    + (holder == nil ? " (interrupted; `idpipe resume --state \(Console.shellWord(state))` finishes it)" : ""))
             }
             Console.out("accounts: \(tally["accounts.read"]) read, \(tally["accounts.quarantined"]) quarantined"
                 + (tally.inputEndsEarly ? " (the input ends early: truncated?)" : ""))
@@ -50,8 +50,8 @@ struct Status: ParsableCommand {
             if let stop = run.applyStop {
                 // A cap stop goes on only with a higher cap: resume keeps to the run's --max-deletions.
                 let next = stop.hasPrefix("the deletion cap") && run.maxDeletions != nil
-                    ? "`idpipe resume --state \(state) --max-deletions N` with a higher N goes on"
-                    : "`idpipe resume --state \(state)` continues"
+                    ? "`idpipe resume --state \(Console.shellWord(state)) --max-deletions N` with a higher N goes on"
+                    : "`idpipe resume --state \(Console.shellWord(state))` continues"
                 Console.out("last apply stopped: \(stop) (\(next))")
             }
             if let verdict = run.guardVerdict { Console.out("guard: \(verdict)") }

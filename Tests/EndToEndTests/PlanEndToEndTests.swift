@@ -1066,6 +1066,18 @@ struct Binary {
         }
     }
 
+    /// The command a stopped plan suggests can be pasted as it is, from a folder whose name has a space and a quote.
+    @Test func aSuggestedCommandQuotesItsPath() throws {
+        let out = Binary.temporaryDirectory() + "/review's out"
+        let (stopped, output) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", asOf],
+                                               environment: ["IDPIPE_BATCH_RECORDS": "50", "IDPIPE_STOP_AFTER_BATCHES": "1"])
+        #expect(stopped == 130)
+        let command = try #require(output.firstMatch(of: /`(idpipe resume --state [^`]+)`/)?.output.1, "\(output)")
+        #expect(command == "idpipe resume --state '\(out.replacingOccurrences(of: "'", with: #"'\''"#))/state.sqlite'")
+        let (code, resumed) = try Binary.run(["-c", "idpipe() { \"$0\" \"$@\"; }; " + command, Binary.path], executable: "/bin/sh")
+        #expect(code == 1 && resumed.contains("Resumed an interrupted plan"), "the samples hold quarantined rows: \(resumed)")
+    }
+
     /// A report written over the migration's import file replaced it with Markdown, and the plan run again named the
     /// file as if it were whole.
     @Test func aReportIsNotWrittenOverTheImportFile() throws {
