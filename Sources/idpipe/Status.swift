@@ -29,14 +29,22 @@ struct Status: ParsableCommand {
             Console.out("as of: \(Timestamp.formatRFC3339(run.asOf))")
             // A run going on holds the store's lock: "running" and who, else a plan or apply left midway was stopped.
             let holder = StateLock.holder(statePath: state)
-            Console.out("status: \(run.status.rawValue)" + (holder.map { " (running now: \($0))" } ?? "")
-                + (holder == nil && run.status != .planning && StateStore.hasUnsyncedWrites(at: state)
-                    ? " (stopped before its end, its reports perhaps not written: `idpipe resume --state \(Console.shellWord(state))` ends it)" : ""))
+            let resume = "`idpipe resume --state \(Console.shellWord(state))`"
+            var said = ""
+            if holder == nil && run.status != .planning && StateStore.hasUnsyncedWrites(at: state) {
+                said = " (stopped before its end, its reports perhaps not written: \(resume) ends it)"
+            } else if holder == nil && run.status == .applying && run.applyStop == nil {
+                // Killed (or its machine went down) mid-apply: nothing said so, and the counts read as a run going on.
+                said = " (not running: the apply ended before it could record why, killed or its machine down; \(resume) continues)"
+            }
+            Console.out("status: \(run.status.rawValue)" + (holder.map { " (running now: \($0))" } ?? "") + said)
             if run.status == .planning {
                 let done = checkpoint?.input.offset ?? 0
                 let percent = run.sourceSize > 0 ? done * 100 / run.sourceSize : 0
+                // A plan that `run --yes` started is applied by resume once finished: said before it changes anything.
+                let then = run.applyRequested == true ? ", then applies it, as `run --yes` asked" : ""
                 Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input"
-                    + (holder == nil ? " (interrupted; `idpipe resume --state \(Console.shellWord(state))` finishes it)" : ""))
+                    + (holder == nil ? " (interrupted; \(resume) finishes it\(then))" : ""))
             }
             Console.out("accounts: \(tally["accounts.read"]) read, \(tally["accounts.quarantined"]) quarantined"
                 + (tally.inputEndsEarly ? " (the input ends early: truncated?)" : ""))

@@ -398,6 +398,12 @@ func firstDifference(_ a: String, _ b: String) -> String {
         // Three kills with SIGKILL at random moments of the apply (it takes about as long as the reference run).
         let applyTime = max(2.0, duration - 1)
         try Binary.run(["apply", "--state", state, "--yes"], killAfter: Double.random(in: 1.0...(applyTime * 0.4)))
+        // Killed mid-apply, the run is said not to be running, with what goes on (it read as an apply going on).
+        let (_, killed) = try Binary.run(["status", "--state", state])
+        if killed.contains("status: applying") {
+            #expect(killed.contains("(not running: the apply ended before it could record why, killed or its machine down; `idpipe resume --state "),
+                    "\(killed)")
+        }
         try Binary.run(["resume", "--state", state], killAfter: Double.random(in: 0.3...(applyTime * 0.3)))
         try Binary.run(["resume", "--state", state], killAfter: Double.random(in: 0.3...(applyTime * 0.3)))
         var (code, output) = try Binary.run(["resume", "--state", state])

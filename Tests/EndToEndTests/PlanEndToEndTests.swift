@@ -1078,6 +1078,16 @@ struct Binary {
         #expect(code == 1 && resumed.contains("Resumed an interrupted plan"), "the samples hold quarantined rows: \(resumed)")
     }
 
+    /// A plan that `run --yes` started, stopped, says in `status` that resume will apply it once finished.
+    @Test func statusSaysAResumedRunYesWillApply() throws {
+        let out = Binary.temporaryDirectory()
+        let (stopped, _) = try Binary.run(["run", "Pipelines/review-relay-accounts.yaml", "--yes", "--out", out, "--as-of", asOf],
+                                          environment: ["IDPIPE_BATCH_RECORDS": "50", "IDPIPE_STOP_AFTER_BATCHES": "1"])
+        #expect(stopped == 130)
+        let (_, status) = try Binary.run(["status", "--state", out + "/state.sqlite"])
+        #expect(status.contains("finishes it, then applies it, as `run --yes` asked)"), "\(status)")
+    }
+
     /// A report written over the migration's import file replaced it with Markdown, and the plan run again named the
     /// file as if it were whole.
     @Test func aReportIsNotWrittenOverTheImportFile() throws {
