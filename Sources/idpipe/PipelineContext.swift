@@ -48,10 +48,7 @@ struct PipelineContext {
 
     /// The side inputs by role and resolved path.
     var sideInputPaths: [(String, String)] {
-        let inputs = definition.inputs
-        return [("legacy_names", inputs.legacyNames), ("deletion_requests", inputs.deletionRequests),
-                ("stored_tokens", inputs.storedTokens), ("protected_accounts", inputs.protectedAccounts)]
-            .compactMap { role, path in path.map { (role, resolve($0)) } }
+        InputsConfig.roles.compactMap { role, key in definition.inputs[keyPath: key].map { (role, resolve($0)) } }
     }
 
     /// Makes each side input readable as a file and returns its SHA-256 by role; apply calls it, and plan its two halves,

@@ -1,14 +1,18 @@
 import ArgumentParser
 import IdPipeConnect
+import IdPipeCore
+import IdPipeExtract
 import Logging
 
 struct Validate: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Check a pipeline file and print what it would do.",
         discussion: """
-            Reads the pipeline file, and the key and secret files its services name (nothing is sent); says which inputs \
-            are missing or are folders, and warns when the services could not be set up here (a key file that cannot be \
-            read, no GOOGLE_APPLICATION_CREDENTIALS). Exit code 2 when the file is invalid or an input could not be read.
+            Reads the pipeline file, its side inputs as plan reads them (headers, encoding, repeated ids; not one given as a \
+            stream, which a read would use up), and the key and secret files its services name (nothing is sent); says \
+            which inputs are missing or are folders, and warns when the services could not be set up here (a key file \
+            that cannot be read, no GOOGLE_APPLICATION_CREDENTIALS). Exit code 2 when the file is invalid or an input \
+            could not be read. The export itself is not read.
             With --check-services it also signs in to each configured service without changing anything \
             (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
             Facebook: an app access token; Firestore, the Realtime Database and Storage: a read of the configured paths \
@@ -55,6 +59,18 @@ struct Validate: ParsableCommand {
         let unreadable = context.unreadableInputs()
         guard unreadable.isEmpty else {
             throw fail("\(pipeline): the file itself is well formed, but plan could not read " + unreadable.joined(separator: ", ") + " (see above)")
+        }
+        // What plan reads first, and stops at: a side input with a missing column, bytes that are not UTF-8, an id
+        // twice. Validate said "valid" and the plan refused the same file.
+        var files = context.definition.inputs
+        for (_, key) in InputsConfig.roles {
+            guard let path = files[keyPath: key].map(context.resolve), case .file = FileInfo.kind(path) else {
+                files[keyPath: key] = nil
+                continue
+            }
+        }
+        do { _ = try SideInputReader.load(files, relativeTo: context.folder) } catch {
+            throw fail("\(pipeline): the file itself is well formed, but plan would stop at a side input: \(error)")
         }
         Console.out("\(pipeline): valid")
     }

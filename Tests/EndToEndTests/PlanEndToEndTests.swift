@@ -1078,6 +1078,24 @@ struct Binary {
         #expect(code == 1 && resumed.contains("Resumed an interrupted plan"), "the samples hold quarantined rows: \(resumed)")
     }
 
+    /// validate reads the side inputs as plan does: it said "valid" for a legacy table the plan then refused.
+    @Test func validateReadsTheSideInputs() throws {
+        let folder = Binary.temporaryDirectory()
+        for (name, text, said) in [("no-consent.csv", "uid,given_name,family_name\nu1,A,B\n", "no-consent.csv:1: the header has no column 'consent'"),
+                                   ("twice.csv", "uid,given_name,family_name,consent\nu1,A,B,true\nu1,C,D,false\n", "twice.csv:3: uid: 'u1' appears twice")] {
+            try text.write(toFile: folder + "/" + name, atomically: true, encoding: .utf8)
+            let variant = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "../Samples/legacy-names.csv", with: folder + "/" + name)
+            defer { Binary.removeVariant(variant) }
+            let (code, output) = try Binary.run(["validate", variant])
+            #expect(code == 2 && output.contains("plan would stop at a side input: ") && output.contains(said), "\(output)")
+        }
+        // A side input given as a stream is not read (it would be used up before the plan).
+        let streamed = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "../Samples/legacy-names.csv", with: "/dev/stdin")
+        defer { Binary.removeVariant(streamed) }
+        let (code, output) = try Binary.run(["-c", #"printf 'uid,given_name\n' | "$0" validate "$1""#, Binary.path, streamed], executable: "/bin/sh")
+        #expect(code == 0 && output.hasSuffix(": valid\n"), "\(output)")
+    }
+
     /// A plan that `run --yes` started, stopped, says in `status` that resume will apply it once finished.
     @Test func statusSaysAResumedRunYesWillApply() throws {
         let out = Binary.temporaryDirectory()

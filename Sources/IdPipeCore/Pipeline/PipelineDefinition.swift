@@ -74,6 +74,12 @@ public struct InputsConfig: Sendable, Equatable {
     public var storedTokens: String?
     public var protectedAccounts: String?
 
+    /// Each input by its key under `inputs:`.
+    public static let roles: [(role: String, path: WritableKeyPath<InputsConfig, String?> & Sendable)] = [
+        ("legacy_names", \.legacyNames), ("deletion_requests", \.deletionRequests), ("stored_tokens", \.storedTokens),
+        ("protected_accounts", \.protectedAccounts),
+    ]
+
     public init(legacyNames: String? = nil, deletionRequests: String? = nil, storedTokens: String? = nil, protectedAccounts: String? = nil) {
         self.legacyNames = legacyNames
         self.deletionRequests = deletionRequests
