@@ -321,7 +321,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 + (outcome.resumed ? "a resumed plan keeps the time it was started with (\(Timestamp.formatRFC3339(outcome.run.asOf)))"
                     : "a finished plan keeps its own time"))
         }
-        Console.out("\(Console.count(tally["accounts.read"], "account")) read, \(tally["accounts.quarantined"]) quarantined, in \(formatSeconds(wallClockSeconds() - started)).")
+        // A plan already whole read nothing now: its figures are the plan's, and no time of this call is theirs.
+        Console.out("\(Console.count(tally["accounts.read"], "account")) read, \(tally["accounts.quarantined"]) quarantined"
+            + (outcome.alreadyPlanned ? " by that plan." : ", in \(formatSeconds(wallClockSeconds() - started))."))
         // An empty CSV export is a valid one (it has no header): a scheduled job is told, as an export that failed
         // may have left it so.
         if tally["accounts.read"] == 0 {

@@ -1316,6 +1316,8 @@ struct Binary {
         #expect(again == 1, "the same tokens again: the finished plan stands")
         #expect(againOutput.contains("already holds a finished plan, as of \(asOf)"), "\(againOutput)")
         #expect(againOutput.contains("--as-of 2026-12-25T00:00:00Z was not used"), "\(againOutput)")
+        // Nothing was read this time: the figures are the plan's, without a time (it said "in 0.01 s").
+        #expect(againOutput.contains(" quarantined by that plan.\n") && !againOutput.contains(" quarantined, in "), "\(againOutput)")
         let fewer = tokens.split(separator: "\n").prefix(3).joined(separator: "\n") + "\n"
         let (changed, changedOutput) = try runProgram(Binary.path, ["plan", streamed, "--out", streamOut, "--as-of", asOf], input: fewer)
         #expect(changed == 2)
