@@ -58,6 +58,9 @@ public final class ApplyRunner: Sendable {
     let logger: Logger
     let journal: Journal
     private let stop = Mutex<ApplyOutcome?>(nil)
+    /// Ctrl-C or SIGTERM came, whatever stopped the run first: a stop after the deletion cap was reached did not reach
+    /// `stopping` (the outcome stays the cap's), and steps went on being started.
+    private let interrupted = Atomic<Bool>(false)
     private let counters = Mutex(ApplyProgress(accounts: 0, actionsDone: 0, actionsFailed: 0, deleted: 0, elapsedSeconds: 0))
     private let budget = Mutex<Int?>(nil)
 
@@ -134,7 +137,7 @@ public final class ApplyRunner: Sendable {
         return .completed(failed: failed)
     }
 
-    private func halt(_ outcome: ApplyOutcome) {
+    func halt(_ outcome: ApplyOutcome) {
         stop.withLock { current in
             if current == nil { current = outcome }
         }
@@ -146,10 +149,12 @@ public final class ApplyRunner: Sendable {
     /// answers recorded (cancelling them left them `sent`, for resume to send again), and the deletions already queued
     /// are sent. The run then ends as interrupted.
     public func requestStop() {
+        interrupted.store(true, ordering: .relaxed)
         halt(.interrupted)
     }
 
-    private var stopping: Bool {
+    var stopping: Bool {
+        if interrupted.load(ordering: .relaxed) { return true }
         if case .interrupted? = stop.withLock({ $0 }) { return true }
         return false
     }
@@ -386,8 +391,12 @@ public final class ApplyRunner: Sendable {
             case .notPossible(let reason):
                 update = ActionUpdate(id: action.id, state: .notPossible, reason: reason, policy: policy, at: clock())
             }
-        } catch is SendWatch.NotStarted {
+        } catch is SendWatch.NotStarted where !watch.started {
             return action
+        } catch is SendWatch.NotStarted {
+            // A later request of a step that has sent one (requests of a step at once): it stays `sent`, for resume.
+            updated.state = .sent
+            return updated
         } catch {
             update = ActionUpdate(id: action.id, state: .failed, reason: try failure(error), policy: policy, at: clock())
         }

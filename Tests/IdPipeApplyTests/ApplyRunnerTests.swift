@@ -195,6 +195,17 @@ final class RecordingEffects: RemoteEffects {
         }
     }
 
+    /// Ctrl-C after the deletion cap stopped the run still stops the steps: the outcome stays the cap's, and `stopping`
+    /// read only an interrupted outcome, so steps went on being started.
+    @Test func aStopAfterTheCapStillStopsTheSteps() throws {
+        let (store, sideInputs) = try plannedStore()
+        let apply = runner(store, sideInputs, RecordingEffects(), cap: 1)
+        apply.halt(.stoppedByGuard("the deletion cap of 1"))
+        #expect(!apply.stopping)
+        apply.requestStop()
+        #expect(apply.stopping)
+    }
+
     /// Ending the sessions of an account deleted since the plan is not possible, not a failure (which made the run exit 1).
     @Test func sessionsOfAnAccountGoneSinceThePlanAreNotPossibleToEnd() async throws {
         let (store, sideInputs) = try plannedStore(policy: "keep")

@@ -287,6 +287,24 @@ import Testing
         await #expect(throws: SendWatch.NotStarted.self) { try await late.willSend() }
     }
 
+    /// Through a channel: a step not begun sends nothing once the run stops; a token endpoint's channel is not gated
+    /// (the token signs the step's requests, and changes nothing), and starts no step.
+    @Test func aGatedChannelSendsNothingOfAStepNotBegunAfterAStop() async throws {
+        let stub = StubTransport(json: (200, "{}"), (200, "{}"))
+        let post = { HTTPRequest(method: "POST", url: "https://identitytoolkit.googleapis.com/v1/projects/p/accounts:update") }
+        let stopped = Steps(stopAfter: 0)
+        await #expect(throws: SendWatch.NotStarted.self) {
+            try await SendWatch.$current.withValue(stopped.watch()) { _ = try await channel(stub).send(limiter: nil, make: post, judge: { _ in .success }) }
+        }
+        #expect(stub.requests.isEmpty)
+        let tokens = ServiceChannel(service: "google-oauth", transport: stub, clock: ManualClock(), gated: false)
+        let running = Steps(stopAfter: 10)
+        _ = try await SendWatch.$current.withValue(running.watch()) { try await tokens.send(limiter: nil, make: post, judge: { _ in .success }) }
+        #expect(stub.requests.count == 1 && running.recorded.withLock { $0 } == 0)
+        _ = try await SendWatch.$current.withValue(running.watch()) { try await channel(stub).send(limiter: nil, make: post, judge: { _ in .success }) }
+        #expect(stub.requests.count == 2 && running.recorded.withLock { $0 } == 1)
+    }
+
     @Test func aStepWaitingItsTurnStopsWaitingOnceTheRunStops() async throws {
         let clock = ManualClock()
         let limiter = RateLimiter(rate: 1, clock: clock)

@@ -73,7 +73,7 @@ public final class ServiceAccountAccessTokens: AccessTokenSource {
             ])
             return HTTPRequest(method: "POST", url: self.tokenEndpoint,
                                headers: [("Content-Type", "application/x-www-form-urlencoded"), ("User-Agent", IdPipeProduct.userAgent)],
-                               body: Array(body.utf8))
+                               body: Array(body.utf8), readOnly: true)  // signs requests; changes nothing (`SendWatch`)
         }, judge: { response in
             if (200..<300).contains(response.status) { return .success }
             let body = JSONValue.decode(response.body)

@@ -31,13 +31,21 @@ public final class SendWatch: Sendable {
     func wait(seconds: Double, on clock: any ServiceClock) async throws {
         var left = seconds
         while left > 0 {
-            if first.withLock({ $0 != nil }) { return try await clock.sleep(seconds: left) }
-            guard mayStart() else { throw NotStarted() }
+            // Begun, or not to begin: one look, under the lock that `willSend` starts the step under.
+            let begun = try first.withLock { task throws -> Bool in
+                if task != nil { return true }
+                guard mayStart() else { throw NotStarted() }
+                return false
+            }
+            if begun { return try await clock.sleep(seconds: left) }
             let slice = min(left, 0.25)
             try await clock.sleep(seconds: slice)
             left -= slice
         }
     }
+
+    /// Whether a request of the step that changes something has left (or is leaving).
+    public var started: Bool { first.withLock { $0 != nil } }
 
     /// Called by a channel before each attempt leaves (and by a stand-in for the services, in tests).
     public func willSend(readOnly: Bool = false) async throws {
