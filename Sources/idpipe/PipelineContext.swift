@@ -135,10 +135,16 @@ struct PipelineContext {
         if definition.inputs.deletionRequests != nil && !definition.selection.deletionRequested {
             found.append("inputs.deletion_requests is given, but select.deletion_requested is not true: the requests are shown, and select nothing")
         }
-        // Read by a `legacy` name source, and by relay detection for its consent column.
-        if definition.inputs.legacyNames != nil && definition.stages.backfillNames?.contains(.legacy) != true && !definition.stages.detectRelay {
-            found.append("inputs.legacy_names is given, but no stages.backfill_names source is 'legacy' and detect_relay (which reads its "
-                + "consent column) is off: the table is read, and used nowhere")
+        // Read by a `legacy` name source; its consent column by relay detection, and by a name source of another login
+        // than Apple (a relay account takes that name only with consent).
+        let sources = definition.stages.backfillNames ?? []
+        let readers = definition.stages.detectRelay || sources.contains {
+            if case .provider(let id) = $0 { return id != ProviderID.apple }
+            return $0 == .legacy
+        }
+        if definition.inputs.legacyNames != nil && !readers {
+            found.append("inputs.legacy_names is given, but nothing reads it: no stages.backfill_names source is 'legacy' or a login "
+                + "other than Apple (whose names a relay account takes with the consent it records), and detect_relay is off")
         }
         return found
     }
