@@ -521,8 +521,10 @@ struct ApplyCommand {
                                          runKey: "\(run.pipelineSHA256.prefix(16))-\(run.createdAt)")
             if let window = ProcessEnvironment.value("IDPIPE_APPLY_WINDOW").flatMap(Int.init) { settings.window = window }
             // Asked to show personal data, an apply records it, so that its resume (after a kill) writes its reports alike.
-            if run.status != .applying || !run.showsPersonalData(asked: false) && reveal {
+            // The last session's stop is cleared as this one starts: killed, this one would show it as its own in `status`.
+            if run.status != .applying || !run.showsPersonalData(asked: false) && reveal || run.applyStop != nil {
                 run.status = .applying
+                run.applyStop = nil
                 if reveal { run.revealPersonalData = true }
                 try store.saveRun(run)
             }

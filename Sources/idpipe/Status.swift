@@ -35,7 +35,7 @@ struct Status: ParsableCommand {
                 said = " (stopped before its end, its reports perhaps not written: \(resume) ends it)"
             } else if holder == nil && run.status == .applying && run.applyStop == nil {
                 // Killed (or its machine went down) mid-apply: nothing said so, and the counts read as a run going on.
-                said = " (not running: the apply ended before it could record why, killed or its machine down; \(resume) continues)"
+                said = " (not running: the apply ended without recording why: killed, its machine down, or an error; \(resume) continues)"
             }
             Console.out("status: \(run.status.rawValue)" + (holder.map { " (running now: \($0))" } ?? "") + said)
             if run.status == .planning {

@@ -43,7 +43,9 @@ struct Validate: ParsableCommand {
             // What apply (and a plan of the live API) would stop at first, found without a request: a key or secret file
             // that cannot be read, or is no key. A warning: a pipeline may well be checked where its keys are not kept.
             do { try Services(context, logger: Logger(label: "idpipe")).shutdown() } catch {
-                let who = context.definition.source.format == .identityToolkit ? "plan and apply" : "apply"
+                // The plan sets them up too to read the live API, or to count the data paths to delete.
+                let d = context.definition
+                let who = d.source.format == .identityToolkit || d.stages.delete?.pathKinds.isEmpty == false ? "plan and apply" : "apply"
                 Console.error("idpipe: warning: \(who) could not set up the services here: \(error)")
             }
         } else {
