@@ -138,6 +138,8 @@ import Testing
         (LegacyName(givenName: "\u{1106}\u{1175}\u{11AB}\u{110C}\u{116E}\u{11AB}", familyName: "\u{1100}\u{1175}\u{11B7}", consent: true), nil,
          "\u{AE40}\u{BBFC}\u{C900}"),
         (nil, "Zoe\u{308} Li", "Zo\u{EB} Li"),
+        // Bengali's two-part vowel: both signs are of combining class 0.
+        (nil, "\u{0995}\u{09C7}\u{09BE}\u{09B2}", "\u{0995}\u{09CB}\u{09B2}"),
         (LegacyName(givenName: "Ana", familyName: "Lima", consent: true), nil, "Ana Lima"),
     ])
     func filledNamesAreComposed(legacy: LegacyName?, facebook: String?, expected: String) {

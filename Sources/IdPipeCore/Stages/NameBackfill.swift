@@ -66,10 +66,14 @@ public enum NameBackfill {
 
     /// A filled name as a person types it: composed (NFC), so a legacy table's decomposed `Jose\u{301}` is filled as
     /// `José` (equal as Swift strings, not as bytes: the project, the import file and what reads them would keep the
-    /// decomposed form). Only a name with a combining mark or a conjoining Hangul jamo is composed.
+    /// decomposed form). Only a name with a mark (a combining one, or a spacing vowel sign as Bengali's two-part
+    /// vowels, of combining class 0) or a conjoining Hangul jamo is composed.
     static func composed(_ name: String) -> String {
-        guard name.utf8.contains(where: { $0 >= 0x80 }), name.unicodeScalars.contains(where: {
-            $0.properties.canonicalCombiningClass != .notReordered || (0x1100...0x11FF).contains($0.value)
+        guard name.utf8.contains(where: { $0 >= 0x80 }), name.unicodeScalars.contains(where: { scalar in
+            switch scalar.properties.generalCategory {
+            case .nonspacingMark, .spacingMark, .enclosingMark: return true
+            default: return (0x1100...0x11FF).contains(scalar.value)
+            }
         }) else { return name }
         return name.precomposedStringWithCanonicalMapping
     }
