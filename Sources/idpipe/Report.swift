@@ -42,6 +42,11 @@ struct Report: ParsableCommand {
             let planned = run?.listLimit
             // As the plan's reports were written: with the pipeline's report settings, unless told to mask.
             let reveal = !maskPersonalData && run?.showsPersonalData(asked: reportOptions.revealPersonalData) ?? reportOptions.revealPersonalData
+            // Shown unasked, it is said, on stderr: a copy made to share would hold personal data without a word.
+            if reveal && !reportOptions.revealPersonalData {
+                Console.error("idpipe: personal data is shown, as this run's reports show it (--reveal-personal-data given to its plan or "
+                    + "an apply, or report.reveal_personal_data); --mask-personal-data masks it")
+            }
             let writer = ReportWriter(store: store, out: ".", reveal: reveal,
                                       listLimit: listLimit ?? planned ?? ReportConfig().listLimit)
             let chosen = ReportWriter.Format(rawValue: format)!

@@ -550,6 +550,9 @@ struct Binary {
         #expect(try String(contentsOfFile: masked + "/report.md", encoding: .utf8).contains("Personal data is shown"))
         let (_, again) = try Binary.run(["report", "--state", masked + "/state.sqlite"])
         #expect(again.contains("Personal data is shown"), "\(again.prefix(400))")
+        #expect(again.contains("idpipe: personal data is shown, as this run's reports show it"), "said, as the copy may be for sharing")
+        let (_, maskedCopy) = try Binary.run(["report", "--state", masked + "/state.sqlite", "--mask-personal-data"])
+        #expect(maskedCopy.contains("Personal data is masked") && !maskedCopy.contains("idpipe: personal data is shown"))
     }
 
     /// An account id that is an address or a phone number (a legacy import keyed by them) is masked as one in every
