@@ -70,6 +70,11 @@ public enum NameBackfill {
     /// vowels, of combining class 0) or a conjoining Hangul jamo is composed.
     static func composed(_ name: String) -> String {
         guard name.utf8.contains(where: { $0 >= 0x80 }), name.unicodeScalars.contains(where: { scalar in
+            // No mark below U+0300, nor among the Han ideographs and Hangul syllables: most names, with no lookup.
+            switch scalar.value {
+            case ..<0x300, 0x4E00...0x9FFF, 0xAC00...0xD7A3: return false
+            default: break
+            }
             switch scalar.properties.generalCategory {
             case .nonspacingMark, .spacingMark, .enclosingMark: return true
             default: return (0x1100...0x11FF).contains(scalar.value)
