@@ -200,9 +200,14 @@ public final class ApplyRunner: Sendable {
 
     private func process(_ account: PendingAccount, _ queue: DeleteQueue) async throws {
         if stopping { return }
-        defer { counters.withLock { $0.accounts += 1 } }
         var actions = account.actions
         func index(_ kind: ActionKind) -> Int? { actions.firstIndex { $0.kind == kind } }
+        // Counted when something was done for it: an account the cap held back, or a stop left as it was, is not
+        // ("apply, interrupted: 23 accounts, 7 actions done" after a stop that 16 of them waited through).
+        var didSomething = false
+        defer {
+            if didSomething || zip(actions, account.actions).contains(where: { $0.state != $1.state }) { counters.withLock { $0.accounts += 1 } }
+        }
 
         // The cap counts accounts whose deletion starts; one already started in an earlier session is counted. Its place
         // is taken before anything is sent for the account: a canary of 5 deletions revoked the tokens of 23 accounts
@@ -240,6 +245,7 @@ public final class ApplyRunner: Sendable {
         let open = actions.filter { $0.kind.isDeletion && $0.isOpen }
         guard !open.isEmpty else { return }
         guard account.selected else {
+            didSomething = true
             try await close(open, .blocked, reason: "the account is not selected for cleanup in this plan", policy: "selection")
             return
         }
@@ -248,6 +254,7 @@ public final class ApplyRunner: Sendable {
             giveBackReservation()  // a revocation is still open (a stop came in between): the next run decides
         case .block(let policy, let reason):
             giveBackReservation()
+            didSomething = true
             try await close(open, .blocked, reason: reason, policy: policy)
         case .allow(let policy):
             if stopping { return giveBackReservation() }
@@ -264,6 +271,7 @@ public final class ApplyRunner: Sendable {
             let undone = actions.filter { $0.kind.isDataDeletion && $0.state != .done }
             if !undone.isEmpty, let j = index(.deleteAccount), actions[j].isOpen {
                 let why = undone.map { "\($0.kind.rawValue) \($0.state.rawValue): \($0.reason ?? "")" }.joined(separator: "; ")
+                didSomething = true
                 try await close([actions[j]], .blocked, reason: why, policy: policy)
                 return
             }
@@ -271,6 +279,7 @@ public final class ApplyRunner: Sendable {
             // planned for resume (its place under the cap stays taken: its deletion has begun).
             if stopping { return }
             if let i = index(.deleteAccount), actions[i].isOpen {
+                didSomething = true
                 await queue.push(DeleteQueue.Item(actionId: actions[i].id, uid: account.uid, policy: policy))
             }
         }

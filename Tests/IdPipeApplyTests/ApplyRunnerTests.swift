@@ -37,8 +37,14 @@ final class RecordingEffects: RemoteEffects {
     var log: [String] { calls.withLock { $0 } }
     func note(_ call: String) { calls.withLock { $0.append(call) } }
 
+    /// Called as any request that changes something would leave, before the channel's look at the run.
+    let beforeSend = Mutex<(@Sendable () -> Void)?>(nil)
+
     /// What a service channel does as a request leaves: the step is recorded as sent, or not started after a stop.
-    func send() async throws { try await SendWatch.current?.willSend() }
+    func send() async throws {
+        beforeSend.withLock { $0 }?()
+        try await SendWatch.current?.willSend()
+    }
 
     func displayName(uid: String) async throws -> NameCheck { try await SendWatch.current?.willSend(readOnly: true); note("lookup \(uid)"); return .empty }
     func setDisplayName(uid: String, name: String) async throws { try await send(); note("name \(uid)") }
@@ -181,12 +187,16 @@ final class RecordingEffects: RemoteEffects {
         let effects = RecordingEffects(beforeData: { _ in holder.withLock { $0?.requestStop() } })
         let apply = runner(store, sideInputs, effects)
         holder.withLock { $0 = apply }
+        let planned = try states(store)
         #expect(try await apply.apply(command: "test").outcome == .interrupted)
         #expect(!effects.log.contains { $0.hasPrefix("data ") || $0.hasPrefix("delete ") }, "\(effects.log)")
         let stopped = try states(store)
         #expect(!stopped.values.contains("sent"), "\(stopped)")
         let waiting = stopped.filter { $0.key.hasSuffix(" delete-data") && $0.value == "planned" }
         #expect(!waiting.isEmpty)
+        // Only the accounts something was done for are counted (their revocations): none twice, none that only waited.
+        let acted = Set(stopped.filter { $0.value != planned[$0.key] }.keys.map { $0.split(separator: " ")[0] })
+        #expect(apply.progress.accounts == acted.count, "\(apply.progress.accounts) counted, \(acted.count) acted on")
         let rest = RecordingEffects()
         let (outcome, resent) = try await runner(store, sideInputs, rest).apply(command: "test")
         #expect(outcome == .completed(failed: 0) && resent == 0)
@@ -204,6 +214,20 @@ final class RecordingEffects: RemoteEffects {
         #expect(!apply.stopping)
         apply.requestStop()
         #expect(apply.stopping)
+    }
+
+    /// A stop before anything was sent: no account is counted as done something for (it said "23 accounts" for 23
+    /// accounts that only waited), and none of their actions is sent.
+    @Test func accountsThatOnlyWaitedAreNotCounted() async throws {
+        let (store, sideInputs) = try plannedStore()
+        let effects = RecordingEffects()
+        let apply = runner(store, sideInputs, effects)
+        effects.beforeSend.withLock { $0 = { apply.requestStop() } }
+        let planned = try states(store)
+        #expect(try await apply.apply(command: "test").outcome == .interrupted)
+        #expect(effects.log.isEmpty, "\(effects.log)")
+        #expect(try states(store) == planned)
+        #expect(apply.progress.accounts == 0)
     }
 
     /// Ending the sessions of an account deleted since the plan is not possible, not a failure (which made the run exit 1).
