@@ -377,10 +377,9 @@ public final class ApplyRunner: Sendable {
 
     // MARK: - Recording
 
-    /// Records `sent`, runs the step, records its end. A configuration error or a cancellation leaves the action
-    /// `sent` (the next run sends it again); any other error fails this action only.
-    /// Runs one step. It is recorded as sent just before its first request leaves (`SendWatch`); a stop that comes
-    /// before then leaves it as it was, for resume, and it is returned unchanged.
+    /// Runs one step and records its end. It is recorded `sent` just before its first request that changes something
+    /// leaves (`SendWatch`); a stop that comes before then leaves it as it was, for resume. A configuration error or a
+    /// cancellation leaves the action `sent` (the next run sends it again); any other error fails this action only.
     private func perform(_ action: PendingAction, policy: String? = nil, _ step: @Sendable (Int64) async throws -> StepResult) async throws -> PendingAction {
         let now = clock()
         var updated = action

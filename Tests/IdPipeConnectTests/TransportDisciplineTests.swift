@@ -313,13 +313,13 @@ import Testing
         // The next turn is 2 s away; the run stops after the first quarter second of the wait.
         let steps = Steps(stopAfter: 1)
         await #expect(throws: SendWatch.NotStarted.self) {
-            try await SendWatch.$current.withValue(steps.watch()) { try await limiter.acquire() }
+            try await limiter.acquire(for: steps.watch())
         }
         #expect(clock.sleeps == [0, 1, 0.25])
         // A step that has sent its change waits its turn whole, stopping or not.
         let begun = Steps(stopAfter: 1).watch()
         try await begun.willSend()
-        try await SendWatch.$current.withValue(begun) { try await limiter.acquire() }
+        try await limiter.acquire(for: begun)
         #expect(clock.sleeps == [0, 1, 0.25, 1.75], "one wait, not slices")
     }
 }

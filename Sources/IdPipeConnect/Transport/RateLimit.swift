@@ -51,10 +51,11 @@ public final class RateLimiter: Sendable {
 
     /// Waits for a turn; returns how long it waited (seconds).
     @discardableResult
-    public func acquire() async throws -> Double {
+    /// `watch`: the apply step the turn is for, whose wait a stop cuts short while it has sent nothing (`SendWatch`).
+    public func acquire(for watch: SendWatch? = nil) async throws -> Double {
         let now = clock.now()
         let wait = bucket.withLock { $0.reserve(now: now) }
-        if let watch = SendWatch.current {
+        if let watch {
             try await watch.wait(seconds: wait, on: clock)
         } else {
             try await clock.sleep(seconds: wait)

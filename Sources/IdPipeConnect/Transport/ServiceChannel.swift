@@ -64,7 +64,7 @@ public final class ServiceChannel: Sendable {
             // limiter spaces are the moments requests leave, and the service sees them spaced too. After a wait of
             // more than a second (a queue, a Retry-After pause) it is built again, with a token fresh for now.
             var request = try await make()
-            if let waited = try await limiter?.acquire(), waited > 1 { request = try await make() }
+            if let waited = try await limiter?.acquire(for: gated ? SendWatch.current : nil), waited > 1 { request = try await make() }
             let outcome: Result<HTTPResponse, TransportError> = try await inFlight.withSlot {
                 // The step this request is part of is recorded as sent now, and not started at all after a stop.
                 if gated, let watch = SendWatch.current { try await watch.willSend(readOnly: request.readOnly) }
