@@ -66,10 +66,8 @@ struct Validate: ParsableCommand {
         // twice. Validate said "valid" and the plan refused the same file.
         var files = context.definition.inputs
         for (_, key) in InputsConfig.roles {
-            guard let path = files[keyPath: key].map(context.resolve), case .file = FileInfo.kind(path) else {
-                files[keyPath: key] = nil
-                continue
-            }
+            if let path = files[keyPath: key].map(context.resolve), case .file = FileInfo.kind(path) { continue }
+            files[keyPath: key] = nil  // a stream (or nothing): left to the plan
         }
         do { _ = try SideInputReader.load(files, relativeTo: context.folder) } catch {
             throw fail("\(pipeline): the file itself is well formed, but plan would stop at a side input: \(error)")
