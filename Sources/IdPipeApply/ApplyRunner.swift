@@ -153,10 +153,15 @@ public final class ApplyRunner: Sendable {
         halt(.interrupted)
     }
 
+    /// No step is started: a signal came, or the run stopped on a configuration error or a service that keeps failing
+    /// (its other accounts in flight went on revoking and emptying stores, their deletions then held back). A stop at
+    /// the deletion cap lets the accounts in flight, which hold places under it, go on.
     var stopping: Bool {
         if interrupted.load(ordering: .relaxed) { return true }
-        if case .interrupted? = stop.withLock({ $0 }) { return true }
-        return false
+        switch stop.withLock({ $0 }) {
+        case .interrupted?, .stoppedByConfiguration?: return true
+        default: return false
+        }
     }
 
     // MARK: - Feeding accounts
@@ -415,12 +420,20 @@ public final class ApplyRunner: Sendable {
         return updated
     }
 
-    /// The reason an action failed; rethrows what must not fail one action: a configuration error (it stops
-    /// the run) and a cancellation (the action stays `sent`, to be sent again by the next run).
+    /// The reason an action failed; rethrows what must not fail one action: a configuration error or spent retries (they
+    /// stop the run) and a cancellation (the action stays `sent`, to be sent again by the next run).
     private func failure(_ error: any Error) throws -> String {
         if let error = error as? ConnectorError, error.stopsRun {
             halt(.stoppedByConfiguration(error.description))
             throw error
+        }
+        // Its retries spent, a minute or so of 5xx, 429 or timeouts: the service keeps failing. Failed one by one, every
+        // account in flight was left half done for good (tokens revoked, stores emptied, the webhook failed, the account
+        // kept) and resume had nothing to send; the run stops, and the action stays `sent` for resume.
+        if case .exhausted(let service, let attempts, let last)? = error as? ConnectorError {
+            let stopped = ConnectorError.unavailable(service: service, message: "gave up after \(attempts) attempts (last: \(last)): the service keeps failing")
+            halt(.stoppedByConfiguration(stopped.description))
+            throw stopped
         }
         if error is CancellationError { throw error }
         return "\(error)"

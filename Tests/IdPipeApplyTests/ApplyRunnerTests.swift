@@ -327,18 +327,29 @@ final class RecordingEffects: RemoteEffects {
         #expect(!later.log.contains { $0.hasPrefix("facebook ") || $0.hasPrefix("apple ") }, "\(later.log)")
     }
 
-    /// A configuration error, or a service gone down midway (it answered before, and no attempt of a request reached
-    /// it), stops the run: the action stays sent, and nothing is failed for it.
+    /// A configuration error, a service gone down midway (it answered before, and no attempt of a request reached
+    /// it), or one that keeps failing (a request's retries spent on 5xx), stops the run: the action stays sent, nothing
+    /// is failed for it, no other step is started, and resume finishes the run. A webhook answering 500 to every call
+    /// failed each account in turn for good, after its stores were emptied, and resume found nothing to do.
     @Test(arguments: [ConnectorError.configuration(service: "data-webhook", message: "HTTP 401"),
-                      .unavailable(service: "data-webhook", message: "cannot connect (8 attempts), though it answered earlier")])
+                      .unavailable(service: "data-webhook", message: "cannot connect (8 attempts), though it answered earlier"),
+                      .exhausted(service: "data-webhook", attempts: 8, last: "HTTP 500")])
     func aConfigurationErrorStopsTheRunAndLeavesTheActionToResend(error: ConnectorError) async throws {
         let (store, sideInputs) = try plannedStore()
-        let (outcome, _) = try await runner(store, sideInputs, RecordingEffects(errorOnData: error)).apply(command: "test")
+        let effects = RecordingEffects(errorOnData: error)
+        let (outcome, _) = try await runner(store, sideInputs, effects).apply(command: "test")
         guard case .stoppedByConfiguration(let why) = outcome else { Issue.record("\(outcome)"); return }
-        #expect(why == error.description)
+        if case .exhausted = error {
+            #expect(why.contains("data-webhook: unavailable: gave up after 8 attempts (last: HTTP 500): the service keeps failing"), "\(why)")
+        } else {
+            #expect(why == error.description)
+        }
         let states = try states(store)
         #expect(states.values.contains("sent"), "the refused action stays sent, to be sent again")
         #expect(!states.values.contains("failed"))
+        #expect(!effects.log.contains { $0.hasPrefix("delete ") }, "\(effects.log)")
+        let (resumed, _) = try await runner(store, sideInputs, RecordingEffects()).apply(command: "test")
+        #expect(resumed == .completed(failed: 0))
     }
 
     /// A count that gave up on passing faults is tried again by the next survey (the next plan or resume); one the

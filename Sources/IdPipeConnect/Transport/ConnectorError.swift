@@ -6,8 +6,12 @@ public enum ConnectorError: Error, Sendable, Equatable, CustomStringConvertible 
     case configuration(service: String, message: String)
     /// The service refused this one request (`USER_NOT_FOUND`, `invalid_grant`, ...). Not retried.
     case rejected(service: String, code: String, message: String)
-    /// Transient failures (429, 5xx, dropped connections, timeouts) went on past the retry budget.
+    /// Transient failures (429, 5xx, dropped connections, timeouts) went on past the retry budget. Apply stops the run at
+    /// it (the service keeps failing), leaving the action for resume.
     case exhausted(service: String, attempts: Int, last: String)
+    /// A single-use request (an authorization code) whose answer was lost: not sent again, as the first may have been
+    /// carried out. Fails its one action, for good.
+    case answerLost(service: String, last: String)
     /// The response could not be understood.
     case badResponse(service: String, message: String)
     /// A service that answered earlier in the run could not be reached on any attempt of a request: it is down (or
@@ -17,7 +21,7 @@ public enum ConnectorError: Error, Sendable, Equatable, CustomStringConvertible 
     public var service: String {
         switch self {
         case .configuration(let service, _), .rejected(let service, _, _), .exhausted(let service, _, _), .badResponse(let service, _),
-             .unavailable(let service, _):
+             .unavailable(let service, _), .answerLost(let service, _):
             service
         }
     }
@@ -36,6 +40,7 @@ public enum ConnectorError: Error, Sendable, Equatable, CustomStringConvertible 
         case .exhausted(let service, let attempts, let last): "\(service): gave up after \(attempts) attempts; last: \(last)"
         case .badResponse(let service, let message): "\(service): unexpected response: \(message)"
         case .unavailable(let service, let message): "\(service): unavailable: \(message)"
+        case .answerLost(let service, let last): "\(service): the answer was lost (\(last)); not sent again, as the first may have been carried out"
         }
     }
 }

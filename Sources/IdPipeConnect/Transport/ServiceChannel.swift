@@ -84,8 +84,7 @@ public final class ServiceChannel: Sendable {
                 if case .connectionFailed = error { unreached += 1 }
                 if singleUse, error == .connectionClosed || error == .timedOut {
                     counters.withLock { $0.failures += 1 }
-                    throw ConnectorError.exhausted(service: service, attempts: attempt,
-                                                   last: reason + "; not sent again, as the first may have been carried out")
+                    throw ConnectorError.answerLost(service: service, last: reason)
                 }
             case .success(let response):
                 answered.store(true, ordering: .relaxed)
