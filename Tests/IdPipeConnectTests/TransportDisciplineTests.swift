@@ -323,3 +323,18 @@ import Testing
         #expect(clock.sleeps == [0, 1, 0.25, 1.75], "one wait, not slices")
     }
 }
+
+@Suite struct SharedFetchTests {
+    /// A waiter cancelled (a stopped apply's grace ran out) does not wait out a fetch that hangs: the fetch is cancelled.
+    @Test func aCancelledWaiterCancelsAFetchThatHangs() async throws {
+        let shared = SharedFetch<String>()
+        let started = ContinuousClock.now
+        let waiter = Task { try await shared.get { try await Task.sleep(for: .seconds(60)); return "token" } }
+        try await Task.sleep(for: .milliseconds(100))
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await waiter.value }
+        #expect(ContinuousClock.now - started < .seconds(10))
+        // The next caller fetches afresh.
+        #expect(try await shared.get { "fresh" } == "fresh")
+    }
+}
