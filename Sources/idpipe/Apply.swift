@@ -495,6 +495,13 @@ struct ApplyCommand {
                 throw CommandError("the dry run has not finished counting the data of \(uncounted) path deletions, so the reviewed report is incomplete; "
                     + next)
             }
+            // Counts that gave up on passing faults: the blast radius of those paths is not known. `run --yes` applied such
+            // a plan at once, unattended.
+            let recount = try store.recountableActionCount()
+            if recount > 0 {
+                throw CommandError("the dry run could not count the data of \(recount) path deletion\(recount == 1 ? "" : "s") (passing faults), so "
+                    + "what they delete is not known; `idpipe resume --state \(Console.shellWord(statePath))` counts them again (reads only)")
+            }
             let open = try store.actionStates().filter { _, states in states.open > 0 }
             if !confirmed && !confirm(open) {
                 throw fail("nothing was changed: apply changes accounts; pass --yes to carry out the plan in \(statePath)")

@@ -192,6 +192,33 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(try sandbox.ledger().isEmpty)
     }
 
+    /// A plan whose count of some paths gave up on passing faults is not applied (`run --yes` applied it at once,
+    /// unattended, the blast radius of those paths unknown); resume counts them again, and apply then goes on.
+    @Test func aPlanWithCountsThatGaveUpIsNotApplied() throws {
+        let (sandbox, pipeline) = try sampleCleanup()
+        defer { Binary.removeVariant(pipeline); withExtendedLifetime(sandbox) {} }
+        let out = Binary.temporaryDirectory()
+        let state = out + "/state.sqlite"
+        let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(planCode == 1, "\(planOutput)")
+        // Two counts made to read as given up on faults (the sandbox answers every count; a real give-up takes minutes).
+        let (marked, markOutput) = try Binary.run(["-c", """
+            import sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            n = db.execute("UPDATE action SET dry_detail = 'not counted: firestore: gave up after 8 attempts', dry_retry = 1 WHERE id IN \
+            (SELECT id FROM action WHERE kind = 'delete-firestore' AND state = 'planned' LIMIT 2)").rowcount
+            db.commit(); print(n)
+            """, state], executable: "/usr/bin/env", prefix: ["python3"])
+        #expect(marked == 0 && markOutput.hasPrefix("2"), "\(markOutput)")
+        let (refused, refusedOutput) = try Binary.run(["apply", "--state", state, "--yes"])
+        #expect(refused == 2 && refusedOutput.contains("the dry run could not count the data of 2 path deletions (passing faults)"), "\(refusedOutput)")
+        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", state])
+        #expect(resumedOutput.contains("data: counting again 2 path deletions"), "\(resumedOutput)")
+        #expect(resumed == 1, "resume counted and applied nothing, then: \(resumedOutput)")
+        let (applied, appliedOutput) = try Binary.run(["apply", "--state", state, "--yes"])
+        #expect(applied == 1 && appliedOutput.contains("0 failed"), "the samples hold quarantined rows: \(appliedOutput)")
+    }
+
     /// A plan stopped while counting the data to delete (SIGTERM, the sandbox slow to answer) exits 130; the next plan
     /// finishes the count, and says the plan had stopped while counting.
     @Test func aPlanStoppedWhileCountingTheDataSaysSoWhenFinished() throws {
