@@ -56,7 +56,7 @@ struct Validate: ParsableCommand {
             let results = services.check()
             if results.isEmpty { Console.out("services: none configured") }
             for (ok, line) in results { Console.out((ok ? "ok: " : "FAILED: ") + line) }
-            if results.contains(where: { !$0.ok }) { throw fail("\(pipeline): a service refused the configuration") }
+            if results.contains(where: { !$0.ok }) { throw fail("\(pipeline): a service check failed (see above)") }
         }
         let unreadable = context.unreadableInputs()
         guard unreadable.isEmpty else {
