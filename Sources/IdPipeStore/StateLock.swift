@@ -52,3 +52,33 @@ public final class StateLock {
         close(fd)
     }
 }
+
+/// One apply at a time of a pipeline file, whatever its state store: an exclusive `flock` on the pipeline file itself,
+/// opened read-only (a folder of pipelines may be read-only), held until the process ends. Two nights' runs that
+/// overlapped (a slow night, a retried job) each deleted the same accounts' data, with webhook keys of their own.
+public final class PipelineApplyLock {
+    private let fd: Int32
+
+    /// Nil when the file cannot be opened (apply reads it next, and says so); throws when another process holds it.
+    public init?(pipelinePath: String) throws(PipelineLocked) {
+        fd = open(pipelinePath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return nil }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            throw PipelineLocked(pipelinePath: pipelinePath)
+        }
+    }
+
+    deinit {
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
+}
+
+public struct PipelineLocked: Error, CustomStringConvertible {
+    public let pipelinePath: String
+    public var description: String {
+        "another idpipe process is applying the pipeline \(pipelinePath) (from another state store): two at once would each act on the "
+            + "same accounts; wait for it to finish"
+    }
+}

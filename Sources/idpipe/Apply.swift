@@ -483,6 +483,8 @@ struct ApplyCommand {
             case .planned, .applying: break
             }
             let context = try PipelineContext(path: run.pipelinePath)
+            let pipelineLock = try PipelineApplyLock(pipelinePath: context.path)
+            defer { withExtendedLifetime(pipelineLock) {} }
             try checkUnchanged(run, context)
             try context.refuseOutputsOverInputs(ReportWriter.outputs(out: out, stem: "report"))
             let uncounted = try store.uncountedPathActionCount()

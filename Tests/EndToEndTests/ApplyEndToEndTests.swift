@@ -192,6 +192,27 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(try sandbox.ledger().isEmpty)
     }
 
+    /// Two applies of one pipeline at once, from two state stores (two nights' runs that overlapped), are refused: each
+    /// deleted the same accounts' data, under webhook keys of its own.
+    @Test func twoAppliesOfOnePipelineAtOnceAreRefused() throws {
+        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
+                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path,
+                                         data: Binary.root.appendingPathComponent("Samples/data.json").path, arguments: ["--latency-ms", "150"])
+        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox)
+        defer { Binary.removeVariant(pipeline) }
+        let first = Binary.temporaryDirectory(), second = Binary.temporaryDirectory()
+        for out in [first, second] {
+            let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+            #expect(code == 1, "\(output)")
+        }
+        // The first apply is under way (every answer slow) when the second starts.
+        let (_, output) = try Binary.run(["-c", #""$0" apply --state "$1" --yes > /dev/null 2>&1 & sleep 1.5; "$0" apply --state "$2" --yes; echo "second: $?"; wait"#,
+                                          Binary.path, first + "/state.sqlite", second + "/state.sqlite"], executable: "/bin/sh")
+        #expect(output.contains("another idpipe process is applying the pipeline") && output.contains("second: 2"), "\(output)")
+        let (again, againOutput) = try Binary.run(["apply", "--state", second + "/state.sqlite", "--yes"])
+        #expect(again != 2 && !againOutput.contains("another idpipe process"), "once the first is done, the lock is free: \(againOutput)")
+    }
+
     /// A plan whose count of some paths gave up on passing faults is not applied (`run --yes` applied it at once,
     /// unattended, the blast radius of those paths unknown); resume counts them again, and apply then goes on.
     @Test func aPlanWithCountsThatGaveUpIsNotApplied() throws {
