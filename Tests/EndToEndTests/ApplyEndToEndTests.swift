@@ -197,7 +197,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
     @Test func twoAppliesOfOnePipelineAtOnceAreRefused() throws {
         let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
                                          storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path,
-                                         data: Binary.root.appendingPathComponent("Samples/data.json").path, arguments: ["--latency-ms", "150"])
+                                         data: Binary.root.appendingPathComponent("Samples/data.json").path, arguments: ["--latency-ms", "300"])
         let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox)
         defer { Binary.removeVariant(pipeline) }
         let first = Binary.temporaryDirectory(), second = Binary.temporaryDirectory()
@@ -205,11 +205,15 @@ func firstDifference(_ a: String, _ b: String) -> String {
             let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
             #expect(code == 1, "\(output)")
         }
-        // The first apply is under way (every answer slow) when the second starts.
-        let (_, output) = try Binary.run(["-c", #""$0" apply --state "$1" --yes > /dev/null 2>&1 & sleep 1.5; "$0" apply --state "$2" --yes; echo "second: $?"; wait"#,
-                                          Binary.path, first + "/state.sqlite", second + "/state.sqlite"], executable: "/bin/sh")
-        #expect(output.contains("another idpipe process is applying the pipeline") && output.contains("second: 2"), "\(output)")
-        let (again, againOutput) = try Binary.run(["apply", "--state", second + "/state.sqlite", "--yes"])
+        // Started a second apart, every answer slow: whichever takes the pipeline first, the other is refused.
+        let (_, output) = try Binary.run(["-c", #"""
+            "$0" apply --state "$1" --yes > "$3" 2>&1 & one=$!; sleep 1; "$0" apply --state "$2" --yes > "$4" 2>&1; two=$?
+            wait $one; one=$?; cat "$3" "$4"; echo "exits: $one $two"
+            """#, Binary.path, first + "/state.sqlite", second + "/state.sqlite", first + "/apply.out", second + "/apply.out"], executable: "/bin/sh")
+        #expect(output.components(separatedBy: "another idpipe process is applying the pipeline").count == 2, "\(output)")
+        #expect(output.contains("exits: 1 2") || output.contains("exits: 2 1"), "\(output)")
+        let refused = output.hasSuffix("exits: 1 2\n") ? second : first
+        let (again, againOutput) = try Binary.run(["apply", "--state", refused + "/state.sqlite", "--yes"])
         #expect(again != 2 && !againOutput.contains("another idpipe process"), "once the first is done, the lock is free: \(againOutput)")
     }
 

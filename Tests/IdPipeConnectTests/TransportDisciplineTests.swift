@@ -328,12 +328,22 @@ import Testing
     /// A waiter cancelled (a stopped apply's grace ran out) does not wait out a fetch that hangs: the fetch is cancelled.
     @Test func aCancelledWaiterCancelsAFetchThatHangs() async throws {
         let shared = SharedFetch<String>()
-        let started = ContinuousClock.now
-        let waiter = Task { try await shared.get { try await Task.sleep(for: .seconds(60)); return "token" } }
+        let fetchCancelled = Mutex(false)
+        let waiter = Task {
+            try await shared.get {
+                do { try await Task.sleep(for: .seconds(600)) } catch {
+                    fetchCancelled.withLock { $0 = true }
+                    throw error
+                }
+                return "token"
+            }
+        }
         try await Task.sleep(for: .milliseconds(100))
         waiter.cancel()
+        // Without the cancel reaching the fetch, the waiter had the token after the whole sleep, not an error.
         await #expect(throws: CancellationError.self) { _ = try await waiter.value }
-        #expect(ContinuousClock.now - started < .seconds(10))
+        let cancelled = fetchCancelled.withLock { $0 }
+        #expect(cancelled)
         // The next caller fetches afresh.
         #expect(try await shared.get { "fresh" } == "fresh")
     }
