@@ -58,9 +58,9 @@ public final class ApplyRunner: Sendable {
     let logger: Logger
     let journal: Journal
     private let stop = Mutex<ApplyOutcome?>(nil)
-    /// Ctrl-C or SIGTERM came, whatever stopped the run first: a stop after the deletion cap was reached did not reach
-    /// `stopping` (the outcome stays the cap's), and steps went on being started.
-    private let interrupted = Atomic<Bool>(false)
+    /// No step is started any more (`stopping`): set by any stop but the cap's, whatever stopped the run first (a Ctrl-C
+    /// after the cap had stopped it kept the cap's outcome, and steps went on being started).
+    private let noNewSteps = Atomic<Bool>(false)
     private let counters = Mutex(ApplyProgress(accounts: 0, actionsDone: 0, actionsFailed: 0, deleted: 0, elapsedSeconds: 0))
     private let budget = Mutex<Int?>(nil)
 
@@ -138,6 +138,10 @@ public final class ApplyRunner: Sendable {
     }
 
     func halt(_ outcome: ApplyOutcome) {
+        switch outcome {
+        case .interrupted, .stoppedByConfiguration: noNewSteps.store(true, ordering: .relaxed)
+        case .completed, .stoppedByGuard: break
+        }
         stop.withLock { current in
             if current == nil { current = outcome }
         }
@@ -149,20 +153,13 @@ public final class ApplyRunner: Sendable {
     /// answers recorded (cancelling them left them `sent`, for resume to send again), and the deletions already queued
     /// are sent. The run then ends as interrupted.
     public func requestStop() {
-        interrupted.store(true, ordering: .relaxed)
         halt(.interrupted)
     }
 
     /// No step is started: a signal came, or the run stopped on a configuration error or a service that keeps failing
     /// (its other accounts in flight went on revoking and emptying stores, their deletions then held back). A stop at
     /// the deletion cap lets the accounts in flight, which hold places under it, go on.
-    var stopping: Bool {
-        if interrupted.load(ordering: .relaxed) { return true }
-        switch stop.withLock({ $0 }) {
-        case .interrupted?, .stoppedByConfiguration?: return true
-        default: return false
-        }
-    }
+    var stopping: Bool { noNewSteps.load(ordering: .relaxed) }
 
     // MARK: - Feeding accounts
 

@@ -40,7 +40,7 @@ struct ExistingRunOptions: ParsableArguments {
 
     /// The state store's path, or the command's failure when it does not exist.
     func existingState() throws -> String {
-        guard fileExists(state) else { throw fail("the state store \(state) does not exist (run `idpipe plan PIPELINE --state \(Console.shellWord(state))` first)") }
+        guard fileExists(state) else { throw fail("the state store \(state) does not exist (run \(Console.command("plan PIPELINE", state: state)) first)") }
         return state
     }
 
@@ -183,7 +183,7 @@ struct Resume: ParsableCommand {
             // Killed after the plan was recorded, before its end (the import file's name, the reports, the sync): the
             // plan stage ends now.
             guard uncounted > 0 || record.applyRequested == true || StateStore.hasUnsyncedWrites(at: state) else {
-                Console.out("Nothing to resume: the plan is complete and was not applied. `idpipe apply --state \(Console.shellWord(state))` carries it out.")
+                Console.out("Nothing to resume: the plan is complete and was not applied. \(Console.command("apply", state: state)) carries it out.")
                 return
             }
             try finishAndApply(record, state: state, out: out)
@@ -272,13 +272,13 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         Console.endProgress()
         if outcome.interrupted || interruption.isRaised {
             Console.error("idpipe: interrupted after \(Console.count(outcome.tally["accounts.read"], "account")); "
-                + "the same command, or `idpipe resume --state \(Console.shellWord(statePath))`, continues from there")
+                + "the same command, or \(Console.command(state: statePath)), continues from there")
             return Exit.interrupted
         }
         let count = outcome.run.guardVerdict == nil && hasDataPaths ? try countData(context: context, store: store) : (ran: false, stopped: false)
         if count.stopped {
             Console.error("idpipe: interrupted while counting the data to delete; what was counted is kept, and the same command, or "
-                + "`idpipe resume --state \(Console.shellWord(statePath))`, counts the rest")
+                + "\(Console.command(state: statePath)), counts the rest")
             return Exit.interrupted
         }
         if requestApply, var run = try store.loadRun(), run.applyRequested != true || (maxDeletions != nil && run.maxDeletions != maxDeletions) {
@@ -457,13 +457,13 @@ struct ApplyCommand {
             // A plan killed after it was recorded, before its end: no report was written for a reviewer to read.
             if StateStore.hasUnsyncedWrites(at: statePath), let run = try store.loadRun(), run.status == .planned || run.status == .stoppedByGuard {
                 throw CommandError("the plan in \(statePath) was stopped before its end, its reports not written; "
-                    + "`idpipe resume --state \(Console.shellWord(statePath))` writes them (read them before you apply)")
+                    + "\(Console.command(state: statePath)) writes them (read them before you apply)")
             }
             // The plan wrote the store without syncing it: synced and checked before anything is sent.
             try store.makeDurable()
             guard var run = try store.loadRun() else { throw CommandError("\(statePath) holds no run") }
             switch run.status {
-            case .planning: throw CommandError("the plan in \(statePath) is not finished; `idpipe resume --state \(Console.shellWord(statePath))` completes it")
+            case .planning: throw CommandError("the plan in \(statePath) is not finished; \(Console.command(state: statePath)) completes it")
             case .stoppedByGuard: throw fail("the plan was stopped by a guard and may not be applied: \(run.guardVerdict ?? "")", code: Exit.stoppedByGuard)
             case .applied:
                 // With the pipeline's report settings, as the apply that finished used them (the defaults, said so, when
@@ -493,7 +493,7 @@ struct ApplyCommand {
                 let next = context.definition.services.google == nil
                     ? "the pipeline has no services.google to read these paths with (nor to delete them): add it to \(run.pipelinePath) "
                         + "and plan again into a new state store"
-                    : "`idpipe resume --state \(Console.shellWord(statePath))` finishes counting (reads only)"
+                    : "\(Console.command(state: statePath)) finishes counting (reads only)"
                 throw CommandError("the dry run has not finished counting the data of \(uncounted) path deletions, so the reviewed report is incomplete; "
                     + next)
             }
@@ -502,7 +502,7 @@ struct ApplyCommand {
             let recount = try store.recountableActionCount()
             if recount > 0 {
                 throw CommandError("the dry run could not count the data of \(recount) path deletion\(recount == 1 ? "" : "s") (passing faults), so "
-                    + "what they delete is not known; `idpipe resume --state \(Console.shellWord(statePath))` counts them again (reads only)")
+                    + "what they delete is not known; \(Console.command(state: statePath)) counts them again (reads only)")
             }
             let open = try store.actionStates().filter { _, states in states.open > 0 }
             if !confirmed && !confirm(open) {
@@ -580,16 +580,16 @@ struct ApplyCommand {
                 var raise = ""
                 if let given = run.maxDeletions, given == settings.deletionCap {
                     raise = " (--max-deletions \(given), kept with the run); to go on, give a higher N: "
-                        + "`idpipe resume --state \(Console.shellWord(statePath)) --max-deletions N` (the pipeline's guards still apply)"
+                        + "\(Console.command(state: statePath, " --max-deletions N")) (the pipeline's guards still apply)"
                 }
                 throw fail("stopped by a guard: \(why)" + raise, code: Exit.stoppedByGuard)
             case .stoppedByConfiguration(let why):
                 // A fix in the pipeline file itself makes another plan: resume refuses a changed pipeline.
                 throw fail("\(why)\nNothing more was sent. Once the cause is fixed (a credential, a key file, a service back up), "
-                    + "`idpipe resume --state \(Console.shellWord(statePath))` goes on and sends the actions in flight again; a fix in the pipeline file "
+                    + "\(Console.command(state: statePath)) goes on and sends the actions in flight again; a fix in the pipeline file "
                     + "needs a new plan in a new state store.")
             case .interrupted:
-                Console.error("idpipe: interrupted; `idpipe resume --state \(Console.shellWord(statePath))` continues")
+                Console.error("idpipe: interrupted; \(Console.command(state: statePath)) continues")
                 throw Exit.interrupted
             }
         } catch let code as ExitCode {

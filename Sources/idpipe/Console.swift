@@ -14,6 +14,12 @@ enum Console {
         return plain ? text : "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
+    /// The command that goes on with the run in `state`, as the messages suggest it: `` `idpipe resume --state S` ``
+    /// (`verb` and `extra` for the others: `apply`, `--max-deletions N`).
+    static func command(_ verb: String = "resume", state: String, _ extra: String = "") -> String {
+        "`idpipe \(verb) --state \(shellWord(state))\(extra)`"
+    }
+
     static func out(_ text: String) {
         writeAll(1, text + "\n")
     }

@@ -29,7 +29,7 @@ struct Status: ParsableCommand {
             Console.out("as of: \(Timestamp.formatRFC3339(run.asOf))")
             // A run going on holds the store's lock: "running" and who, else a plan or apply left midway was stopped.
             let holder = StateLock.holder(statePath: state)
-            let resume = "`idpipe resume --state \(Console.shellWord(state))`"
+            let resume = Console.command(state: state)
             var said = ""
             if holder == nil && run.status != .planning && StateStore.hasUnsyncedWrites(at: state) {
                 said = " (stopped before its end, its reports perhaps not written: \(resume) ends it)"
@@ -58,8 +58,8 @@ struct Status: ParsableCommand {
             if let stop = run.applyStop {
                 // A cap stop goes on only with a higher cap: resume keeps to the run's --max-deletions.
                 let next = stop.hasPrefix("the deletion cap") && run.maxDeletions != nil
-                    ? "`idpipe resume --state \(Console.shellWord(state)) --max-deletions N` with a higher N goes on"
-                    : "`idpipe resume --state \(Console.shellWord(state))` continues"
+                    ? "\(Console.command(state: state, " --max-deletions N")) with a higher N goes on"
+                    : "\(Console.command(state: state)) continues"
                 Console.out("last apply stopped: \(stop) (\(next))")
             }
             if let verdict = run.guardVerdict { Console.out("guard: \(verdict)") }

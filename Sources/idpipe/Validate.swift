@@ -39,25 +39,31 @@ struct Validate: ParsableCommand {
         } catch {
             throw fail("\(error)")
         }
-        if !checkServices {
-            // What apply (and a plan of the live API) would stop at first, found without a request: a key or secret file
-            // that cannot be read, or is no key. A warning: a pipeline may well be checked where its keys are not kept.
-            do { try Services(context, logger: Logger(label: "idpipe")).shutdown() } catch {
-                // The plan sets them up too to read the live API, or to count the data paths to delete.
-                let d = context.definition
-                let who = d.source.format == .identityToolkit || d.stages.delete?.pathKinds.isEmpty == false ? "plan and apply" : "apply"
-                Console.error("idpipe: warning: \(who) could not set up the services here: \(error)")
-            }
-        } else {
-            bootstrapLogging(verbose: false)
-            let services: Services
-            do { services = try Services(context, retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.2), logger: Logger(label: "idpipe")) } catch { throw fail("\(error)") }
+        // Setting the services up reads their key and secret files and sends nothing: what apply (and a plan of the live
+        // API or of data paths) would stop at first. Without --check-services a failure is a warning: a pipeline may well
+        // be checked where its keys are not kept. (A short retry policy: a wrong address fails the checks fast.)
+        if checkServices { bootstrapLogging(verbose: false) }
+        switch Result(catching: { try Services(context, retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.2), logger: Logger(label: "idpipe")) }) {
+        case .failure(let error) where checkServices:
+            throw fail("\(error)")
+        case .failure(let error):
+            let d = context.definition
+            let who = d.source.format == .identityToolkit || d.stages.delete?.pathKinds.isEmpty == false ? "plan and apply" : "apply"
+            Console.error("idpipe: warning: \(who) could not set up the services here: \(error)")
+        case .success(let services):
             defer { services.shutdown() }
-            let results = services.check()
-            if results.isEmpty { Console.out("services: none configured") }
-            for (ok, line) in results { Console.out((ok ? "ok: " : "FAILED: ") + line) }
-            if results.contains(where: { !$0.ok }) { throw fail("\(pipeline): a service check failed (see above)") }
+            if checkServices {
+                let results = services.check()
+                if results.isEmpty { Console.out("services: none configured") }
+                for (ok, line) in results { Console.out((ok ? "ok: " : "FAILED: ") + line) }
+                if results.contains(where: { !$0.ok }) { throw fail("\(pipeline): a service check failed (see above)") }
+            }
         }
+        try checkInputs(context)
+    }
+
+    /// The inputs as plan finds them: readable, and the side inputs as it reads them. Says "valid" when they are.
+    private func checkInputs(_ context: PipelineContext) throws {
         let unreadable = context.unreadableInputs()
         guard unreadable.isEmpty else {
             throw fail("\(pipeline): the file itself is well formed, but plan could not read " + unreadable.joined(separator: ", ") + " (see above)")

@@ -21,12 +21,15 @@ final class RecordingEffects: RemoteEffects {
     let gone: Set<String>
     /// Called with the uid of each data deletion before its request would leave: where it waits for its turn.
     let beforeData: (@Sendable (String) -> Void)?
+    /// Called as any request that changes something would leave, before the channel's look at the run.
+    let beforeSend: (@Sendable () -> Void)?
 
     init(failApple: Set<String> = [], errorOnData: ConnectorError? = nil, batchDeleteRate: Double = 1000,
          countFailures: [String: ConnectorError] = [:], onData: (@Sendable (String) -> Void)? = nil, gone: Set<String> = [],
-         beforeData: (@Sendable (String) -> Void)? = nil) {
+         beforeData: (@Sendable (String) -> Void)? = nil, beforeSend: (@Sendable () -> Void)? = nil) {
         self.onData = onData
         self.beforeData = beforeData
+        self.beforeSend = beforeSend
         self.gone = gone
         self.failApple = failApple
         self.errorOnData = errorOnData
@@ -37,12 +40,9 @@ final class RecordingEffects: RemoteEffects {
     var log: [String] { calls.withLock { $0 } }
     func note(_ call: String) { calls.withLock { $0.append(call) } }
 
-    /// Called as any request that changes something would leave, before the channel's look at the run.
-    let beforeSend = Mutex<(@Sendable () -> Void)?>(nil)
-
     /// What a service channel does as a request leaves: the step is recorded as sent, or not started after a stop.
     func send() async throws {
-        beforeSend.withLock { $0 }?()
+        beforeSend?()
         try await SendWatch.current?.willSend()
     }
 
@@ -129,6 +129,16 @@ final class RecordingEffects: RemoteEffects {
                         return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18 }, logger: Logger(label: "test"))
     }
 
+    /// A runner whose effects stop it as a signal would, from where `make` calls the stop it is given.
+    func runner(_ store: StateStore, _ sideInputs: SideInputs, stoppedBy make: (@escaping @Sendable () -> Void) -> RecordingEffects)
+        -> (ApplyRunner, RecordingEffects) {
+        let holder = Mutex<ApplyRunner?>(nil)
+        let effects = make { holder.withLock { $0?.requestStop() } }
+        let apply = runner(store, sideInputs, effects)
+        holder.withLock { $0 = apply }
+        return (apply, effects)
+    }
+
     func states(_ store: StateStore) throws -> [String: String] {
         var result: [String: String] = [:]
         try store.actions(limit: nil) { result["\($0.uid) \($0.kind)"] = $0.state }
@@ -159,16 +169,11 @@ final class RecordingEffects: RemoteEffects {
         #expect(again.log.isEmpty)
     }
 
-    /// Ctrl-C while producers wait on a full deletion queue and the deletions sleep until their next slot: the run
-    /// ends (interrupted) instead of waiting forever for a queue nobody takes from.
     /// A stop that comes while an account's data is deleted leaves its account deletion planned, for resume: it is a
     /// step of its own, which a stop does not start (it was queued once the data went, and sent).
     @Test func aStopDuringTheDataDeletionLeavesTheAccountDeletionPlanned() async throws {
         let (store, sideInputs) = try plannedStore()
-        let holder = Mutex<ApplyRunner?>(nil)
-        let effects = RecordingEffects(onData: { _ in holder.withLock { $0?.requestStop() } })
-        let apply = runner(store, sideInputs, effects)
-        holder.withLock { $0 = apply }
+        let (apply, effects) = runner(store, sideInputs, stoppedBy: { stop in RecordingEffects(onData: { _ in stop() }) })
         #expect(try await apply.apply(command: "test").outcome == .interrupted)
         let states = try states(store)
         let dataDone = states.filter { $0.key.hasSuffix(" delete-data") && $0.value == "done" }.keys.map { String($0.split(separator: " ")[0]) }
@@ -182,11 +187,8 @@ final class RecordingEffects: RemoteEffects {
     /// again. They were marked sent before the wait, and sent after the stop (60 updates over 30 s after a SIGTERM).
     @Test func stepsWaitingForTheirTurnAtAStopAreNotStarted() async throws {
         let (store, sideInputs) = try plannedStore()
-        let holder = Mutex<ApplyRunner?>(nil)
         // The first data deletion to reach its turn finds the run stopped by a signal while it waited.
-        let effects = RecordingEffects(beforeData: { _ in holder.withLock { $0?.requestStop() } })
-        let apply = runner(store, sideInputs, effects)
-        holder.withLock { $0 = apply }
+        let (apply, effects) = runner(store, sideInputs, stoppedBy: { stop in RecordingEffects(beforeData: { _ in stop() }) })
         let planned = try states(store)
         #expect(try await apply.apply(command: "test").outcome == .interrupted)
         #expect(!effects.log.contains { $0.hasPrefix("data ") || $0.hasPrefix("delete ") }, "\(effects.log)")
@@ -220,9 +222,7 @@ final class RecordingEffects: RemoteEffects {
     /// accounts that only waited), and none of their actions is sent.
     @Test func accountsThatOnlyWaitedAreNotCounted() async throws {
         let (store, sideInputs) = try plannedStore()
-        let effects = RecordingEffects()
-        let apply = runner(store, sideInputs, effects)
-        effects.beforeSend.withLock { $0 = { apply.requestStop() } }
+        let (apply, effects) = runner(store, sideInputs, stoppedBy: { stop in RecordingEffects(beforeSend: stop) })
         let planned = try states(store)
         #expect(try await apply.apply(command: "test").outcome == .interrupted)
         #expect(effects.log.isEmpty, "\(effects.log)")
@@ -241,6 +241,8 @@ final class RecordingEffects: RemoteEffects {
         #expect(states["\(planned[0]) revoke-sessions"] == "not-possible" && states["\(planned[1]) revoke-sessions"] == "done", "\(states)")
     }
 
+    /// Ctrl-C while producers wait on a full deletion queue and the deletions sleep until their next slot: the run
+    /// ends (interrupted) instead of waiting forever for a queue nobody takes from.
     @Test func aCancelWhileTheDeletionQueueIsFullEndsTheRun() async throws {
         let (store, sideInputs) = try plannedStore()
         let effects = RecordingEffects(batchDeleteRate: 0.1)  // one batch, then the next slot is 10 s away
