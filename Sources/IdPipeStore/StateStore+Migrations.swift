@@ -136,6 +136,13 @@ extension StateStore {
                 DROP INDEX IF EXISTS action_state;
                 """)
         }
+        migrator.registerMigration("v8-import-keys") { db in
+            try db.execute(sql: """
+                -- 64-bit hashes of the emails, phone numbers and federated links of the accounts in the import file, one
+                -- blob per batch: a resumed migration goes on keeping two accounts from sharing one (ImportKeys).
+                CREATE TABLE import_keys (batch INTEGER PRIMARY KEY, hashes BLOB NOT NULL);
+                """)
+        }
         return migrator
     }
 }

@@ -242,6 +242,13 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         }
     }
 
+    public func forEachImportKeyHashes(_ body: ([UInt64]) throws -> Void) throws {
+        try queue.read { db in
+            let blobs = try Data.fetchCursor(db, sql: "SELECT hashes FROM import_keys ORDER BY batch")
+            while let blob = try blobs.next() { try body(IdHashes.decode(blob)) }
+        }
+    }
+
     /// Writes one batch and its checkpoint in one transaction: after a crash the store holds all of it or none.
     public func commit(_ batch: consuming PlanBatch) throws {
         var accounts: [KeptAccount] = []
@@ -281,6 +288,9 @@ public final class StateStore: PlanStore, @unchecked Sendable {
             }
             if !batch.newIdHashes.isEmpty {
                 try db.execute(sql: "INSERT INTO seen_ids (hashes) VALUES (?)", arguments: [IdHashes.encode(batch.newIdHashes)])
+            }
+            if !batch.newImportKeyHashes.isEmpty {
+                try db.execute(sql: "INSERT INTO import_keys (hashes) VALUES (?)", arguments: [IdHashes.encode(batch.newImportKeyHashes)])
             }
             let checkpoint = batch.checkpoint
             try db.execute(sql: """

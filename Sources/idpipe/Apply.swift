@@ -343,6 +343,12 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 Console.error("idpipe: \(Console.count(tally["import.api-refused"], "account")) in it hold values Identity Toolkit refuses "
                     + "(claims over 1000 characters or not JSON, photo URLs over 2048); see the Import file section of \(out)/plan.md")
             }
+            let leftOut = tally.group("import.left-out.").reduce(0) { $0 + $1.1 }
+            if leftOut > 0 {
+                Console.error("idpipe: \(Console.count(leftOut, "account")) left out of the import file and quarantined: each shares an email, a phone "
+                    + "number or a federated sign-in with an account before it, and the import would create both; "
+                    + "see the Import file section of \(out)/plan.md")
+            }
         }
         Console.out("state: \(statePath)")
         if let verdict = outcome.run.guardVerdict {

@@ -228,7 +228,11 @@ struct PipelineContext {
         }
         if let apple = services.apple { lines.append("services.apple: client \(apple.clientId), team \(apple.teamId), key \(apple.keyId)") }
         if let facebook = services.facebook { lines.append("services.facebook: app \(facebook.appId), Graph \(facebook.graphVersion)") }
-        if let output = d.output.importJSON { lines.append("output: auth:import JSON at \(output) (in the output folder)") }
+        if let output = d.output.importJSON {
+            lines.append("output: auth:import JSON at \(output) (in the output folder), "
+                + (d.output.allowDuplicateEmails ? "two accounts may share an email, not a phone number or federated sign-in"
+                   : "no two accounts share an email, phone number or federated sign-in"))
+        }
         return lines
     }
 }

@@ -930,6 +930,89 @@ struct Binary {
         #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/import.json")) == before)
     }
 
+    /// Identity Toolkit's import creates two accounts for one email, phone number or federated sign-in without a word,
+    /// and cleaning can make such pairs (`Ann@` and `ann@`). A migration's plan lets the first into the import file and
+    /// quarantines the later one with the field they share; `output.allow_duplicate_emails` lets emails through. A plan
+    /// stopped and resumed still sees the keys of the accounts written before the stop.
+    @Test func aMigrationLeavesOutAccountsThatShareAnEmailPhoneOrSignIn() throws {
+        let data = Binary.temporaryDirectory()
+        try """
+            id,mail,phone
+            u1,Ann@Example.com,+15555550100
+            u2,ann@example.com,
+            u3,bob@example.com,+1 555 555 0100
+            u4, carl@EXAMPLE.com ,
+            u5,carl@example.com,+15555550101
+            u6,dora@example.com,+15555550102
+            """.write(toFile: data + "/users.csv", atomically: true, encoding: .utf8)
+        func pipeline(_ output: String) throws -> String {
+            let path = "Pipelines/.test-\(UUID().uuidString).yaml"
+            try """
+                version: 1
+                name: legacy-users
+                source: {path: \(data)/users.csv, format: mapped-csv, mapping: {localId: id, email: mail, phoneNumber: phone}}
+                output: {\(output)}
+                """.write(toFile: Binary.root.appendingPathComponent(path).path, atomically: true, encoding: .utf8)
+            return path
+        }
+        func imported(_ out: String) throws -> [String] {
+            let file = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/import.json"))) as? [String: Any]
+            return try #require(file?["users"] as? [[String: Any]]).compactMap { $0["localId"] as? String }
+        }
+        func quarantined(_ out: String) throws -> [String] {
+            try #require(try planJSON(out)["quarantine"] as? [[String: Any]]).map { "\($0["line"]!) \($0["field"]!)" }
+        }
+        let strict = try pipeline("import_json: import.json")
+        defer { Binary.removeVariant(strict) }
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", strict, "--out", out, "--as-of", asOf])
+        #expect(code == 1 && output.contains("idpipe: 3 accounts left out of the import file and quarantined"), "\(output)")
+        #expect(try imported(out) == ["u1", "u4", "u6"])
+        #expect(try quarantined(out) == ["3 email", "4 phoneNumber", "6 email"])
+        let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+        #expect(report.contains("**3 accounts are left out of it**") && report.contains("| `email` | 2 |") && report.contains("| `phoneNumber` | 1 |"),
+                "\(report)")
+        #expect(report.contains("| u2 | `email` | duplicate: an account before it in the import file has the same email"), "\(report)")
+
+        // Stopped after its first batch (u1, u2), then resumed: u3 is refused for the phone number u1 took before the stop.
+        let resumed = Binary.temporaryDirectory()
+        let small = ["IDPIPE_BATCH_RECORDS": "2", "IDPIPE_BATCH_BYTES": "64"]
+        let (stopped, stoppedOutput) = try Binary.run(["plan", strict, "--out", resumed, "--as-of", asOf],
+                                                      environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "1"]) { $1 })
+        #expect(stopped == 130 && stoppedOutput.contains("interrupted after 2 accounts"), "\(stoppedOutput)")
+        let (resumedCode, resumedOutput) = try Binary.run(["resume", "--state", resumed + "/state.sqlite"], environment: small)
+        #expect(resumedCode == 1, "\(resumedOutput)")
+        try expectSameReports(out, resumed, "stopped after the first account and resumed", files: Self.reportFiles + ["import.json"])
+
+        let lenient = try pipeline("import_json: import.json, allow_duplicate_emails: true")
+        defer { Binary.removeVariant(lenient) }
+        let allowed = Binary.temporaryDirectory()
+        let (allowedCode, allowedOutput) = try Binary.run(["plan", lenient, "--out", allowed, "--as-of", asOf])
+        #expect(allowedCode == 1 && allowedOutput.contains("idpipe: 1 account left out of the import file"), "\(allowedOutput)")
+        #expect(try imported(allowed) == ["u1", "u2", "u4", "u5", "u6"])
+        #expect(try quarantined(allowed) == ["4 phoneNumber"])
+
+        // An export's accounts linked to one Apple user: the second is left out, whatever else differs.
+        let export = data + "/accounts.json"
+        try """
+            {"users": [
+              {"localId": "a1", "email": "a1@example.com", "providerUserInfo": [{"providerId": "apple.com", "rawId": "001.x"}]},
+              {"localId": "a2", "email": "a2@example.com", "providerUserInfo": [{"providerId": "apple.com", "rawId": "001.x"}]},
+              {"localId": "a3", "email": "a3@example.com", "providerUserInfo": [{"providerId": "facebook.com", "rawId": "001.x"}]}
+            ]}
+            """.write(toFile: export, atomically: true, encoding: .utf8)
+        let linked = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "../Samples/accounts.json", with: export)
+        defer { Binary.removeVariant(linked) }
+        let linkedOut = Binary.temporaryDirectory()
+        let (linkedCode, linkedOutput) = try Binary.run(["plan", linked, "--out", linkedOut, "--as-of", asOf])
+        #expect(linkedCode == 1, "\(linkedOutput)")
+        let linkedImport = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: linkedOut + "/cleaned-accounts.json"))) as? [String: Any]
+        #expect((linkedImport?["users"] as? [[String: Any]])?.compactMap { $0["localId"] as? String } == ["a1", "a3"])
+        let linkedQuarantine = try #require(try planJSON(linkedOut)["quarantine"] as? [[String: Any]])
+        #expect(linkedQuarantine.map { "\($0["line"]!) \($0["field"]!): \($0["reason"]!)" }
+                == ["3 providerUserInfo: duplicate: an account before it in the import file is linked to the same apple.com user; the import would create both"])
+    }
+
     /// A deletion request dated after the plan's time is not honoured, and the plan says so on stderr and in plan.md.
     @Test func aDeletionRequestAfterThePlansTimeIsNotHonouredAndSaidSo() throws {
         var requests = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/deletion-requests.csv").path, encoding: .utf8)

@@ -16,6 +16,7 @@ import Testing
         func loadCheckpoint() throws -> PlanCheckpoint? { nil }
         func seenIdCount() throws -> Int { 0 }
         func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws {}
+        func forEachImportKeyHashes(_ body: ([UInt64]) throws -> Void) throws {}
         func plannedDeletionsOfRepeatedIds() -> Int { 0 }
         func commit(_ batch: consuming PlanBatch) throws {
             Thread.sleep(forTimeInterval: 0.005)

@@ -478,6 +478,10 @@ import IdPipeTestSupport
         ("version: 1\nname: x\nsource: {path: a.json}\noutput: {import_json: /tmp/x.json}",
          "p.yaml:4: output.import_json: '/tmp/x.json' is not a file name: the import file is written in the plan's output folder (--out)"),
         ("version: 1\nname: x\nsource: {path: a.json}\noutput: {import_json: ../x.json}", "is not a file name"),
+        // It would change nothing: only an import file is checked for two accounts with one email.
+        ("version: 1\nname: x\nsource: {path: a.json}\noutput: {allow_duplicate_emails: true}",
+         "p.yaml:4: output.allow_duplicate_emails: concerns the import file, which the pipeline does not write (no output.import_json)"),
+        ("version: 1\nname: x\nsource: {path: a.json}\noutput: {import_json: x.json, allow_duplicate_emails: sometimes}", "allow_duplicate_emails"),
     ])
     func rejects(yaml: String, message: String) {
         do {

@@ -359,8 +359,13 @@ extension PipelineDefinition {
     }
 
     private static func decodeOutput(_ node: ConfigNode) throws -> OutputConfig {
-        let keys = try node.mapping(allowed: ["import_json"])
-        guard let item = keys["import_json"] else { return OutputConfig(importJSON: nil) }
+        let keys = try node.mapping(allowed: ["import_json", "allow_duplicate_emails"])
+        guard let item = keys["import_json"] else {
+            if let allow = keys["allow_duplicate_emails"] {
+                throw allow.error("concerns the import file, which the pipeline does not write (no output.import_json)")
+            }
+            return OutputConfig()
+        }
         // Written in the plan's output folder: a path was joined to it (`out//tmp/x.json`) and the plan failed at its end.
         let name = try item.string()
         guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
@@ -370,7 +375,7 @@ extension PipelineDefinition {
         guard name.lowercased().hasSuffix(".json") else {
             throw item.error("'\(name)' does not end in .json: the import file is JSON, and firebase auth:import reads a file by its extension")
         }
-        return OutputConfig(importJSON: name)
+        return OutputConfig(importJSON: name, allowDuplicateEmails: try keys["allow_duplicate_emails"]?.bool() ?? false)
     }
 }
 

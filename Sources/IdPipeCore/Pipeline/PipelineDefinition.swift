@@ -223,4 +223,12 @@ public struct ReportConfig: Sendable, Equatable {
 public struct OutputConfig: Sendable, Equatable {
     /// An `auth:import`-ready JSON file of the cleaned accounts (migrations).
     public var importJSON: String?
+    /// Whether the import file may hold two accounts with one email: for a project whose sign-in settings allow it
+    /// (Identity Platform's `signIn.allowDuplicateEmails`). Off, the later account is quarantined (`ImportKeys`).
+    public var allowDuplicateEmails = false
+
+    public init(importJSON: String? = nil, allowDuplicateEmails: Bool = false) {
+        self.importJSON = importJSON
+        self.allowDuplicateEmails = allowDuplicateEmails
+    }
 }

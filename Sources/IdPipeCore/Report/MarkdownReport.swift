@@ -321,6 +321,15 @@ public struct MarkdownReport {
         guard written > 0 else { return }
         section(&out, "Import file")
         out.write("\(written) accounts are in the import file (the auth:export JSON layout, cleaned, with the names filled above).\n")
+        let leftOut = tally.group("import.left-out.")
+        if !leftOut.isEmpty {
+            let count = leftOut.reduce(0) { $0 + $1.1 }
+            out.write("\n**\(count) account\(count == 1 ? " is" : "s are") left out of it**, as each shares an email, a phone number or a "
+                + "federated sign-in with an account before it in the file: Identity Toolkit's import does not check this and would "
+                + "create both (or, asked to check, refuse the whole request). They are quarantined, with the field they share; "
+                + "merge or correct them in the source.\n\n")
+            table(&out, ["what it shares", "accounts"], leftOut.map { ["`\($0.0)`", "\($0.1)"] })
+        }
         let invalid = tally["import.api-refused"]
         if invalid > 0 {
             out.write("\n**\(invalid) of them hold values Identity Toolkit refuses**: their import fails, through the CLI or the API. "

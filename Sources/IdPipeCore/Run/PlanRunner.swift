@@ -21,7 +21,8 @@ extension InputFingerprint {
 public protocol CleanedAccountSink: AnyObject {
     /// Cuts the output back to `length` (where the last checkpoint left it).
     func truncate(to length: Int64) throws
-    func write(_ accounts: [Account]) throws
+    /// Appends user objects (`ImportJSON.render`) joined by `,\n`: one or more.
+    func write(objects: [UInt8]) throws
     /// The output's length so far, recorded with each checkpoint.
     var length: Int64 { get }
     /// Ends the output; it is not yet where its readers look.
@@ -161,6 +162,9 @@ public final class PlanRunner {
         let committer = OrderedCommitter(store: store, follower: follower)
         defer { _ = try? committer.drain() }
         let duplicates = DuplicateCheck(limit: idsInMemory)
+        // A migration keeps its import file free of two accounts for one email, phone number or federated sign-in.
+        let importKeys = sink == nil ? nil : ImportKeys()
+        let imports = sink == nil ? nil : ImportPart(emails: !pipeline.output.allowDuplicateEmails)
         var tally = checkpoint.tally
         let started = clock()
         var batches = 0
@@ -219,15 +223,17 @@ public final class PlanRunner {
             } else {
                 try restore()
             }
+            if let importKeys { try store.forEachImportKeyHashes(importKeys.restore) }
         }
         // Reads the batches and queues their parts for the workers, handing each batch to `merge`.
         let read: @Sendable ((PendingBatch<ProcessedPart>) throws -> Void) throws -> Void = { emit in
             // Four parts a worker: parts take unequal time, and with one each a worker that finished early waited.
             while let batch = try reading.source.nextBatch(records: batchRecords, parts: width * 4) {
-                // The workers decode, process, hash the ids and count; the merge only checks the ids for duplicates,
-                // numbers the records and gathers the rows to store.
+                // The workers decode, process, hash the ids (and a migration's import keys) and count; the merge only
+                // checks the ids (and keys) for duplicates, numbers the records and gathers the rows to store.
                 let pending = PendingBatch(batch) { batch, part in
-                    ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking)
+                    ProcessedPart(batch, part: part, processor: processor, fastPath: fastPath, reports: reportMasking,
+                                  imports: imports)
                 }
                 partQueue.start(pending)
                 try emit(pending)
@@ -245,10 +251,12 @@ public final class PlanRunner {
             var next = PlanBatch(checkpoint: checkpoint)
             next.accounts.reserveCapacity(parts.reduce(0) { $0 + $1.noteworthy })
             var counter = TallyCounter()
-            var cleaned: [Account] = []
+            // The user objects of the batch's accounts in the import file, joined by `,\n` (`CleanedAccountSink`).
+            var imported: [UInt8] = []
             var sequence = checkpoint.nextSequence
             for index in parts.indices {
                 duplicates.warm(parts[index].idHashes)
+                if let imports = parts[index].imports { importKeys?.warm(imports.allKeys) }
                 // The part's kept accounts, made and rendered in order: the k-th kept entry is `kept[k]` and fragment k.
                 var fragment = 0
                 counter.merge(parts[index].counter)
@@ -269,19 +277,32 @@ public final class PlanRunner {
                         }
                     case .account(let entry, let hash, let kept):
                         defer { if kept { fragment += 1 } }
+                        // A repeated id; or in a migration, an email, phone number or federated sign-in of an account before it.
+                        var refusal: ImportKeys.Clash?
                         if !duplicates.insert(hash) {
+                            refusal = ImportKeys.Clash(field: "localId", reason: PlanRunner.repeatedIdReason)
+                        } else {
+                            // Accepted even when the import file refuses the account: a later row with its id is it again.
+                            next.newIdHashes.append(hash)
+                            if let importKeys, let keys = parts[index].imports?.keys(entry),
+                               let clash = importKeys.admit(keys.hashes, kinds: keys.kinds, adding: &next.newImportKeyHashes) {
+                                refusal = clash
+                                counter.countLeftOutOfImport(field: clash.field)
+                            }
+                        }
+                        if let refusal {
                             let outcome = parts[index].outcomes[entry]
-                            let duplicate = QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: "localId",
-                                                            reason: PlanRunner.repeatedIdReason)
+                            let duplicate = QuarantineEntry(position: outcome.position, localId: outcome.account.localId, field: refusal.field,
+                                                            reason: refusal.reason)
                             counter.count(outcome, by: -1)
+                            // Its worker counted it as imported.
+                            if parts[index].imports != nil { counter.countImported(Self.importable(outcome), by: -1) }
                             counter.count(duplicate)
                             next.quarantine.append((sequence, duplicate))
                         } else {
-                            next.newIdHashes.append(hash)
-                            if sink != nil {
-                                let account = Self.importable(parts[index].outcomes[entry])
-                                counter.countImported(account)
-                                cleaned.append(account)
+                            if let imports = parts[index].imports {
+                                if !imported.isEmpty { imported.put(",\n") }
+                                imported.append(contentsOf: imports.object(entry))
                             }
                             if kept {
                                 if let reports = parts[index].reports {
@@ -297,7 +318,7 @@ public final class PlanRunner {
                     sequence += 1
                 }
             }
-            if let sink, !cleaned.isEmpty { try sink.write(cleaned) }
+            if let sink, !imported.isEmpty { try sink.write(objects: imported) }
             tally.merge(counter.tally())
             var input = batch.checkpoint
             input.records = checkpoint.input.records + (sequence - checkpoint.nextSequence)
@@ -502,6 +523,8 @@ struct ProcessedPart: Sendable {
     var kept: [KeptAccount] = []
     /// The kept outcomes rendered for the reports, in order, when a follower renders them as the plan goes.
     var reports: ReportFragments?
+    /// In a migration, each outcome's import keys and user object, indexed as `outcomes`.
+    var imports: ImportPart?
 
     /// The id hashes of the accounts, in order.
     var idHashes: some Sequence<UInt64> {
@@ -530,8 +553,11 @@ struct ProcessedPart: Sendable {
 
     /// Decodes and processes part `part` of `batch`, one record at a time; with `fastPath`, plain accounts are only
     /// counted (`AccountProcessor.fastPath`).
-    init(_ batch: any RawBatch, part: Int, processor: AccountProcessor, fastPath: Bool = false, reports masking: Masking? = nil) {
+    /// With `imports`, makes each outcome's share of the import file, and counts it as imported.
+    init(_ batch: any RawBatch, part: Int, processor: AccountProcessor, fastPath: Bool = false, reports masking: Masking? = nil,
+         imports: ImportPart? = nil) {
         reports = masking.map(ReportFragments.init)
+        self.imports = imports
         guard fastPath else {
             batch.decode(part: part) { record in take(record, processor: processor) }
             return
@@ -572,6 +598,11 @@ struct ProcessedPart: Sendable {
                 reports?.add(account)
                 self.kept.append(account)
             }
+            if imports != nil {
+                let account = PlanRunner.importable(processed)
+                imports!.add(account)
+                counter.countImported(account)
+            }
             outcomes.append(processed)
         case .quarantined(let entry):
             counter.count(entry)
@@ -590,11 +621,23 @@ public enum IdHash {
     }
 
     @inlinable public static func of(_ bytes: some Collection<UInt8>) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        finish(feed(bytes, into: start))
+    }
+
+    /// The same hash taken over several pieces: `finish(feed(b, into: feed(a, into: start)))` is the hash of a then b.
+    @inlinable public static var start: UInt64 { 0xcbf2_9ce4_8422_2325 }
+
+    @inlinable public static func feed(_ bytes: some Collection<UInt8>, into start: UInt64) -> UInt64 {
+        var hash = start
         for byte in bytes {
             hash ^= UInt64(byte)
             hash &*= 0x0000_0100_0000_01b3
         }
+        return hash
+    }
+
+    @inlinable public static func finish(_ fed: UInt64) -> UInt64 {
+        var hash = fed
         hash ^= hash >> 33
         hash &*= 0xff51_afd7_ed55_8ccd
         hash ^= hash >> 33

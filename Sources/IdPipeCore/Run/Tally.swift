@@ -147,22 +147,28 @@ public struct TallyCounter: Sendable {
         }
     }
 
+    /// An account left out of the import file, as it shares `field` with one before it (`ImportKeys`).
+    public mutating func countLeftOutOfImport(field: String) {
+        keyed["import.left-out." + field, default: 0] += 1
+    }
+
     /// Counts an account written to the import file, and what in it `firebase auth:import` refuses (the file keeps it:
     /// an Apple link or an MFA enrolment left out would be lost, where the API can take them).
-    public mutating func countImported(_ account: Account) {
-        keyed["import.accounts", default: 0] += 1
+    /// `by: -1` takes back one counted before (an account the merge then refused).
+    public mutating func countImported(_ account: Account, by amount: Int = 1) {
+        keyed["import.accounts", default: 0] += amount
         var refused = false
         // The links the file holds: it keeps the exported providers only.
         for link in account.providers where ProviderID.exported.contains(link.providerId)
             && !ProviderID.importedByFirebaseCLI.contains(link.providerId) {
-            keyed["import.cli-refuses.provider " + link.providerId, default: 0] += 1
+            keyed["import.cli-refuses.provider " + link.providerId, default: 0] += amount
             refused = true
         }
         if account.mfaInfoJSON != nil {
-            keyed["import.cli-refuses.mfaInfo", default: 0] += 1
+            keyed["import.cli-refuses.mfaInfo", default: 0] += amount
             refused = true
         }
-        if refused { keyed["import.cli-refused", default: 0] += 1 }
+        if refused { keyed["import.cli-refused", default: 0] += amount }
         // Values Identity Toolkit itself refuses (PROTOCOLS: `accounts:update` and the import take claims of at most 1000
         // characters of JSON and photo URLs of at most 2048): the import of such an account fails whichever way it goes.
         var invalid: [String] = []
@@ -174,8 +180,8 @@ public struct TallyCounter: Sendable {
             }
         }
         if let photo = account.photoUrl, photo.utf16.count > 2048 { invalid.append("photoUrl longer than 2048 characters") }
-        for what in invalid { keyed["import.api-refuses." + what, default: 0] += 1 }
-        if !invalid.isEmpty { keyed["import.api-refused", default: 0] += 1 }
+        for what in invalid { keyed["import.api-refuses." + what, default: 0] += amount }
+        if !invalid.isEmpty { keyed["import.api-refused", default: 0] += amount }
     }
 
     /// Whether `text` is a JSON object as a strict parser reads it. JSONSerialization takes a comma before `}` or `]`,

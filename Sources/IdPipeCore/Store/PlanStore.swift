@@ -146,6 +146,8 @@ public struct PlanBatch: Sendable {
     public var accounts: [KeptAccount] = []
     public var quarantine: [(sequence: Int64, entry: QuarantineEntry)] = []
     public var newIdHashes: [UInt64] = []
+    /// The keys of the accounts the batch adds to the import file (`ImportKeys`).
+    public var newImportKeyHashes: [UInt64] = []
     public var checkpoint: PlanCheckpoint
     /// The batch's accounts rendered for the reports, when a `PlanReportFollower` follows the plan (`ReportFragments`):
     /// their entries of plan.json's `accounts` array, their ledger lines, and how many accounts.
@@ -168,6 +170,8 @@ public protocol PlanStore: AnyObject, Sendable {
     func seenIdCount() throws -> Int
     /// Hands over the hashes of the ids the committed batches accepted, a batch's at a time, in order.
     func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws
+    /// Hands over the keys of the accounts the committed batches added to the import file (`PlanBatch.newImportKeyHashes`).
+    func forEachImportKeyHashes(_ body: ([UInt64]) throws -> Void) throws
     /// Takes the batch over: the store may move its accounts out as it writes them.
     func commit(_ batch: consuming PlanBatch) throws
     /// How many ids the quarantine holds as given again (`PlanRunner.repeatedIdReason`) while a deletion is planned

@@ -3,8 +3,8 @@ import IdPipeCore
 import Glibc
 #endif
 
-/// Writes cleaned accounts as an import file, in the `auth:export` JSON layout: the export's keys, and the links of
-/// the ten exported providers. `firebase auth:import` takes only four of those and no `mfaInfo` (the plan counts the
+/// Writes cleaned accounts as an import file, in the `auth:export` JSON layout (`ImportJSON`): the export's keys, and
+/// the links of the ten exported providers. `firebase auth:import` takes only four of those and no `mfaInfo` (the plan counts the
 /// accounts it would refuse); they are written all the same, as leaving them out would lose them.
 ///
 /// The file is written as `NAME.TOKEN.partial` (TOKEN: the run's own, `RunRecord.importFileToken`, so that two plans
@@ -74,14 +74,11 @@ public final class ImportJSONWriter: CleanedAccountSink {
         if length == 0 { try append(Self.opening) }
     }
 
-    public func write(_ accounts: [Account]) throws {
-        var text = ""
-        for account in accounts {
-            text += wroteAccount ? ",\n" : "\n"
-            wroteAccount = true
-            text += Self.render(account)
-        }
-        try append(text)
+    public func write(objects: [UInt8]) throws {
+        var bytes = Array((wroteAccount ? ",\n" : "\n").utf8)
+        bytes.append(contentsOf: objects)
+        wroteAccount = true
+        try append(bytes)
     }
 
     /// Closes the list and syncs the file; it keeps its staged name until `publish`.
@@ -124,44 +121,13 @@ public final class ImportJSONWriter: CleanedAccountSink {
     }
 
     private func append(_ text: String) throws {
-        let bytes = Array(text.utf8)
+        try append(Array(text.utf8))
+    }
+
+    private func append(_ bytes: [UInt8]) throws {
         guard bytes.withUnsafeBytes({ FileInfo.writeAll(fd, $0, at: length) }) else {
             throw InputError(path: stagedPath, message: "write failed: \(String(cString: strerror(errno)))")
         }
         length += Int64(bytes.count)
-    }
-
-    /// One user object, two-space indented like `firebase auth:export`.
-    static func render(_ account: Account) -> String {
-        var lines: [String] = []
-        func add(_ key: String, _ value: String?) {
-            if let value { lines.append("    \"\(key)\": \(ImportJSONWriter.quote(value))") }
-        }
-        add("localId", account.localId)
-        add("email", account.email)
-        lines.append("    \"emailVerified\": \(account.emailVerified)")
-        add("passwordHash", account.passwordHash)
-        add("salt", account.salt)
-        add("displayName", account.displayName)
-        add("photoUrl", account.photoUrl)
-        add("lastSignedInAt", account.lastSignedInAt.map { "\($0)" })
-        add("createdAt", account.createdAt.map { "\($0)" })
-        add("phoneNumber", account.phoneNumber)
-        lines.append("    \"disabled\": \(account.disabled)")
-        add("customAttributes", account.customAttributes)
-        if let mfa = account.mfaInfoJSON { lines.append("    \"mfaInfo\": \(mfa)") }
-        let providers = account.providers.filter { ProviderID.exported.contains($0.providerId) }.map { link in
-            var fields = ["\"providerId\": \(quote(link.providerId))", "\"rawId\": \(quote(link.rawId))"]
-            if let email = link.email { fields.append("\"email\": \(quote(email))") }
-            if let name = link.displayName { fields.append("\"displayName\": \(quote(name))") }
-            if let photo = link.photoUrl { fields.append("\"photoUrl\": \(quote(photo))") }
-            return "      {\n        " + fields.joined(separator: ",\n        ") + "\n      }"
-        }
-        lines.append("    \"providerUserInfo\": [" + (providers.isEmpty ? "]" : "\n" + providers.joined(separator: ",\n") + "\n    ]"))
-        return "  {\n" + lines.joined(separator: ",\n") + "\n  }"
-    }
-
-    static func quote(_ value: String) -> String {
-        JSONText.string(value)
     }
 }

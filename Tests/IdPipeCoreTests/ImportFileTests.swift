@@ -1,0 +1,124 @@
+import Testing
+@testable import IdPipeCore
+
+/// The import file: what two of its accounts may not share, and what they may (`ImportKeys`); its user objects
+/// (`ImportJSON`).
+@Suite struct ImportFileTests {
+    /// Lets the account in, or not, as the plan's merge does with the keys its worker found.
+    static func admit(_ account: Account, to keys: ImportKeys, emails: Bool = true, adding added: inout [UInt64]) -> ImportKeys.Clash? {
+        var hashes: [UInt64] = [], kinds: [UInt8] = []
+        ImportKeys.append(keysOf: account, emails: emails, hashes: &hashes, kinds: &kinds)
+        return keys.admit(hashes[...], kinds: kinds[...], adding: &added)
+    }
+
+    static func account(_ id: String, email: String? = nil, phone: String? = nil, links: [(String, String)] = []) -> Account {
+        Account(localId: id, email: email, phoneNumber: phone, providers: links.map { ProviderLink(providerId: $0.0, rawId: $0.1) })
+    }
+
+    /// Each case: an account let in first, then the one that follows it, and the field the second is refused for (nil:
+    /// let in), with emails checked.
+    @Test(arguments: [
+        (account("a", email: "Ann@Example.com"), account("b", email: "ann@example.com"), "email"),
+        (account("a", email: "ann@example.com"), account("b", email: "ann@example.org"), nil),
+        (account("a", phone: "+15555550100"), account("b", email: "x@example.com", phone: "+15555550100"), "phoneNumber"),
+        (account("a", links: [("apple.com", "001.abc")]), account("b", links: [("apple.com", "001.abc")]), "providerUserInfo"),
+        // One person's ids at two providers are two ids; a provider's id is not an email or a phone number.
+        (account("a", links: [("apple.com", "42")]), account("b", links: [("facebook.com", "42")]), nil),
+        (account("a", email: "42"), account("b", phone: "42"), nil),
+        (account("a", links: [("google.com", "42")]), account("b", email: "42", phone: "42"), nil),
+        // The password and phone links hold the email and the phone number: those are checked as such (or not).
+        (account("a", email: "ann@example.com", links: [("password", "ann@example.com")]),
+         account("b", links: [("password", "ann@example.com")]), nil),
+        // Not in the file, so nothing to share there.
+        (account("a", links: [("oidc.corp", "7")]), account("b", links: [("oidc.corp", "7")]), nil),
+        (account("a", email: ""), account("b", email: ""), nil),
+    ] as [(Account, Account, String?)])
+    func refusesTheSecondAccountOnlyForAKeyTheyShare(first: Account, second: Account, field: String?) {
+        let keys = ImportKeys()
+        var added: [UInt64] = []
+        #expect(Self.admit(first, to: keys, adding: &added) == nil)
+        let before = added.count
+        #expect(Self.admit(second, to: keys, adding: &added)?.field == field)
+        // A refused account adds none of its keys.
+        if field != nil { #expect(added.count == before) }
+    }
+
+    /// With the project's duplicate emails allowed, emails pass, and phone numbers and links are still checked.
+    @Test func allowedDuplicateEmailsPassAndTheRestIsStillChecked() {
+        let keys = ImportKeys()
+        var added: [UInt64] = []
+        #expect(Self.admit(Self.account("a", email: "ann@example.com", phone: "+15555550100"), to: keys, emails: false, adding: &added) == nil)
+        #expect(Self.admit(Self.account("b", email: "ann@example.com"), to: keys, emails: false, adding: &added) == nil)
+        #expect(Self.admit(Self.account("c", email: "ann@example.com", phone: "+15555550100"), to: keys, emails: false, adding: &added)?.field == "phoneNumber")
+        #expect(added.count == 1)
+    }
+
+    /// A refused account's other keys stay free for a later account; the keys handed to the store come back on resume.
+    @Test func aRefusedAccountTakesNoKeyAndRestoredKeysAreHeld() {
+        let keys = ImportKeys()
+        var added: [UInt64] = []
+        #expect(Self.admit(Self.account("a", email: "ann@example.com"), to: keys, adding: &added) == nil)
+        #expect(Self.admit(Self.account("b", email: "ANN@example.com", phone: "+15555550100"), to: keys, adding: &added)?.field == "email")
+        #expect(Self.admit(Self.account("c", phone: "+15555550100"), to: keys, adding: &added) == nil)
+        let resumed = ImportKeys()
+        resumed.restore(added)
+        var more: [UInt64] = []
+        #expect(Self.admit(Self.account("d", email: "ann@EXAMPLE.com"), to: resumed, adding: &more)?.field == "email")
+        #expect(Self.admit(Self.account("e", phone: "+15555550100"), to: resumed, adding: &more)?.field == "phoneNumber")
+        #expect(Self.admit(Self.account("f", email: "bob@example.com"), to: resumed, adding: &more) == nil && more.count == 1)
+    }
+
+    /// A user object as `firebase auth:export` lays it out: every key the account has, in the export's order, escaped;
+    /// only the exported providers' links; an empty link list as `[]`.
+    @Test func rendersTheExportLayout() {
+        var full = Account(localId: "u1", email: "ann@example.com", emailVerified: true, passwordHash: "aGFzaA==", salt: "c2FsdA==",
+                           displayName: "Ann \"A\" O\u{2019}Neil", photoUrl: "https://example.com/a.png", lastSignedInAt: 1700000000000,
+                           createdAt: 1600000000000, phoneNumber: "+15555550100", disabled: false, customAttributes: "{\"admin\":true}",
+                           mfaInfoJSON: "[{\"mfaEnrollmentId\":\"m1\"}]")
+        full.providers = [ProviderLink(providerId: "apple.com", rawId: "001.x", email: "x@privaterelay.appleid.com"),
+                          ProviderLink(providerId: "oidc.corp", rawId: "7"),
+                          ProviderLink(providerId: "facebook.com", rawId: "42", displayName: "Ann\nO", photoUrl: "https://f/p")]
+        var bytes: [UInt8] = []
+        ImportJSON.render(full, to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == """
+              {
+                "localId": "u1",
+                "email": "ann@example.com",
+                "emailVerified": true,
+                "passwordHash": "aGFzaA==",
+                "salt": "c2FsdA==",
+                "displayName": "Ann \\"A\\" O\u{2019}Neil",
+                "photoUrl": "https://example.com/a.png",
+                "lastSignedInAt": "1700000000000",
+                "createdAt": "1600000000000",
+                "phoneNumber": "+15555550100",
+                "disabled": false,
+                "customAttributes": "{\\"admin\\":true}",
+                "mfaInfo": [{"mfaEnrollmentId":"m1"}],
+                "providerUserInfo": [
+                  {
+                    "providerId": "apple.com",
+                    "rawId": "001.x",
+                    "email": "x@privaterelay.appleid.com"
+                  },
+                  {
+                    "providerId": "facebook.com",
+                    "rawId": "42",
+                    "displayName": "Ann\\nO",
+                    "photoUrl": "https://f/p"
+                  }
+                ]
+              }
+            """)
+        bytes = []
+        ImportJSON.render(Account(localId: "u2", disabled: true, providers: [ProviderLink(providerId: "password", rawId: "a@b.example")]), to: &bytes)
+        #expect(String(decoding: bytes, as: UTF8.self) == """
+              {
+                "localId": "u2",
+                "emailVerified": false,
+                "disabled": true,
+                "providerUserInfo": []
+              }
+            """)
+    }
+}
