@@ -93,6 +93,29 @@ import Testing
         }
     }
 
+    /// An answer with no Google error in it (a wrong endpoint's page, a proxy's) is no refusal of one account: it stops
+    /// the run and names the endpoint. Each account had failed on its own, for good, and the run went on.
+    @Test(arguments: ["<html>Not Found</html>", #"{"message":"no route"}"#, "{}", ""])
+    func anAnswerWithNoGoogleErrorNamesTheEndpoint(body: String) async throws {
+        let stub = StubTransport(json: (404, body))
+        await #expect {
+            try await client(stub).update(localId: "u1", displayName: "Ann")
+        } throws: { error in
+            guard let error = error as? ConnectorError else { return false }
+            return error.stopsRun && "\(error)".contains("HTTP 404 with no Google error in the body: is services.google.endpoint Google's?")
+        }
+        // Google's own shapes are still one account's refusal.
+        for answer in [#"{"error":{"code":400,"message":"USER_NOT_FOUND"}}"#, #"{"error":{"code":404,"message":"gone","status":"NOT_FOUND"}}"#,
+                       #"{"error":"Permission of this one node"}"#] {
+            await #expect(throws: ConnectorError.self) {
+                do { try await client(StubTransport(json: (400, answer))).update(localId: "u1", displayName: "Ann") } catch let error as ConnectorError {
+                    #expect(!error.stopsRun, "\(answer): \(error)")
+                    throw error
+                }
+            }
+        }
+    }
+
     @Test func emulatorHostIsHostAndPortOnly() throws {
         #expect(throws: ConnectorError.self) {
             _ = try IdentityToolkitClient.base(environment: ["FIREBASE_AUTH_EMULATOR_HOST": "http://127.0.0.1:9099"], override: nil)

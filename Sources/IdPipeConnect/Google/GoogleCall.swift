@@ -42,9 +42,19 @@ struct GoogleCall: Sendable {
                 let code = error.code.hasPrefix("HTTP ") ? "" : " \(error.code)"
                 return .fail(.configuration(service: service, message: "\(operation): HTTP \(response.status)\(code) \(error.detail)"))
             }
+            guard error.isGoogle else {
+                // It says nothing of this account, and every account would get it: failed one by one, each action was
+                // final, and the run went on.
+                return .fail(.configuration(service: service, message: "\(operation): HTTP \(response.status) with no Google error in the body: "
+                    + "is \(Self.endpointKey[service] ?? "the \(service) endpoint") Google's?"))
+            }
             return .fail(.rejected(service: service, code: error.code, message: error.detail))
         })
     }
+
+    /// Where the pipeline sets each Google service's endpoint, by service.
+    static let endpointKey = ["identitytoolkit": "services.google.endpoint", "firestore": "services.firestore.endpoint",
+                              "database": "services.realtime_database.endpoint", "storage": "services.storage.endpoint"]
 
     /// A list answer's next page token; nil on the last page (Google may send it blank instead of leaving it out).
     static func nextPageToken(_ body: JSONValue) -> String? {

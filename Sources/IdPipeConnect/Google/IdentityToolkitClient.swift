@@ -166,10 +166,14 @@ public final class IdentityToolkitClient: Sendable {
 struct GoogleError {
     let code: String
     let detail: String
+    /// Whether the body holds an `error` in one of Google's shapes: without one, the answer is not a Google API's (a
+    /// wrong endpoint, a proxy's page).
+    let isGoogle: Bool
 
     /// `secrets`: what the request carried (its access token), kept out of the detail (`Redaction`).
     init(_ response: HTTPResponse, secrets: [String] = []) {
         let error = JSONValue.decode(response.body)?["error"]
+        isGoogle = error?.string != nil || error?["message"]?.string != nil || error?["status"]?.string != nil
         let raw: String
         if let text = error?.string {
             code = "HTTP \(response.status)"
