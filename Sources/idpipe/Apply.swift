@@ -575,6 +575,11 @@ struct ApplyCommand {
                 Console.out("all \(sessions) sessions: \(total(.done)) actions done, \(total(.failed)) failed, "
                     + "\(states[.deleteAccount]?[.done] ?? 0) accounts deleted.")
             }
+            // A migration's accounts are in its import file: "applied" with nothing imported read as a migration done.
+            if let output = definition.output.importJSON {
+                Console.error("idpipe: apply does not import accounts: load \(run.reportFolder.map { "\($0)/\(output)" } ?? output) into the "
+                    + "project with accounts:batchCreate (the Import file section of plan.md says how)")
+            }
             Console.out("state: \(statePath)")
             switch outcome {
             case .completed:

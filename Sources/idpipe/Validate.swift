@@ -12,7 +12,7 @@ struct Validate: ParsableCommand {
             stream, which a read would use up), and the key and secret files its services name (nothing is sent); says \
             which inputs are missing or are folders, and warns when the services could not be set up here (a key file \
             that cannot be read, no GOOGLE_APPLICATION_CREDENTIALS). Exit code 2 when the file is invalid or an input \
-            could not be read. The export itself is not read.
+            could not be read. The export itself is not read, but for a table's header row, checked against the mapping.
             With --check-services it also signs in to each configured service without changing anything \
             (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
             Facebook: an app access token; Firestore, the Realtime Database and Storage: a read of the configured paths \
@@ -77,6 +77,13 @@ struct Validate: ParsableCommand {
         }
         do { _ = try SideInputReader.load(files, relativeTo: context.folder) } catch {
             throw fail("\(pipeline): the file itself is well formed, but plan would stop at a side input: \(error)")
+        }
+        // A table's header against its mapping, which plan reads first: a column named in another letter case or
+        // missing stopped the plan after validate had said "valid".
+        if context.definition.source.format == .mappedCSV, case .file = FileInfo.kind(context.sourcePath) {
+            do { _ = try context.openSource(InputCheckpoint(), services: nil) } catch {
+                throw fail("\(pipeline): the file itself is well formed, but plan would stop at the source's header: \(error)")
+            }
         }
         Console.out("\(pipeline): valid")
     }

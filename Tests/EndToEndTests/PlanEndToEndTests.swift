@@ -1011,6 +1011,76 @@ struct Binary {
         let linkedQuarantine = try #require(try planJSON(linkedOut)["quarantine"] as? [[String: Any]])
         #expect(linkedQuarantine.map { "\($0["line"]!) \($0["field"]!): \($0["reason"]!)" }
                 == ["3 providerUserInfo: duplicate: an account before it in the import file is linked to the same apple.com user; the import would create both"])
+
+        // Apply has nothing to carry out for the migration: it says that the accounts are still to be imported ("applied"
+        // alone read as a migration done).
+        let (applied, appliedOutput) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
+        #expect(applied == 1 && appliedOutput.contains("idpipe: apply does not import accounts: load \(out)/import.json into the project "
+            + "with accounts:batchCreate"), "\(appliedOutput)")
+    }
+
+    /// A legacy table's times in the other unit than its pipeline says (tables mix them) are quarantined with what they
+    /// would be in that unit: seconds read as milliseconds were January 1970, milliseconds read as seconds the year 55,000,
+    /// both written to the import file without a word. 0 (a table's "never") passes. A time before 1970 says its date;
+    /// yes/no flags are read; a header column in another letter case is named, by plan and by validate.
+    @Test func aLegacyTablesTimesInTheOtherUnitAreQuarantinedAndItsHeaderChecked() throws {
+        let data = Binary.temporaryDirectory()
+        try """
+            id,created,last,off
+            s1,1672912800,1704067200,no
+            ms1,1672912800000,,Y
+            never,1672912800,0,n
+            """.write(toFile: data + "/seconds.csv", atomically: true, encoding: .utf8)
+        try """
+            id,created,last,off
+            ms1,1672912800000,1704067200000,yes
+            s1,1672912800,,false
+            old,-2208988800000,,0
+            """.write(toFile: data + "/millis.csv", atomically: true, encoding: .utf8)
+        func plan(_ table: String, _ unit: String, header: String = "localId: id") throws -> (Int32, String, String) {
+            let pipeline = "Pipelines/.test-\(UUID().uuidString).yaml"
+            try """
+                version: 1
+                name: legacy-users
+                source: {path: \(data)/\(table), format: mapped-csv, timestamp_format: \(unit),
+                         mapping: {\(header), createdAt: created, lastSignedInAt: last, disabled: off}}
+                output: {import_json: import.json}
+                """.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
+            defer { Binary.removeVariant(pipeline) }
+            let out = Binary.temporaryDirectory()
+            let (validCode, validOutput) = try Binary.run(["validate", pipeline])
+            let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+            #expect(validCode == code || code == 1 && validCode == 0, "validate \(validCode): \(validOutput)\nplan \(code): \(output)")
+            return (code, code == 2 ? validOutput + output : try String(contentsOfFile: out + "/plan.json", encoding: .utf8), out)
+        }
+        func quarantine(_ out: String) throws -> [String] {
+            try #require(try planJSON(out)["quarantine"] as? [[String: Any]]).map { "\($0["line"]!) \($0["field"]!): \($0["reason"]!)" }
+        }
+        func imported(_ out: String) throws -> [[String: Any]] {
+            let file = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/import.json"))) as? [String: Any]
+            return try #require(file?["users"] as? [[String: Any]])
+        }
+        let (secondsCode, _, seconds) = try plan("seconds.csv", "epoch-s")
+        #expect(secondsCode == 1)
+        // The value masked (digits may be a phone number), what it would be said in full.
+        #expect(try quarantine(seconds) == ["3 createdAt: '#############' is after the year 5000 in epoch seconds (column \"created\"): read as "
+            + "milliseconds it is 2023-01-05T10:00:00Z; is the column in milliseconds (source.timestamp_format: epoch-ms)?"])
+        let secondsUsers = try imported(seconds)
+        #expect(secondsUsers.map { "\($0["localId"]!) \($0["createdAt"] ?? "-") \($0["lastSignedInAt"] ?? "-") \($0["disabled"]!)" }
+                == ["s1 1672912800000 1704067200000 0", "never 1672912800000 0 0"], "\(secondsUsers)")
+        let (millisCode, _, millis) = try plan("millis.csv", "epoch-ms")
+        #expect(millisCode == 1)
+        #expect(try quarantine(millis) == [
+            "3 createdAt: '##########' is before March 1973 in epoch milliseconds (column \"created\"): read as seconds it is "
+                + "2023-01-05T10:00:00Z; is the column in seconds (source.timestamp_format: epoch-s)?",
+            "4 createdAt: is 1900-01-01T00:00:00Z, before 1970: an account's times are after 1970-01-01",
+        ])
+        #expect(try imported(millis).map { "\($0["localId"]!) \($0["disabled"]!)" } == ["ms1 1"])
+
+        let (headerCode, headerOutput, _) = try plan("seconds.csv", "epoch-s", header: "localId: ID")
+        #expect(headerCode == 2 && headerOutput.contains("seconds.csv:1: the mapping names column 'ID' for localId, but the header has 'id': "
+            + "names are matched as written, letter case included"), "\(headerOutput)")
+        #expect(headerOutput.contains("plan would stop at the source's header"), "validate says so too: \(headerOutput)")
     }
 
     /// A deletion request dated after the plan's time is not honoured, and the plan says so on stderr and in plan.md.

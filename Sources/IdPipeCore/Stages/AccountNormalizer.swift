@@ -1,7 +1,7 @@
 /// The normalize stage: repairs what can be repaired, rejects (with the field at fault) what cannot.
 public enum AccountNormalizer {
     /// Epoch-ms values below this (March 1973) are taken to be seconds.
-    static let secondsThreshold: Int64 = 100_000_000_000
+    public static let secondsThreshold: Int64 = 100_000_000_000
 
     public static func normalize(_ input: consuming Account, secondsMayPassForMilliseconds: Bool = true) -> Result<(Account, RepairSet), RecordIssue> {
         var account = input
@@ -40,8 +40,8 @@ public enum AccountNormalizer {
             account.createdAt = normalizeTimestamp(account.createdAt, repairs: &repairs)
             account.lastSignedInAt = normalizeTimestamp(account.lastSignedInAt, repairs: &repairs)
         }
-        if let created = account.createdAt, created < 0 { return RecordIssue(field: "createdAt", reason: "is negative") }
-        if let last = account.lastSignedInAt, last < 0 { return RecordIssue(field: "lastSignedInAt", reason: "is negative") }
+        if let created = account.createdAt, created < 0 { return beforeEpoch("createdAt", created) }
+        if let last = account.lastSignedInAt, last < 0 { return beforeEpoch("lastSignedInAt", last) }
 
         for index in account.providers.indices {
             if let issue = normalizeProvider(&account.providers[index], at: index, accountEmail: (rawEmail, account.email), repairs: &repairs) { return issue }
@@ -52,6 +52,11 @@ public enum AccountNormalizer {
             }
         }
         return nil
+    }
+
+    /// A time before 1970, which an epoch time in milliseconds (as Firebase keeps them) would write negative.
+    private static func beforeEpoch(_ field: String, _ time: Int64) -> RecordIssue {
+        RecordIssue(field: field, reason: "is \(Timestamp.formatRFC3339(time)), before 1970: an account's times are after 1970-01-01")
     }
 
     /// An optional text field: blank becomes nil; the rest is normalized, or rejected naming `field` and the value.

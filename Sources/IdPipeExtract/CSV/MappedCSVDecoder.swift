@@ -21,6 +21,11 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         func index(_ name: String, for field: String) throws -> Int {
             let line = SourcePosition(file: path, line: header.firstLine)
             guard let found = headers.firstIndex(of: name) else {
+                // A name that differs in letter case only: the row is a header, and the cell is the one meant.
+                if let near = headers.first(where: { $0.lowercased() == name.lowercased() }) {
+                    throw InputError(path: path, position: line, message: "the mapping names column '\(name)' for \(field), but the header has "
+                        + "'\(near)': names are matched as written, letter case included")
+                }
                 // With none of the mapped names there, the first row is data (a table without a header): its cells,
                 // personal data, are not shown. A header with a name mistyped is.
                 guard mapping.columns.values.contains(where: headers.contains) || mapping.providers.values.contains(where: headers.contains) else {
@@ -42,6 +47,21 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         self.columns = columns
         providers = try mapping.providers.sorted { $0.key < $1.key }.map { ($0.key, try index($0.value, for: $0.key)) }
         self.timestamps = timestamps
+    }
+
+    /// Epoch times before March 1973 in milliseconds are seconds, and after the year 5138 in seconds milliseconds, as no
+    /// account of a table is that old or that new (`AccountNormalizer.secondsThreshold`, an export's rule): what `parsed`
+    /// (milliseconds) would be in the other unit, with what is wrong.
+    static func otherUnit(_ parsed: Int64, _ format: TimestampFormat) -> (problem: String, unit: String, format: String, millis: Int64)? {
+        let threshold = AccountNormalizer.secondsThreshold
+        switch format {
+        case .epochMilliseconds where parsed > 0 && parsed < threshold:
+            return ("before March 1973 in epoch milliseconds", "seconds", TimestampFormat.epochSeconds.rawValue, parsed * 1000)
+        case .epochSeconds where parsed / 1000 >= threshold:
+            return ("after the year 5000 in epoch seconds", "milliseconds", TimestampFormat.epochMilliseconds.rawValue, parsed / 1000)
+        default:
+            return nil
+        }
     }
 
     func decode(_ record: CSVRecord) -> Result<Account, RecordIssue> {
@@ -74,6 +94,13 @@ struct MappedCSVDecoder: CSVRecordDecoder {
                 // Masked in a report, the value no longer says what is wrong with it: the flaw is named.
                 let flaw = timestamps == .rfc3339 ? Timestamp.rfc3339Flaw(value).map { ": \($0)" } ?? "" : ""
                 throw RecordIssue(field: field, reason: "\(Quoted.value(value)) is not \(timestamps.described) (\(column(columns[field]!)))\(flaw)")
+            }
+            // A number in the other unit: seconds read as milliseconds land in January 1970, milliseconds read as seconds
+            // in the year 55,000, and either went into the import file (and an inactivity rule) without a word. Tables
+            // mix the two; 0 passes (a table's "never").
+            if let other = Self.otherUnit(parsed, timestamps) {
+                throw RecordIssue(field: field, reason: "\(Quoted.value(value)) is \(other.problem) (\(column(columns[field]!))): read as \(other.unit) it is "
+                    + "\(Timestamp.formatRFC3339(other.millis)); is the column in \(other.unit) (source.timestamp_format: \(other.format))?")
             }
             return parsed
         }
