@@ -275,10 +275,17 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 + "the same command, or \(Console.command(state: statePath)), continues from there")
             return Exit.interrupted
         }
-        let count = outcome.run.guardVerdict == nil && hasDataPaths ? try countData(context: context, store: store) : (ran: false, stopped: false)
-        if count.stopped {
-            Console.error("idpipe: interrupted while counting the data to delete; what was counted is kept, and the same command, or "
-                + "\(Console.command(state: statePath)), counts the rest")
+        let count = outcome.run.guardVerdict == nil && hasDataPaths
+            ? try countData(context: context, store: store) : (ran: false, stopped: false, signalled: false)
+        // A signal stops the command even when the counts in flight were the last: `run --yes` went on to apply (and
+        // delete) after a SIGTERM, and a plan to write its reports after a Ctrl-C.
+        if count.stopped || count.signalled {
+            let then = (try store.loadRun())?.applyRequested == true ? " and then applies the plan, as `run --yes` asked" : ""
+            Console.error(count.stopped
+                ? "idpipe: interrupted while counting the data to delete; what was counted is kept, and the same command, or "
+                    + "\(Console.command(state: statePath)), counts the rest\(then)"
+                : "idpipe: interrupted once the data was counted, before the reports were written and before anything was applied; "
+                    + "the same command, or \(Console.command(state: statePath)), writes them\(then)")
             return Exit.interrupted
         }
         if requestApply, var run = try store.loadRun(), run.applyRequested != true || (maxDeletions != nil && run.maxDeletions != maxDeletions) {
@@ -372,17 +379,24 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
 }
 
 /// Path deletions whose data the dry run has still to count: never counted, or given up on passing faults.
+/// What `resume` does after counting, for a plan `run --yes` made: it applies it (the suggestion said "reads only", and
+/// the command pasted deleted accounts).
+private func resumeThen(_ run: RunRecord) -> String {
+    run.applyRequested == true ? ", then applies the plan, as the `run --yes` that made it asked" : ""
+}
+
 private func pathCountsToDo(_ store: StateStore) throws -> Int {
     try store.uncountedPathActionCount() + store.recountableActionCount()
 }
 
 /// The dry run's reads of the configured data paths (resumable: what is counted stays counted): whether any were left
 /// to count and were counted now, and whether a signal stopped the count before the end.
-private func countData(context: PipelineContext, store: StateStore) throws -> (ran: Bool, stopped: Bool) {
-    guard try pathCountsToDo(store) > 0 else { return (false, false) }
+/// `signalled`: a signal came, whether or not it left counts to do.
+private func countData(context: PipelineContext, store: StateStore) throws -> (ran: Bool, stopped: Bool, signalled: Bool) {
+    guard try pathCountsToDo(store) > 0 else { return (false, false, false) }
     guard context.definition.services.google != nil else {
         Console.out("data: not counted: the pipeline has no services.google to read the configured paths with (apply needs it too).")
-        return (false, false)
+        return (false, false, false)
     }
     let reopened = try store.reopenRecountableActions()
     if reopened > 0 { Console.out("data: counting again \(reopened) path deletions that gave up on passing faults last time.") }
@@ -406,7 +420,7 @@ private func countData(context: PipelineContext, store: StateStore) throws -> (r
     Console.endProgress()
     Console.out("data: counted the configured paths of \(counted) path deletions in \(formatSeconds(wallClockSeconds() - started))"
         + (failed > 0 ? "; \(failed) could not be counted (see Data to delete in the report)" : "") + (stopped ? ", then stopped" : "") + ".")
-    return (true, stopped)
+    return (true, stopped, raised())
 }
 
 private let loggingReady = Mutex(false)
@@ -499,7 +513,7 @@ struct ApplyCommand {
                 let next = context.definition.services.google == nil
                     ? "the pipeline has no services.google to read these paths with (nor to delete them): add it to \(run.pipelinePath) "
                         + "and plan again into a new state store"
-                    : "\(Console.command(state: statePath)) finishes counting (reads only)"
+                    : "\(Console.command(state: statePath)) finishes counting (reads only)" + resumeThen(run)
                 throw CommandError("the dry run has not finished counting the data of \(uncounted) path deletions, so the reviewed report is incomplete; "
                     + next)
             }
@@ -508,7 +522,7 @@ struct ApplyCommand {
             let recount = try store.recountableActionCount()
             if recount > 0 {
                 throw CommandError("the dry run could not count the data of \(recount) path deletion\(recount == 1 ? "" : "s") (passing faults), so "
-                    + "what they delete is not known; \(Console.command(state: statePath)) counts them again (reads only)")
+                    + "what they delete is not known; \(Console.command(state: statePath)) counts them again (reads only)" + resumeThen(run))
             }
             let open = try store.actionStates().filter { _, states in states.open > 0 }
             if !confirmed && !confirm(open) {

@@ -264,6 +264,29 @@ func firstDifference(_ a: String, _ b: String) -> String {
                                 + "count was finished, and its reports were written now."), "\(output)")
     }
 
+    /// A SIGTERM while `run --yes` counts the data, every count already started (30 path deletions, 64 in flight): the
+    /// counts in flight are recorded, and the run stops there, exit 130, nothing applied. It went on to apply and delete
+    /// every selected account, as the stop had left no count to do; a cron or systemd timeout stops jobs so.
+    @Test func aSignalWhileTheLastCountsAreInFlightStopsRunBeforeApply() throws {
+        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
+                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path,
+                                         data: Binary.root.appendingPathComponent("Samples/data.json").path, arguments: ["--latency-ms", "400"])
+        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox)
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        // The plan reads the samples in well under a second; the counts, each answer slow, take about 15 s.
+        let (stopped, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf], signals: [(SIGTERM, 3)])
+        #expect(stopped == 130 && (output.contains("idpipe: interrupted once the data was counted, before the reports were written and before "
+            + "anything was applied") || output.contains("idpipe: interrupted while counting the data to delete")), "\(output)")
+        #expect(output.contains("then applies the plan, as `run --yes` asked") && !output.contains("apply:"), "\(output)")
+        // The counts only read: the sandbox recorded no change at all.
+        let changes = SandboxLedger(try sandbox.ledger()).changes
+        #expect(changes.isEmpty, "\(changes.prefix(5))")
+        // The resume it names finishes the run as asked.
+        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
+        #expect(resumed == 1 && resumedOutput.contains("apply: 10 accounts"), "\(resumedOutput)")
+    }
+
     @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {
         let (sandbox, pipeline) = try sampleCleanup()
         defer { Binary.removeVariant(pipeline) }
