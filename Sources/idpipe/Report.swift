@@ -11,8 +11,8 @@ struct Report: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The state store of the run.", valueName: "db"))
     var state: String
 
-    @Option(name: .long, help: "md (for reviewers), json (for machines) or csv (the action ledger).")
-    var format: String = "md"
+    @Option(name: .long, help: "md (for reviewers), json (for machines) or csv (the action ledger); default: --output's extension, else md.")
+    var format: String?
 
     @Option(name: .long, help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
     var output: String?
@@ -27,9 +27,19 @@ struct Report: ParsableCommand {
     @Flag(name: .long, help: "Mask personal data even when the plan's reports showed it (a copy to share).")
     var maskPersonalData = false
 
+    /// The format `--output`'s extension names (.md, .json, .csv), if any.
+    private var outputFormat: ReportWriter.Format? {
+        guard let output, let dot = output.lastIndex(of: "."), !output[dot...].contains("/") else { return nil }
+        return ReportWriter.Format(rawValue: output[output.index(after: dot)...].lowercased())
+    }
+
     func validate() throws {
         if maskPersonalData && reportOptions.revealPersonalData { throw ValidationError("--mask-personal-data and --reveal-personal-data ask for opposite things: give one") }
-        guard ReportWriter.Format(rawValue: format) != nil else { throw ValidationError("--format must be md, json or csv") }
+        if let format, ReportWriter.Format(rawValue: format) == nil { throw ValidationError("--format must be md, json or csv") }
+        // `--output r.json` wrote Markdown, and a machine reading it failed.
+        if let format, let named = outputFormat, named.rawValue != format {
+            throw ValidationError("--output \(output!) names a .\(named.rawValue) file, and --format is \(format): give one of them, or both alike")
+        }
         guard (listLimit ?? 0) >= 0 else { throw ValidationError("--list-limit must be 0 or more") }
         try validatePaths(state: state, out: nil)
     }
@@ -49,7 +59,7 @@ struct Report: ParsableCommand {
             }
             let writer = ReportWriter(store: store, out: ".", reveal: reveal,
                                       listLimit: listLimit ?? planned ?? ReportConfig().listLimit)
-            let chosen = ReportWriter.Format(rawValue: format)!
+            let chosen = format.flatMap(ReportWriter.Format.init(rawValue:)) ?? outputFormat ?? .md
             if let output {
                 if let target = FileInfo.identity(output), StateStore.databaseFiles(at: state).contains(where: { FileInfo.identity($0) == target }) {
                     throw CommandError("--output \(output) is the state store (or its WAL) the report is read from")

@@ -663,6 +663,14 @@ struct Binary {
                 let planned = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
                 #expect(planned == (try String(contentsOfFile: again, encoding: .utf8)), "\(pipeline): \(file)")
                 #expect(planned.count > 1000)
+                // Without --format, the output's name says it (`--output r.json` wrote Markdown); a name and a format that
+                // disagree are refused.
+                let named = out + "/named." + format.uppercased()
+                let (namedCode, namedOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--output", named] + flags)
+                #expect(try namedCode == 0 && planned == String(contentsOfFile: named, encoding: .utf8), "\(namedOutput)")
+                let other = format == "md" ? "json" : "md"
+                let (clashCode, clashOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", other, "--output", named])
+                #expect(clashCode == 2 && clashOutput.contains("--output \(named) names a .\(format) file, and --format is \(other)"), "\(clashOutput)")
                 // Reports that show personal data are for their owner only, as the state store is.
                 if reveal || index == 3 {
                     for path in ["\(out)/\(file)", again] {
