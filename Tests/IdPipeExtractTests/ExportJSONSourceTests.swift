@@ -553,7 +553,7 @@ func summary(_ records: [DecodedRecord]) -> [String] {
     /// A live page with more users than parts but not a multiple of them decodes every user, in order.
     @Test func aLivePageOfNineUsersInEightParts() {
         let users = (0..<9).map { Array("{\"localId\": \"u\($0)\"}".utf8) }
-        let page = LivePage(path: "live", page: 1, users: users, parts: 8, checkpoint: InputCheckpoint())
+        let page = LivePage(path: "live", page: 1, users: users, ids: (0..<9).map { "u\($0)" }, parts: 8, checkpoint: InputCheckpoint())
         let ids = (0..<page.partCount).flatMap { part in
             page.decode(part: part).compactMap { record -> String? in
                 if case .account(let account, _) = record { return account.localId }
@@ -561,5 +561,17 @@ func summary(_ records: [DecodedRecord]) -> [String] {
             }
         }
         #expect(ids == (0..<9).map { "u\($0)" })
+    }
+
+    /// A user of a live page that cannot be read is quarantined under its id: a page has no line to find it at (the
+    /// reviewer had the page number alone).
+    @Test func aLivePagesUnreadableUserIsNamed() {
+        let users = [#"{"localId": "u1", "createdAt": "soon"}"#, #"{"localId": "u2", "email": 5}"#].map { Array($0.utf8) }
+        let page = LivePage(path: "live", page: 3, users: users, ids: ["u1", "u2"], parts: 1, checkpoint: InputCheckpoint())
+        let named = page.decode(part: 0).compactMap { record -> String? in
+            if case .malformed(let entry) = record { return "\(entry.localId ?? "-") \(entry.position.line) \(entry.field)" }
+            return nil
+        }
+        #expect(named == ["u1 3 createdAt", "u2 3 email"])
     }
 }

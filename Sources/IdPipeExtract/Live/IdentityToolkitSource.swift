@@ -44,7 +44,8 @@ public final class IdentityToolkitSource: AccountSource {
         // offset counts accounts (there are no bytes); line counts pages, so `line - 1` pages are done.
         let checkpoint = InputCheckpoint(offset: records, line: pages + 1, records: records,
                                          state: finished ? "end" : "next:\(page.nextPageToken!)")
-        return LivePage(path: path, page: pages, users: page.users.map { $0.encoded() }, parts: parts, checkpoint: checkpoint)
+        return LivePage(path: path, page: pages, users: page.users.map { $0.encoded() }, ids: page.users.map { $0["localId"]?.string },
+                        parts: parts, checkpoint: checkpoint)
     }
 }
 
@@ -53,6 +54,8 @@ struct LivePage: RawBatch {
     let path: String
     let page: Int
     let users: [[UInt8]]
+    /// Each user's `localId` as the API sent it: a quarantined account is named by it (there is no line to find it at).
+    let ids: [String?]
     let parts: Int
     let checkpoint: InputCheckpoint
 
@@ -60,22 +63,22 @@ struct LivePage: RawBatch {
 
     func decode(part: Int, each: (consuming DecodedRecord) -> Void) {
         let position = SourcePosition(file: path, line: page)
-        for bytes in users[BatchParts.range(part, of: partCount, count: users.count)] {
-            each(Self.decode(bytes, position: position))
+        for index in BatchParts.range(part, of: partCount, count: users.count) {
+            each(Self.decode(users[index], localId: ids[index], position: position))
         }
     }
 
-    private static func decode(_ bytes: [UInt8], position: SourcePosition) -> DecodedRecord {
+    private static func decode(_ bytes: [UInt8], localId: String?, position: SourcePosition) -> DecodedRecord {
         bytes.withUnsafeBufferPointer { buffer in
             var cursor = JSONCursor(bytes: buffer, start: 0, end: buffer.count)
             do throws(JSONCursor.SyntaxError) {
                 switch try AccountJSONDecoder.decode(&cursor) {
                 case .success(let account): return .account(account, position)
                 case .failure(let issue):
-                    return .malformed(QuarantineEntry(position: position, localId: nil, field: issue.field, reason: issue.reason))
+                    return .malformed(QuarantineEntry(position: position, localId: localId, field: issue.field, reason: issue.reason))
                 }
             } catch {
-                return .malformed(QuarantineEntry(position: position, localId: nil, field: error.field, reason: error.message))
+                return .malformed(QuarantineEntry(position: position, localId: localId, field: error.field, reason: error.message))
             }
         }
     }
