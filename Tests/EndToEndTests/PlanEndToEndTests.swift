@@ -164,6 +164,17 @@ struct Binary {
         // The sample has no services to count its data paths with: plan.json says so per kind, as plan.md does (it
         // said "counted": 0 and "notCounted": [], which read as a complete count).
         #expect(report.contains("**30 path deletions are not counted yet**"), "\(report)")
+        // Nor does the table say "would delete 0" alone, which read as nothing to delete.
+        #expect(report.contains("| `delete-firestore` | documents | 10 | 0 | 0 (10 not counted) |"), "\(report)")
+        // A plan a guard stopped does not count, and says so (it said "no services.google, or interrupted", and named a
+        // resume that the guard refuses).
+        let guarded = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "max_deletions: 100", with: "max_deletions: 3")
+        defer { Binary.removeVariant(guarded) }
+        let stopped = Binary.temporaryDirectory()
+        let (guardCode, guardOutput) = try Binary.run(["plan", guarded, "--out", stopped, "--as-of", asOf])
+        let guardReport = try String(contentsOfFile: stopped + "/plan.md", encoding: .utf8)
+        #expect(guardCode == 3 && guardReport.contains("**30 path deletions are not counted**: a guard stopped the plan before counting"),
+                "\(guardOutput)\n\(guardReport)")
         // The guards beside what the plan deletes: a reviewer saw them only when one tripped.
         #expect(report.contains("| Guards | at most 100 deletions, at most 10 % of accounts; this plan deletes the data or the account of 10 of "
             + "290 accounts (3.4 %) |"), "\(report.prefix(900))")

@@ -153,7 +153,7 @@ public struct MarkdownReport {
         }
 
         let data = try source.dataSummary(limit: listLimit)
-        if let data { dataSection(&out, data, applied: applied != nil) }
+        if let data { dataSection(&out, data, applied: applied != nil, stoppedByGuard: run.guardVerdict != nil) }
 
         if let applied { outcomes(&out, applied) }
 
@@ -194,14 +194,16 @@ public struct MarkdownReport {
 
     /// The blast radius of the configured data paths, counted by reading them during the dry run, and (after apply)
     /// what was deleted.
-    private func dataSection(_ out: inout some TextOutputStream, _ data: DataSummary, applied: Bool) {
+    private func dataSection(_ out: inout some TextOutputStream, _ data: DataSummary, applied: Bool, stoppedByGuard: Bool) {
         section(&out, "Data to delete")
         out.write("Counted during the dry run by reading each configured path of each account whose deletion is planned (nothing was changed by counting).")
         out.write(applied ? " \"deleted\" is what apply removed; a repeat after an interruption counts only what was left.\n\n" : "\n\n")
         var header = ["action", "what", "accounts", "counted", "would delete"]
         if applied { header += ["done", "deleted"] }
         table(&out, header, data.kinds.map { kind in
-            var row = ["`\(kind.kind.rawValue)`", kind.unit, "\(kind.planned)", "\(kind.counted)", "\(kind.wouldDelete)"]
+            // "would delete 0" of paths not counted read as nothing to delete.
+            var row = ["`\(kind.kind.rawValue)`", kind.unit, "\(kind.planned)", "\(kind.counted)",
+                       "\(kind.wouldDelete)" + (kind.uncounted > 0 ? " (\(kind.uncounted) not counted)" : "")]
             if applied { row += ["\(kind.done)", "\(kind.deleted)"] }
             return row
         })
@@ -210,7 +212,10 @@ public struct MarkdownReport {
             kind.perPath.map { ["`\(kind.kind.rawValue)`", "`\($0.template)`", "\($0.count) \(kind.unit)"] }
         })
         let uncounted = data.kinds.reduce(0) { $0 + $1.uncounted }
-        if uncounted > 0 {
+        if uncounted > 0 && stoppedByGuard {
+            out.write("\n**\(uncounted) path deletions are not counted**: a guard stopped the plan before counting, and it cannot be "
+                + "applied (see above).\n")
+        } else if uncounted > 0 {
             out.write("\n**\(uncounted) path deletions are not counted yet**: the pipeline has no `services.google` to read them with, "
                 + "or counting was interrupted (`idpipe resume` finishes it). Apply refuses until they are counted.\n")
         }
