@@ -222,6 +222,13 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         try queue.read { db in try Int.fetchOne(db, sql: "SELECT coalesce(sum(length(hashes)), 0) / 8 FROM seen_ids") ?? 0 }
     }
 
+    public func quarantinedIds() throws -> Set<String> {
+        try queue.read { db in
+            Set(try String.fetchAll(db, sql: "SELECT DISTINCT uid FROM quarantine WHERE uid IS NOT NULL AND NOT (field = 'localId' AND reason = ?)",
+                                    arguments: [PlanRunner.repeatedIdReason]))
+        }
+    }
+
     public func plannedDeletionsOfRepeatedIds() throws -> Int {
         let deletions = ActionKind.allCases.filter(\.isDeletion).map { "'\($0.rawValue)'" }.joined(separator: ", ")
         return try queue.read { db in

@@ -358,6 +358,12 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             }
         }
         Console.out("state: \(statePath)")
+        // An owner's deletion request for a row the plan could not read was dropped in silence (a monitor sees exit 1
+        // every night for the quarantine alone).
+        if let requests = outcome.run.deletionRequestsOfQuarantined, requests > 0 {
+            Console.error("idpipe: warning: \(Console.count(requests, "deletion request")) in inputs.deletion_requests name\(requests == 1 ? "s" : "") "
+                + "accounts whose rows the plan quarantined: not acted on until those rows are fixed at the source; see \(out)/plan.md")
+        }
         if let verdict = outcome.run.guardVerdict {
             Console.error("idpipe: stopped by a guard: \(verdict)")
             return Exit.stoppedByGuard

@@ -80,6 +80,7 @@ import Testing
         func seenIdCount() throws -> Int { batches.reduce(0) { $0 + $1.count } }
         func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws { for batch in batches { try body(batch) } }
         func forEachImportKeyHashes(_ body: ([UInt64]) throws -> Void) throws {}
+        func quarantinedIds() throws -> Set<String> { [] }
         func plannedDeletionsOfRepeatedIds() -> Int { 0 }
         func commit(_ batch: consuming PlanBatch) throws {}
     }

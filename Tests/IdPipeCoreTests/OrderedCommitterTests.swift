@@ -17,6 +17,7 @@ import Testing
         func seenIdCount() throws -> Int { 0 }
         func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws {}
         func forEachImportKeyHashes(_ body: ([UInt64]) throws -> Void) throws {}
+        func quarantinedIds() throws -> Set<String> { [] }
         func plannedDeletionsOfRepeatedIds() -> Int { 0 }
         func commit(_ batch: consuming PlanBatch) throws {
             Thread.sleep(forTimeInterval: 0.005)

@@ -63,6 +63,10 @@ public struct JSONReport {
         }
         if let later = run.deletionRequestsAfterAsOf { out.write(", \"deletionRequestsAfterAsOf\": \(later)") }
         if let waiting = run.deletionRequestsInGrace { out.write(", \"deletionRequestsInGrace\": \(waiting)") }
+        if let count = run.deletionRequestsOfQuarantined {
+            out.write(", \"deletionRequestsOfQuarantined\": {\"count\": \(count), \"first\": ["
+                + (run.deletionRequestsOfQuarantinedFirst ?? []).map { JSONText.string(masking.quarantinedId($0) ?? $0) }.joined(separator: ", ") + "]}")
+        }
         out.write("},\n  \"totals\": {")
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
         out.write("}")

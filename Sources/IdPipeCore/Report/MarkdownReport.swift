@@ -60,6 +60,13 @@ public struct MarkdownReport {
                 return ["`\(role == PlanRunner.protectUidsRole ? role : "inputs." + role)`", "\(count)", shown]
             })
         }
+        if let count = run.deletionRequestsOfQuarantined, count > 0 {
+            let named = run.deletionRequestsOfQuarantinedFirst ?? []
+            out.write("\n**\(count) deletion \(count == 1 ? "request names an account" : "requests name accounts") whose \(count == 1 ? "row" : "rows") "
+                + "the plan quarantined** (among the ids above; see Quarantine): not acted on until "
+                + "\(count == 1 ? "that row is" : "those rows are") fixed at the source: "
+                + named.map { "`\(masking.quarantinedId($0) ?? $0)`" }.joined(separator: " ") + (count > named.count ? " …" : "") + ".\n")
+        }
         if let later = run.deletionRequestsAfterAsOf, later > 0 {
             out.write("\n**\(later) deletion \(later == 1 ? "request is" : "requests are") dated after the plan's time** "
                 + "(\(Timestamp.formatRFC3339(run.asOf))), and not honoured: a clock or time zone is off, or the plan was made "

@@ -400,6 +400,11 @@ public final class PlanRunner {
         try sink?.finish()
         run.unmatchedSideInputIds = unmatched?.mapValues(\.count)
         run.unmatchedSideInputIdsFirst = unmatched?.mapValues(\.first)
+        if unmatched?["deletion_requests"] != nil, case let quarantined = try store.quarantinedIds(), !quarantined.isEmpty {
+            let requests = Self.requestsOfQuarantined(processor.sideInputs, quarantined: quarantined, accepted: duplicates.acceptedIds?.contains)
+            run.deletionRequestsOfQuarantined = requests.map(\.count)
+            run.deletionRequestsOfQuarantinedFirst = requests.map(\.first)
+        }
         run.sourceSHA256 = try fingerprint.advance(to: source.totalBytes)
         run.guardVerdict = try Guards.verdict(pipeline.guards, tally: tally) ?? Self.repeatedIdVerdict(store.plannedDeletionsOfRepeatedIds())
         run.status = run.guardVerdict == nil ? .planned : .stoppedByGuard
@@ -710,6 +715,19 @@ extension PlanRunner {
             if unmatched.count > 0 { result[role] = unmatched }
         }
         return result.isEmpty ? nil : result
+    }
+
+    /// The deletion requests whose id is a quarantined row's (`PlanStore.quarantinedIds`), and, when the ids are known
+    /// (`accepted`; not past a survey), no processed account's: an owner's request was dropped in silence when their row
+    /// had a bad email, say, among the ids "not in the export".
+    static func requestsOfQuarantined(_ inputs: SideInputs, quarantined: Set<String>, accepted: ((UInt64) -> Bool)?) -> Unmatched? {
+        var found = Unmatched()
+        let requests = inputs.deletionRequests
+        for index in requests.keys.indices where quarantined.contains(requests.keys[index]) && accepted?(requests.hashes[index]) != true {
+            found.count += 1
+            if found.first.count < Unmatched.named { found.first.append(requests.keys[index]) }
+        }
+        return found.count > 0 ? found : nil
     }
 
     /// The same after a survey (`DuplicateCheck`), from the accepted ids the store holds, which are checked on the way:

@@ -43,6 +43,10 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var revealPersonalData: Bool?
     /// How many deletion requests are dated after `asOf`: not honoured (`Selector.select`), and the reports say so.
     public var deletionRequestsAfterAsOf: Int?
+    /// The deletion requests whose id the plan quarantined a row of, and no processed account has (a bad email, say):
+    /// not acted on until the row is fixed (`PlanRunner.requestsOfQuarantined`), how many and the first of them.
+    public var deletionRequestsOfQuarantined: Int?
+    public var deletionRequestsOfQuarantinedFirst: [String]?
     /// How many deletion requests are within the grace period `select.deletion_grace_days` at `asOf`: not acted on yet.
     public var deletionRequestsInGrace: Int?
     /// What names the run's import file while it is written (`NAME.TOKEN.partial`): its creation time and a random
@@ -174,6 +178,9 @@ public protocol PlanStore: AnyObject, Sendable {
     func forEachImportKeyHashes(_ body: ([UInt64]) throws -> Void) throws
     /// Takes the batch over: the store may move its accounts out as it writes them.
     func commit(_ batch: consuming PlanBatch) throws
+    /// The account ids of the quarantined rows, but for ids given again (`PlanRunner.repeatedIdReason`): their first row
+    /// is processed.
+    func quarantinedIds() throws -> Set<String>
     /// How many ids the quarantine holds as given again (`PlanRunner.repeatedIdReason`) while a deletion is planned
     /// for the account of their earlier row.
     func plannedDeletionsOfRepeatedIds() throws -> Int
