@@ -1102,15 +1102,21 @@ struct Binary {
         #expect(headerOutput.contains("plan would stop at the source's header"), "validate says so too: \(headerOutput)")
     }
 
+    /// The sample cleanup with its deletion requests changed by `edit`: the variant's path (for `Binary.removeVariant`).
+    func cleanupWithRequests(_ edit: (String) -> String) throws -> String {
+        let requests = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/deletion-requests.csv").path, encoding: .utf8)
+        let file = Binary.temporaryDirectory() + "/requests.csv"
+        try edit(requests).write(toFile: file, atomically: true, encoding: .utf8)
+        return try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/deletion-requests.csv", with: file)
+    }
+
     /// A deletion request whose account's row the plan quarantined (a bad email, a bad phone number) is not acted on,
     /// and is said so, on stderr and in both reports: it sat among the ids "not in the export", and every night exits 1
     /// for the quarantine alone. An id given twice, whose first row is processed, is not among them.
     @Test func deletionRequestsOfQuarantinedAccountsAreSaid() throws {
-        var requests = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/deletion-requests.csv").path, encoding: .utf8)
-        requests += ["PcmB4mHN1Pg2Gta2bpy0J0q6BlSQ", "wXgVHyxjNJlvZro7811MxD5pxHzE", "NoKRZR6xhxXphffTtu08JSO4GPAb"].map { "\($0),2026-10-01T00:00:00Z,app\n" }.joined()
-        let file = Binary.temporaryDirectory() + "/requests.csv"
-        try requests.write(toFile: file, atomically: true, encoding: .utf8)
-        let pipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/deletion-requests.csv", with: file)
+        let pipeline = try cleanupWithRequests {
+            $0 + ["PcmB4mHN1Pg2Gta2bpy0J0q6BlSQ", "wXgVHyxjNJlvZro7811MxD5pxHzE", "NoKRZR6xhxXphffTtu08JSO4GPAb"].map { "\($0),2026-10-01T00:00:00Z,app\n" }.joined()
+        }
         defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
@@ -1127,11 +1133,9 @@ struct Binary {
 
     /// A deletion request dated after the plan's time is not honoured, and the plan says so on stderr and in plan.md.
     @Test func aDeletionRequestAfterThePlansTimeIsNotHonouredAndSaidSo() throws {
-        var requests = try String(contentsOfFile: Binary.root.appendingPathComponent("Samples/deletion-requests.csv").path, encoding: .utf8)
-        requests = requests.replacingOccurrences(of: "kxNSVd2N6kjEfd7jdQtG8jgckJxF,2026-08-22T05:08:41Z", with: "kxNSVd2N6kjEfd7jdQtG8jgckJxF,2030-01-01T00:00:00Z")
-        let file = Binary.temporaryDirectory() + "/requests.csv"
-        try requests.write(toFile: file, atomically: true, encoding: .utf8)
-        let pipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "../Samples/deletion-requests.csv", with: file)
+        let pipeline = try cleanupWithRequests {
+            $0.replacingOccurrences(of: "kxNSVd2N6kjEfd7jdQtG8jgckJxF,2026-08-22T05:08:41Z", with: "kxNSVd2N6kjEfd7jdQtG8jgckJxF,2030-01-01T00:00:00Z")
+        }
         defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         let (_, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
