@@ -164,6 +164,9 @@ struct Binary {
         // The sample has no services to count its data paths with: plan.json says so per kind, as plan.md does (it
         // said "counted": 0 and "notCounted": [], which read as a complete count).
         #expect(report.contains("**30 path deletions are not counted yet**"), "\(report)")
+        // The rule that lets deletions through unrevoked, before approval (only report.md said it, after apply).
+        #expect(report.contains("**3 accounts are deleted although a login of theirs cannot be revoked**: "
+            + "`stages.delete.when_not_revocable: delete` lets their deletions through"), "\(report)")
         // Nor does the table say "would delete 0" alone, which read as nothing to delete.
         #expect(report.contains("| `delete-firestore` | documents | 10 | 0 | 0 (10 not counted) |"), "\(report)")
         // A plan a guard stopped does not count, and says so (it said "no services.google, or interrupted", and named a

@@ -34,6 +34,7 @@ import Testing
             "names.fill.provider:facebook.com": 1, "names.no-source.relay address only": 1, "names.present": 1,
             "selection.selected": 1, "selection.reason.deletion requested": 1, "selection.reason.inactive": 1, "selection.protected": 1,
             "actions.update-name.planned": 1, "actions.revoke-apple.not-possible": 1, "actions.delete-account.planned": 1, "accounts.deletions-planned": 1,
+            "accounts.deletions-planned-unrevoked": 1,
             "not-possible.revoke-apple.no stored token": 1,
         ]
         #expect(counter.tally().counts == expected)

@@ -151,6 +151,13 @@ public struct MarkdownReport {
                     return ["`\(parts[0])`", parts.count > 1 ? parts[1] : "", "\(value)"]
                 })
             }
+            // The rule that lets them through, before approval: report.md said it only after apply.
+            let unrevoked = tally["accounts.deletions-planned-unrevoked"]
+            if unrevoked > 0 {
+                out.write("\n**\(unrevoked) \(unrevoked == 1 ? "account is" : "accounts are") deleted although a login of \(unrevoked == 1 ? "its" : "theirs") "
+                    + "cannot be revoked**: `stages.delete.when_not_revocable: delete` lets \(unrevoked == 1 ? "its deletion" : "their deletions") through "
+                    + "(why each revocation is not possible: above; the accounts: below, each with its actions).\n")
+            }
             // What becomes of each: a kept account (a login that cannot be revoked, data out of reach) looked like the others.
             try accountList(&out, totals, .selected, title: "Accounts selected for cleanup",
                             columns: ["uid", "email", "why", "request", "providers", "actions"]) { account, actions in

@@ -63,8 +63,10 @@ public struct TallyCounter: Sendable {
         static let filteredByProvider = protected + 1
         /// Accounts with a deletion (of data or of the account) planned: what the guards and apply's cap count.
         static let deleting = filteredByProvider + 1
+        /// Of those, the accounts with a revocation that is not possible: `when_not_revocable: delete` lets them through.
+        static let deletingUnrevoked = deleting + 1
         /// One per action kind and state, kind-major.
-        static let actionBase = deleting + 1
+        static let actionBase = deletingUnrevoked + 1
         static let count = actionBase + ActionKind.allCases.count * ActionState.allCases.count
 
         static func action(_ kind: ActionKind, _ state: ActionState) -> Int {
@@ -114,15 +116,17 @@ public struct TallyCounter: Sendable {
         case .protected: slots[Slot.protected] += amount
         case .filteredByProvider: slots[Slot.filteredByProvider] += amount
         }
-        var deleting = false
+        var deleting = false, unrevoked = false
         for action in outcome.actions {
             slots[Slot.action(action.kind, action.state)] += amount
             if action.state == .planned && action.kind.isDeletion { deleting = true }
+            if action.state == .notPossible && !action.kind.isDeletion { unrevoked = true }
             if let reason = action.reason, action.state == .notPossible {
                 keyed["not-possible.\(action.kind.rawValue).\(reason)", default: 0] += amount
             }
         }
         if deleting { slots[Slot.deleting] += amount }
+        if deleting && unrevoked { slots[Slot.deletingUnrevoked] += amount }
     }
 
     /// Counts an account the fast path took (`AccountProcessor.fastPath`): what `count(_:by:)` counts of the full path's
@@ -255,6 +259,7 @@ public struct TallyCounter: Sendable {
         put("selection.protected", slots[Slot.protected])
         put("selection.filtered-by-provider", slots[Slot.filteredByProvider])
         put("accounts.deletions-planned", slots[Slot.deleting])
+        put("accounts.deletions-planned-unrevoked", slots[Slot.deletingUnrevoked])
         for kind in ActionKind.allCases {
             for state in ActionState.allCases { put("actions.\(kind.rawValue).\(state.rawValue)", slots[Slot.action(kind, state)]) }
         }
