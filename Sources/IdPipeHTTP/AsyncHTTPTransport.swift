@@ -3,6 +3,9 @@ import Dispatch
 import IdPipeConnect
 import NIOCore
 import NIOHTTP1
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// The production transport: async-http-client with a pool sized to the workers. Call `shutdown()` before exit.
 public final class AsyncHTTPTransport: HTTPTransport {
@@ -53,6 +56,9 @@ public final class AsyncHTTPTransport: HTTPTransport {
             default:
                 throw .connectionFailed(String(describing: error))
             }
+        } catch let error as IOError {
+            // Its description read "connection reset (error set): Connection refused (errno: 111)" for a refused connection.
+            throw .connectionFailed("\(String(cString: strerror(error.errnoCode))) (errno \(error.errnoCode))")
         } catch {
             throw .connectionFailed(String(describing: error))
         }
