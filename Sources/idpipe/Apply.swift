@@ -542,6 +542,21 @@ struct ApplyCommand {
                     throw CommandError("\(context.path): the plan has open \(kind.rawValue) actions, but \(missing) is not configured")
                 }
             }
+            // Each service the open actions need is checked before the first of them is sent (sign-ins and reads only, as
+            // `validate --check-services` does): a refused Facebook secret stopped a `run --yes` only after it had deleted
+            // the data of the accounts before the first Facebook revocation, a night half done.
+            let checking = Interruption { Console.error("\nidpipe: stopping: nothing is sent yet (again to quit at once)") }
+            let failed = services.check(only: Set(open.keys.map(\.service))).filter { !$0.ok }
+            checking.end()
+            if checking.isRaised {
+                // The run is not `applying` yet: resume would say there is nothing to resume (but for `run --yes`).
+                Console.error("idpipe: interrupted while checking the services, before anything was sent; the same command goes on")
+                throw Exit.interrupted
+            }
+            if !failed.isEmpty {
+                throw CommandError("nothing was sent: a service the plan's open actions need failed its check: "
+                    + failed.map(\.line).joined(separator: "; ") + ". Once it is fixed, the same command goes on")
+            }
             let definition = context.definition
             // Kept with the run: a resume (after a kill, or after the cap stopped it) must not go past it unasked.
             if let given = options.maxDeletions, given != run.maxDeletions {

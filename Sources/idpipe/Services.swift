@@ -173,62 +173,90 @@ final class Services {
         _ = try? blocking { await transport.shutdown() }
     }
 
-    /// Checks each configured service without changing anything; one line per service.
-    func check() -> [(ok: Bool, line: String)] {
-        var lines: [(Bool, String)] = []
-        if let client = identityToolkit {
-            do {
-                let page = try blocking { try await client.listUsers(pageToken: nil, maxResults: 1) }
-                lines.append((true, "google: signed in; accounts:batchGet answered for \(client.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))"))
-            } catch {
-                lines.append((false, "google: \(error)"))
+    /// Checks each configured service without changing anything; one line per service, in a fixed order. The checks
+    /// run together: one after the other, an apply's check of its services took seconds before its first step.
+    /// `only`: the services to check, by `ActionKind.service` name (apply checks those its open actions need); nil, all.
+    func check(only: Set<String>? = nil) -> [(ok: Bool, line: String)] {
+        func wanted(_ service: String) -> Bool { only?.contains(service) ?? true }
+        var probes: [@Sendable () async -> (Bool, String)] = []
+        if let client = identityToolkit, wanted("identitytoolkit") {
+            probes.append {
+                do {
+                    let page = try await client.listUsers(pageToken: nil, maxResults: 1)
+                    return (true, "google: signed in; accounts:batchGet answered for \(client.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))")
+                } catch {
+                    return (false, "google: \(error)")
+                }
             }
         }
-        if let apple {
+        if let apple, wanted("apple") {
             // A refresh grant with a token Apple never issued: invalid_grant proves the client secret was accepted.
-            do {
-                _ = try blocking { try await apple.refresh(refreshToken: "idpipe-connectivity-check") }
-                lines.append((true, "apple: client secret accepted"))
-            } catch ConnectorError.rejected(_, "invalid_grant", _) {
-                lines.append((true, "apple: client secret accepted (the probe token was refused, as expected)"))
-            } catch {
-                // Any other answer (a 404 or a 400 from a wrong endpoint, a 5xx) says nothing of the secret.
-                lines.append((false, "apple: \(error)"))
+            probes.append {
+                do {
+                    _ = try await apple.refresh(refreshToken: "idpipe-connectivity-check")
+                    return (true, "apple: client secret accepted")
+                } catch ConnectorError.rejected(_, "invalid_grant", _) {
+                    return (true, "apple: client secret accepted (the probe token was refused, as expected)")
+                } catch {
+                    // Any other answer (a 404 or a 400 from a wrong endpoint, a 5xx) says nothing of the secret.
+                    return (false, "apple: \(error)")
+                }
             }
         }
-        if let facebook {
-            do {
-                _ = try blocking { try await facebook.appAccessToken() }
-                lines.append((true, "facebook: app access token obtained"))
-            } catch {
-                lines.append((false, "facebook: \(error)"))
+        if let facebook, wanted("facebook") {
+            probes.append {
+                do {
+                    _ = try await facebook.appAccessToken()
+                    return (true, "facebook: app access token obtained")
+                } catch {
+                    return (false, "facebook: \(error)")
+                }
             }
         }
         // The data stores: each configured path read for an id no account has, as the dry run's count reads it (a
         // wrong endpoint, a store not reachable, a permission the service account lacks).
         let stores = dataStores
-        for kind in stores.kinds {
-            let store = kind.service
-            do {
-                _ = try blocking { try await stores.count(kind, uid: "idpipe-connectivity-check") }
-                lines.append((true, "\(store): its configured paths can be read"))
-            } catch {
-                lines.append((false, "\(store): \(error)"))
+        for kind in stores.kinds where wanted(kind.service) {
+            probes.append {
+                do {
+                    _ = try await stores.count(kind, uid: "idpipe-connectivity-check")
+                    return (true, "\(kind.service): its configured paths can be read")
+                } catch {
+                    return (false, "\(kind.service): \(error)")
+                }
             }
         }
-        if let webhook {
+        if let webhook, wanted("data-webhook") {
             // Its address only (a typo in the host, a TLS or routing fault): a request that deletes nothing cannot show
             // the secret accepted. The URL is not echoed, as it may carry a key.
-            do {
-                let status = try blocking { try await webhook.probe() }
-                // A 404 may be a wrong path, or a hook that answers POST only: said, not judged.
-                let unsure = status == 404 ? "; a 404 may mean a wrong path in stages.delete.data_webhook (or a hook that takes POST only)" : ""
-                lines.append((true, "data webhook: reachable (HTTP \(status) to a HEAD request)\(unsure); its secret is checked by the first deletion"))
-            } catch {
-                lines.append((false, "data webhook: \(error)"))
+            probes.append {
+                do {
+                    let status = try await webhook.probe()
+                    // A 404 may be a wrong path, or a hook that answers POST only: said, not judged.
+                    let unsure = status == 404 ? "; a 404 may mean a wrong path in stages.delete.data_webhook (or a hook that takes POST only)" : ""
+                    return (true, "data webhook: reachable (HTTP \(status) to a HEAD request)\(unsure); its secret is checked by the first deletion")
+                } catch {
+                    return (false, "data webhook: \(error)")
+                }
             }
         }
-        return lines
+        struct Checked: Sendable {
+            var index: Int
+            var ok: Bool
+            var line: String
+        }
+        let run = probes
+        let results: [Checked] = (try? blocking {
+            await withTaskGroup(of: Checked.self) { group in
+                for (index, probe) in run.enumerated() {
+                    group.addTask { let (ok, line) = await probe(); return Checked(index: index, ok: ok, line: line) }
+                }
+                var results: [Checked] = []
+                for await result in group { results.append(result) }
+                return results
+            }
+        }) ?? []
+        return results.sorted { $0.index < $1.index }.map { (ok: $0.ok, line: $0.line) }
     }
 }
 

@@ -46,6 +46,20 @@ struct Status: ParsableCommand {
                 Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input"
                     + (holder == nil ? " (interrupted; \(resume) finishes it\(then))" : ""))
             }
+            // A plan whose data counts are unfinished read as ready: apply refuses it (and a count going on looks so).
+            if run.status == .planned {
+                let uncounted = try store.uncountedPathActionCount(), recount = try store.recountableActionCount()
+                if uncounted + recount > 0 {
+                    let then = run.applyRequested == true ? ", then applies it, as `run --yes` asked" : ""
+                    // Without services.google nothing can count them: a resume would not either.
+                    let pipeline = try? PipelineContext(path: SideInputReader.resolve(run.pipelinePath, base))
+                    let next = pipeline.map { $0.definition.services.google == nil } == true
+                        ? " (the pipeline has no services.google to count them with: add it, and plan again into a new state store)"
+                        : holder == nil ? " (\(resume) counts them\(then))" : " (being counted now)"
+                    Console.out("data: \(uncounted + recount) path deletions not counted" + (recount > 0 ? " (\(recount) gave up on passing faults)" : "")
+                        + "; apply refuses the plan until they are" + next)
+                }
+            }
             Console.out("accounts: \(tally["accounts.read"]) read, \(tally["accounts.quarantined"]) quarantined"
                 + (tally.inputEndsEarly ? " (the input ends early: truncated?)" : ""))
             // Before apply, the plan's counts; from apply on, where each action stands now.

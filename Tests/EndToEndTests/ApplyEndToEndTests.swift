@@ -258,6 +258,9 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let plan = ["plan", pipeline, "--out", out, "--as-of", asOf]
         let (stopped, stoppedOutput) = try Binary.run(plan, signals: [(SIGTERM, 1.2)])
         #expect(stopped == 130 && stoppedOutput.contains("idpipe: interrupted while counting the data to delete"), "\(stoppedOutput)")
+        let (_, status) = try Binary.run(["status", "--state", out + "/state.sqlite"])
+        #expect(status.contains("path deletions not counted; apply refuses the plan until they are (`idpipe resume --state \(out)/state.sqlite` "
+            + "counts them)"), "\(status)")
         let (code, output) = try Binary.run(plan)
         #expect(code == 1 && output.contains("data: counted the configured paths of "), "\(output)")
         #expect(output.contains("The plan had been recorded but stopped before its end, its count of the data to delete unfinished: the "
@@ -285,6 +288,31 @@ func firstDifference(_ a: String, _ b: String) -> String {
         // The resume it names finishes the run as asked.
         let (resumed, resumedOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
         #expect(resumed == 1 && resumedOutput.contains("apply: 10 accounts"), "\(resumedOutput)")
+    }
+
+    /// A service the open actions need is checked before anything is sent: with a refused Facebook app secret, `run
+    /// --yes` went on until the first Facebook revocation, and the data of the accounts before it was deleted already
+    /// (a night half done). Nothing changes now, and once the secret is fixed the same command goes on.
+    @Test func aServiceThatFailsItsCheckStopsApplyBeforeAnythingIsSent() throws {
+        let (sandbox, pipeline) = try sampleCleanup()
+        defer { Binary.removeVariant(pipeline) }
+        let path = Binary.root.appendingPathComponent(pipeline).path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        // The pipeline reads the secret from a file of the test's, which holds a wrong one first.
+        let secretLine = try #require(text.split(separator: "\n").first { $0.contains("app_secret_file:") })
+        let secret = try String(contentsOfFile: String(secretLine.split(separator: ":", maxSplits: 1)[1]).trimmingCharacters(in: .whitespaces),
+                                encoding: .utf8)
+        let file = Binary.temporaryDirectory() + "/app-secret.txt"
+        try "not-the-app-secret".write(toFile: file, atomically: true, encoding: .utf8)
+        try text.replacingOccurrences(of: String(secretLine), with: "    app_secret_file: \(file)").write(toFile: path, atomically: true, encoding: .utf8)
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
+        #expect(code == 2 && output.contains("nothing was sent: a service the plan's open actions need failed its check: facebook: "), "\(output)")
+        let changes = SandboxLedger(try sandbox.ledger()).changes
+        #expect(changes.isEmpty, "\(changes.prefix(5))")
+        try secret.write(toFile: file, atomically: true, encoding: .utf8)
+        let (again, againOutput) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
+        #expect(again == 1 && againOutput.contains("0 failed") && againOutput.contains("10 accounts deleted"), "\(againOutput)")
     }
 
     @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {
@@ -543,7 +571,8 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(planCode == 0, "\(planOutput)")
         // `run` into the planned store plans nothing, and applies.
         let arguments = stop == .run ? ["run", pipeline, "--out", out, "--as-of", asOf, "--yes"] : ["apply", "--state", state, "--yes"]
-        let signals: [(Int32, Double)] = stop == .twice ? [(SIGTERM, 2.5), (SIGTERM, 0.1)] : [(SIGTERM, stop == .grace ? 4 : 2.5)]
+        // After apply's check of the services it needs (about 2 s at 300 ms an answer, 9 s at 1500 ms), well before its end.
+        let signals: [(Int32, Double)] = stop == .twice ? [(SIGTERM, 4.5), (SIGTERM, 0.1)] : [(SIGTERM, stop == .grace ? 14 : 4.5)]
         // The grace a stop gives the answers in flight: the default, 30 s, but 1 s (less than an answer) to see it end.
         let (code, output) = try Binary.run(arguments, environment: stop == .grace ? ["IDPIPE_TEST_STOP_GRACE_S": "1"] : [:], signals: signals)
         let stopped = try ledgerRows(state)

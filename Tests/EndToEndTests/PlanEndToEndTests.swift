@@ -164,6 +164,10 @@ struct Binary {
         // The sample has no services to count its data paths with: plan.json says so per kind, as plan.md does (it
         // said "counted": 0 and "notCounted": [], which read as a complete count).
         #expect(report.contains("**30 path deletions are not counted yet**"), "\(report)")
+        // status says apply would refuse the plan, and why nothing can count it (it said "planned" alone).
+        let (_, status) = try Binary.run(["status", "--state", out + "/state.sqlite"])
+        #expect(status.contains("status: planned\ndata: 30 path deletions not counted; apply refuses the plan until they are (the pipeline has "
+            + "no services.google to count them with"), "\(status)")
         // The rule that lets deletions through unrevoked, before approval (only report.md said it, after apply).
         #expect(report.contains("**3 accounts are deleted although a login of theirs cannot be revoked**: "
             + "`stages.delete.when_not_revocable: delete` lets their deletions through"), "\(report)")
