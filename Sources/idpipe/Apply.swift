@@ -384,13 +384,13 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
     }
 }
 
-/// Path deletions whose data the dry run has still to count: never counted, or given up on passing faults.
 /// What `resume` does after counting, for a plan `run --yes` made: it applies it (the suggestion said "reads only", and
 /// the command pasted deleted accounts).
 private func resumeThen(_ run: RunRecord) -> String {
     run.applyRequested == true ? ", then applies the plan, as the `run --yes` that made it asked" : ""
 }
 
+/// Path deletions whose data the dry run has still to count: never counted, or given up on passing faults.
 private func pathCountsToDo(_ store: StateStore) throws -> Int {
     try store.uncountedPathActionCount() + store.recountableActionCount()
 }
