@@ -331,6 +331,11 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         // A plan already whole read nothing now: its figures are the plan's, and no time of this call is theirs.
         Console.out("\(Console.count(tally["accounts.read"], "account")) read, \(tally["accounts.quarantined"]) quarantined"
             + (outcome.alreadyPlanned ? " by that plan." : ", in \(formatSeconds(wallClockSeconds() - started))."))
+        // What a monitor reading the output wants first of a cleanup's dry run (it said nothing of it).
+        if context.definition.stages.delete != nil {
+            Console.out("deletions planned: \(Console.count(tally["accounts.deletions-planned"], "account")) (their data or their account), "
+                + "of \(tally["accounts.processed"]) processed")
+        }
         // An empty CSV export is a valid one (it has no header): a scheduled job is told, as an export that failed
         // may have left it so.
         if tally["accounts.read"] == 0 {

@@ -150,6 +150,8 @@ struct Binary {
         let (code, log) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf, "--verbose"])
         #expect(code == 1, "\(log)")
         #expect(log.contains("plan"), "the verbose log is read: \(log)")
+        // A monitor reading the output learns how many accounts the cleanup would touch.
+        #expect(log.contains("deletions planned: 10 accounts (their data or their account), of 290 processed"), "\(log)")
         let files = try FileManager.default.contentsOfDirectory(atPath: out)
         #expect(Set(Self.reportFiles + ["state.sqlite"]).isSubset(of: files), "\(files)")
         try Binary.expectNoToken(try Binary.sampleTokens(), output: log, out: out)
