@@ -280,7 +280,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         // A signal stops the command even when the counts in flight were the last: `run --yes` went on to apply (and
         // delete) after a SIGTERM, and a plan to write its reports after a Ctrl-C.
         if count.stopped || count.signalled {
-            let then = (try store.loadRun())?.applyRequested == true ? " and then applies the plan, as `run --yes` asked" : ""
+            let then = try Console.thenApplies(store.loadRun())
             Console.error(count.stopped
                 ? "idpipe: interrupted while counting the data to delete; what was counted is kept, and the same command, or "
                     + "\(Console.command(state: statePath)), counts the rest\(then)"
@@ -387,12 +387,6 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         Console.endProgress()
         throw fail("\(error)")
     }
-}
-
-/// What `resume` does after counting, for a plan `run --yes` made: it applies it (the suggestion said "reads only", and
-/// the command pasted deleted accounts).
-private func resumeThen(_ run: RunRecord) -> String {
-    run.applyRequested == true ? ", then applies the plan, as the `run --yes` that made it asked" : ""
 }
 
 /// Path deletions whose data the dry run has still to count: never counted, or given up on passing faults.
@@ -524,7 +518,7 @@ struct ApplyCommand {
                 let next = context.definition.services.google == nil
                     ? "the pipeline has no services.google to read these paths with (nor to delete them): add it to \(run.pipelinePath) "
                         + "and plan again into a new state store"
-                    : "\(Console.command(state: statePath)) finishes counting (reads only)" + resumeThen(run)
+                    : "\(Console.command(state: statePath)) finishes counting (reads only)" + Console.thenApplies(run)
                 throw CommandError("the dry run has not finished counting the data of \(uncounted) path deletions, so the reviewed report is incomplete; "
                     + next)
             }
@@ -533,7 +527,7 @@ struct ApplyCommand {
             let recount = try store.recountableActionCount()
             if recount > 0 {
                 throw CommandError("the dry run could not count the data of \(recount) path deletion\(recount == 1 ? "" : "s") (passing faults), so "
-                    + "what they delete is not known; \(Console.command(state: statePath)) counts them again (reads only)" + resumeThen(run))
+                    + "what they delete is not known; \(Console.command(state: statePath)) counts them again (reads only)" + Console.thenApplies(run))
             }
             let open = try store.actionStates().filter { _, states in states.open > 0 }
             if !confirmed && !confirm(open) {

@@ -58,6 +58,12 @@ enum Console {
         "\(number) " + (number == 1 ? noun : noun + "s")
     }
 
+    /// What `resume` does at the end of what it finishes, for a run `run --yes` made: it applies the plan (a suggestion
+    /// that said "reads only" deleted accounts when pasted). Empty for any other run.
+    static func thenApplies(_ run: RunRecord?, _ what: String = "the plan") -> String {
+        run?.applyRequested == true ? ", then applies \(what), as `run --yes` asked" : ""
+    }
+
     /// "1 input row was quarantined", "3 input rows were quarantined".
     static func quarantinedRows(_ number: Int) -> String {
         count(number, "input row") + (number == 1 ? " was" : " were") + " quarantined"

@@ -179,65 +179,53 @@ final class Services {
     func check(only: Set<String>? = nil) -> [(ok: Bool, line: String)] {
         func wanted(_ service: String) -> Bool { only?.contains(service) ?? true }
         var probes: [@Sendable () async -> (Bool, String)] = []
-        if let client = identityToolkit, wanted("identitytoolkit") {
+        /// A check named `name`: the line `body` gives, or the error it throws.
+        func probe(_ name: String, _ body: @escaping @Sendable () async throws -> String) {
             probes.append {
-                do {
-                    let page = try await client.listUsers(pageToken: nil, maxResults: 1)
-                    return (true, "google: signed in; accounts:batchGet answered for \(client.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))")
-                } catch {
-                    return (false, "google: \(error)")
-                }
+                do { return (true, "\(name): " + (try await body())) } catch { return (false, "\(name): \(error)") }
+            }
+        }
+        if let client = identityToolkit, wanted("identitytoolkit") {
+            probe("google") {
+                let page = try await client.listUsers(pageToken: nil, maxResults: 1)
+                return "signed in; accounts:batchGet answered for \(client.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))"
             }
         }
         if let apple, wanted("apple") {
-            // A refresh grant with a token Apple never issued: invalid_grant proves the client secret was accepted.
-            probes.append {
+            // A refresh grant with a token Apple never issued: invalid_grant proves the client secret was accepted. Any
+            // other answer (a 404 or a 400 from a wrong endpoint, a 5xx) says nothing of the secret.
+            probe("apple") {
                 do {
                     _ = try await apple.refresh(refreshToken: "idpipe-connectivity-check")
-                    return (true, "apple: client secret accepted")
+                    return "client secret accepted"
                 } catch ConnectorError.rejected(_, "invalid_grant", _) {
-                    return (true, "apple: client secret accepted (the probe token was refused, as expected)")
-                } catch {
-                    // Any other answer (a 404 or a 400 from a wrong endpoint, a 5xx) says nothing of the secret.
-                    return (false, "apple: \(error)")
+                    return "client secret accepted (the probe token was refused, as expected)"
                 }
             }
         }
         if let facebook, wanted("facebook") {
-            probes.append {
-                do {
-                    _ = try await facebook.appAccessToken()
-                    return (true, "facebook: app access token obtained")
-                } catch {
-                    return (false, "facebook: \(error)")
-                }
+            probe("facebook") {
+                _ = try await facebook.appAccessToken()
+                return "app access token obtained"
             }
         }
         // The data stores: each configured path read for an id no account has, as the dry run's count reads it (a
         // wrong endpoint, a store not reachable, a permission the service account lacks).
         let stores = dataStores
         for kind in stores.kinds where wanted(kind.service) {
-            probes.append {
-                do {
-                    _ = try await stores.count(kind, uid: "idpipe-connectivity-check")
-                    return (true, "\(kind.service): its configured paths can be read")
-                } catch {
-                    return (false, "\(kind.service): \(error)")
-                }
+            probe(kind.service) {
+                _ = try await stores.count(kind, uid: "idpipe-connectivity-check")
+                return "its configured paths can be read"
             }
         }
         if let webhook, wanted("data-webhook") {
             // Its address only (a typo in the host, a TLS or routing fault): a request that deletes nothing cannot show
             // the secret accepted. The URL is not echoed, as it may carry a key.
-            probes.append {
-                do {
-                    let status = try await webhook.probe()
-                    // A 404 may be a wrong path, or a hook that answers POST only: said, not judged.
-                    let unsure = status == 404 ? "; a 404 may mean a wrong path in stages.delete.data_webhook (or a hook that takes POST only)" : ""
-                    return (true, "data webhook: reachable (HTTP \(status) to a HEAD request)\(unsure); its secret is checked by the first deletion")
-                } catch {
-                    return (false, "data webhook: \(error)")
-                }
+            probe("data webhook") {
+                let status = try await webhook.probe()
+                // A 404 may be a wrong path, or a hook that answers POST only: said, not judged.
+                let unsure = status == 404 ? "; a 404 may mean a wrong path in stages.delete.data_webhook (or a hook that takes POST only)" : ""
+                return "reachable (HTTP \(status) to a HEAD request)\(unsure); its secret is checked by the first deletion"
             }
         }
         struct Checked: Sendable {

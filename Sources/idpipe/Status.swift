@@ -42,7 +42,7 @@ struct Status: ParsableCommand {
                 let done = checkpoint?.input.offset ?? 0
                 let percent = run.sourceSize > 0 ? done * 100 / run.sourceSize : 0
                 // A plan that `run --yes` started is applied by resume once finished: said before it changes anything.
-                let then = run.applyRequested == true ? ", then applies it, as `run --yes` asked" : ""
+                let then = Console.thenApplies(run, "it")
                 Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input"
                     + (holder == nil ? " (interrupted; \(resume) finishes it\(then))" : ""))
             }
@@ -50,7 +50,7 @@ struct Status: ParsableCommand {
             if run.status == .planned {
                 let uncounted = try store.uncountedPathActionCount(), recount = try store.recountableActionCount()
                 if uncounted + recount > 0 {
-                    let then = run.applyRequested == true ? ", then applies it, as `run --yes` asked" : ""
+                    let then = Console.thenApplies(run, "it")
                     // Without services.google nothing can count them: a resume would not either.
                     let pipeline = try? PipelineContext(path: SideInputReader.resolve(run.pipelinePath, base))
                     let next = pipeline.map { $0.definition.services.google == nil } == true

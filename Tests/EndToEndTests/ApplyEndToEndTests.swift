@@ -107,12 +107,13 @@ func firstDifference(_ a: String, _ b: String) -> String {
         return relative
     }
 
-    /// The sandbox serving the sample accounts and tokens, and the sample cleanup pipeline pointed at it.
-    func sampleCleanup() throws -> (SandboxProcess, String) {
+    /// The sandbox serving the sample accounts and tokens (started with `arguments`: a latency, say), and the sample
+    /// cleanup pipeline pointed at it (with `replacing` made in it).
+    func sampleCleanup(arguments: [String] = [], replacing: [(String, String)] = []) throws -> (SandboxProcess, String) {
         let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
                                          storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path,
-                                         data: Binary.root.appendingPathComponent("Samples/data.json").path)
-        return (sandbox, try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox))
+                                         data: Binary.root.appendingPathComponent("Samples/data.json").path, arguments: arguments)
+        return (sandbox, try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox, replacing: replacing))
     }
 
     func ledgerRows(_ state: String) throws -> [LedgerRow] {
@@ -195,11 +196,8 @@ func firstDifference(_ a: String, _ b: String) -> String {
     /// Two applies of one pipeline at once, from two state stores (two nights' runs that overlapped), are refused: each
     /// deleted the same accounts' data, under webhook keys of its own.
     @Test func twoAppliesOfOnePipelineAtOnceAreRefused() throws {
-        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
-                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path,
-                                         data: Binary.root.appendingPathComponent("Samples/data.json").path, arguments: ["--latency-ms", "300"])
-        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox)
-        defer { Binary.removeVariant(pipeline) }
+        let (sandbox, pipeline) = try sampleCleanup(arguments: ["--latency-ms", "300"])
+        defer { withExtendedLifetime(sandbox) { Binary.removeVariant(pipeline) } }
         let first = Binary.temporaryDirectory(), second = Binary.temporaryDirectory()
         for out in [first, second] {
             let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
@@ -247,13 +245,9 @@ func firstDifference(_ a: String, _ b: String) -> String {
     /// A plan stopped while counting the data to delete (SIGTERM, the sandbox slow to answer) exits 130; the next plan
     /// finishes the count, and says the plan had stopped while counting.
     @Test func aPlanStoppedWhileCountingTheDataSaysSoWhenFinished() throws {
-        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
-                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path,
-                                         data: Binary.root.appendingPathComponent("Samples/data.json").path, arguments: ["--latency-ms", "200"])
         // Three counts at a time, each answer slow: the signal comes after the first few of the 30 path deletions.
-        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox,
-                                    replacing: [("\nguards:", "\napply: {accounts_in_flight: 3}\nguards:")])
-        defer { Binary.removeVariant(pipeline) }
+        let (sandbox, pipeline) = try sampleCleanup(arguments: ["--latency-ms", "200"], replacing: [("\nguards:", "\napply: {accounts_in_flight: 3}\nguards:")])
+        defer { withExtendedLifetime(sandbox) { Binary.removeVariant(pipeline) } }
         let out = Binary.temporaryDirectory()
         let plan = ["plan", pipeline, "--out", out, "--as-of", asOf]
         let (stopped, stoppedOutput) = try Binary.run(plan, signals: [(SIGTERM, 1.2)])
@@ -271,10 +265,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
     /// counts in flight are recorded, and the run stops there, exit 130, nothing applied. It went on to apply and delete
     /// every selected account, as the stop had left no count to do; a cron or systemd timeout stops jobs so.
     @Test func aSignalWhileTheLastCountsAreInFlightStopsRunBeforeApply() throws {
-        let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path,
-                                         storedTokens: Binary.root.appendingPathComponent("Samples/stored-tokens.jsonl").path,
-                                         data: Binary.root.appendingPathComponent("Samples/data.json").path, arguments: ["--latency-ms", "400"])
-        let pipeline = try pipeline(from: "Pipelines/cleanup-deleted-accounts.yaml", sandbox: sandbox)
+        let (sandbox, pipeline) = try sampleCleanup(arguments: ["--latency-ms", "400"])
         defer { Binary.removeVariant(pipeline) }
         let out = Binary.temporaryDirectory()
         // The plan reads the samples in well under a second; the counts, each answer slow, take about 15 s.

@@ -163,8 +163,8 @@ public final class PlanRunner {
         defer { _ = try? committer.drain() }
         let duplicates = DuplicateCheck(limit: idsInMemory)
         // A migration keeps its import file free of two accounts for one email, phone number or federated sign-in.
-        let importKeys = sink == nil ? nil : ImportKeys()
         let imports = sink == nil ? nil : ImportPart(emails: !pipeline.output.allowDuplicateEmails)
+        let importKeys = imports.map { _ in ImportKeys() }
         var tally = checkpoint.tally
         let started = clock()
         var batches = 0
