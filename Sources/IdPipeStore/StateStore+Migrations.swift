@@ -143,6 +143,30 @@ extension StateStore {
                 CREATE TABLE import_keys (batch INTEGER PRIMARY KEY, hashes BLOB NOT NULL);
                 """)
         }
+        migrator.registerMigration("v9-import-requests") { db in
+            try db.execute(sql: """
+                -- Apply's import of the import file (stages.import): one row per accounts:batchCreate request, the byte
+                -- range of its accounts in the file, and how far it got: planned, sent (sent again after a stop), done.
+                CREATE TABLE import_request (
+                    id INTEGER PRIMARY KEY,
+                    start_offset INTEGER NOT NULL,
+                    end_offset INTEGER NOT NULL,
+                    users INTEGER NOT NULL,
+                    state TEXT NOT NULL,
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    first_sent_at INTEGER,
+                    finished_at INTEGER
+                );
+                -- The accounts of a done request that the API refused (its per-account errors), with its message.
+                CREATE TABLE import_failure (
+                    request INTEGER NOT NULL REFERENCES import_request (id),
+                    position INTEGER NOT NULL,
+                    uid TEXT NOT NULL,
+                    message TEXT NOT NULL,
+                    PRIMARY KEY (request, position)
+                );
+                """)
+        }
         return migrator
     }
 }

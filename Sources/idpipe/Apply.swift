@@ -346,7 +346,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             let file = "\(out)/\(output)"
             Console.out("import file: \(file)" + (fileExists(file) ? ""
                 : " (missing: removed since the plan finished; plan afresh with a new state store to write it again)"))
-            if tally["import.cli-refused"] > 0 {
+            // Apply imports it through the API (stages.import), which takes what the CLI refuses.
+            if tally["import.cli-refused"] > 0, context.definition.stages.importAccounts == nil {
                 Console.error("idpipe: \(Console.count(tally["import.cli-refused"], "account")) in it would stop `firebase auth:import` "
                     + "(links beyond google.com, facebook.com, twitter.com and github.com, or MFA); "
                     + "see the Import file section of \(out)/plan.md")
@@ -354,6 +355,11 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             if tally["import.api-refused"] > 0 {
                 Console.error("idpipe: \(Console.count(tally["import.api-refused"], "account")) in it hold values Identity Toolkit refuses "
                     + "(claims over 1000 characters or not JSON, photo URLs over 2048); see the Import file section of \(out)/plan.md")
+            }
+            if let config = context.definition.stages.importAccounts, config.passwordHash == nil, tally["import.password-hashes"] > 0 {
+                Console.error("idpipe: warning: \(Console.count(tally["import.password-hashes"], "account")) in it carry a password hash, and "
+                    + "stages.import gives no password_hash: apply refuses to import them without the project's hash parameters; add them "
+                    + "to the pipeline and plan again")
             }
             let leftOut = tally.group("import.left-out.").reduce(0) { $0 + $1.1 }
             if leftOut > 0 {
@@ -529,13 +535,17 @@ struct ApplyCommand {
                 throw CommandError("the dry run could not count the data of \(recount) path deletion\(recount == 1 ? "" : "s") (passing faults), so "
                     + "what they delete is not known; \(Console.command(state: statePath)) counts them again (reads only)" + Console.thenApplies(run))
             }
+            // A migration's import (stages.import): the file checked against the plan's fingerprint, split into its requests.
+            let importing = try ImportStep.prepare(context, run: run, store: store)
             let open = try store.actionStates().filter { _, states in states.open > 0 }
-            if !confirmed && !confirm(open) {
+            if !confirmed && !confirm(open, also: importing?.confirmationLine) {
                 throw fail("nothing was changed: apply changes accounts; pass --yes to carry out the plan in \(statePath)")
             }
             let services = try Services(context, logger: logger)
             defer { services.shutdown() }
             let effects = services.effects()
+            // The signer key is read now: a missing one stops the command before any service is asked.
+            let importHash = try services.passwordHash(importing == nil ? nil : context.definition.stages.importAccounts?.passwordHash)
             for kind in open.keys.sorted(by: { $0.order < $1.order }) {
                 if let missing = effects.missingService(for: kind) {
                     throw CommandError("\(context.path): the plan has open \(kind.rawValue) actions, but \(missing) is not configured")
@@ -545,7 +555,8 @@ struct ApplyCommand {
             // `validate --check-services` does): a refused Facebook secret stopped a `run --yes` only after it had deleted
             // the data of the accounts before the first Facebook revocation, a night half done.
             let checking = Interruption { Console.error("\nidpipe: stopping: nothing is sent yet (again to quit at once)") }
-            let failed = services.check(only: Set(open.keys.map(\.service))).filter { !$0.ok }
+            let needed = Set(open.keys.map(\.service)).union(importing?.openRequests.isEmpty == false ? ["identitytoolkit"] : [])
+            let failed = services.check(only: needed).filter { !$0.ok }
             checking.end()
             if checking.isRaised {
                 // The run is not `applying` yet: resume would say there is nothing to resume (but for `run --yes`).
@@ -577,6 +588,9 @@ struct ApplyCommand {
                 if reveal { run.revealPersonalData = true }
                 try store.saveRun(run)
             }
+            if let importing {
+                try runImport(importing, hash: importHash, services: services, store: store, run: &run, definition: definition)
+            }
             let runner = ApplyRunner(store: store, effects: effects, credentials: credentials, settings: settings,
                                      clock: { epochMilliseconds() }, monotonic: { wallClockSeconds() }, logger: logger)
             let started = wallClockSeconds()
@@ -600,9 +614,12 @@ struct ApplyCommand {
             case .interrupted: ended = "apply, interrupted (this session)"
             case .stoppedByGuard, .stoppedByConfiguration: ended = "apply, stopped (this session)"
             }
-            Console.out("\(ended): \(progress.accounts) accounts, \(progress.actionsDone) actions done, \(progress.actionsFailed) failed, "
-                + "\(progress.deleted) accounts deleted, in \(formatSeconds(wallClockSeconds() - started))"
-                + (resent > 0 ? "; \(resent) actions in flight at the last stop were sent again" : "") + ".")
+            // After an import, whose line said what it did, only when accounts had actions of their own.
+            if importing == nil || progress.accounts > 0 {
+                Console.out("\(ended): \(progress.accounts) accounts, \(progress.actionsDone) actions done, \(progress.actionsFailed) failed, "
+                    + "\(progress.deleted) accounts deleted, in \(formatSeconds(wallClockSeconds() - started))"
+                    + (resent > 0 ? "; \(resent) actions in flight at the last stop were sent again" : "") + ".")
+            }
             if sessions > 1 {
                 let states = try store.actionStates()
                 let total = { (state: ActionState) in states.values.reduce(0) { $0 + ($1[state] ?? 0) } }
@@ -610,9 +627,10 @@ struct ApplyCommand {
                     + "\(states[.deleteAccount]?[.done] ?? 0) accounts deleted.")
             }
             // A migration's accounts are in its import file: "applied" with nothing imported read as a migration done.
-            if let output = definition.output.importJSON {
-                Console.error("idpipe: apply does not import accounts: load \(run.reportFolder.map { "\($0)/\(output)" } ?? output) into the "
-                    + "project with accounts:batchCreate (the Import file section of plan.md says how)")
+            if let output = definition.output.importJSON, definition.stages.importAccounts == nil {
+                Console.error("idpipe: apply imported no accounts (the pipeline has no stages.import): load "
+                    + "\(run.reportFolder.map { "\($0)/\(output)" } ?? output) into the project yourself (the Import file section of plan.md "
+                    + "says how), or give the pipeline stages.import and plan again")
             }
             Console.out("state: \(statePath)")
             switch outcome {
@@ -645,15 +663,46 @@ struct ApplyCommand {
         }
     }
 
-    /// Exit code 1, said why, when the run holds failed actions or the plan quarantined input rows.
+    /// Sends the import's open requests, then closes the name updates the imported accounts carried. A stop (a signal,
+    /// a refused request, a service down) writes the reports and ends the command, resumable.
+    func runImport(_ importing: ImportStep, hash: PasswordHashParameters?, services: Services, store: StateStore, run: inout RunRecord,
+                   definition: PipelineDefinition) throws {
+        if !importing.openRequests.isEmpty {
+            let outcome = try importing.run(services: services, store: store, hash: hash)
+            if outcome != .completed {
+                var why = "interrupted"
+                if case .stopped(let reason) = outcome { why = reason }
+                run.applyStop = why
+                try store.saveRun(run)
+                try writeReports(store, run: run, settings: definition.report)
+                Console.out("state: \(statePath)")
+                if outcome == .interrupted {
+                    Console.error("idpipe: interrupted; \(Console.command(state: statePath)) continues the import")
+                    throw Exit.interrupted
+                }
+                throw fail("\(why)\nNothing more was sent. Once the cause is fixed (a credential, the signer key, a service back up), "
+                    + "\(Console.command(state: statePath)) sends the rest, the request in flight again (an import overwrites the accounts it made); "
+                    + "a fix in the pipeline file (a hash parameter) needs a new plan in a new state store.")
+            }
+        }
+        let closed = try blocking { try await store.closeNameUpdatesByImport(at: epochMilliseconds()) }
+        if closed > 0 { Console.out("names: \(Console.count(closed, "name update")) went in with the imported accounts; none is sent on its own.") }
+    }
+
+    /// Exit code 1, said why, when the run holds failed actions or accounts its import could not bring in, or the plan
+    /// quarantined input rows.
     func failIfUnfinished(_ store: StateStore) throws {
         let failed = try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }
         let quarantined = try store.tally().quarantineRows
+        let refused = try store.importSummary(limit: 0)?.refused ?? 0
         if failed > 0 { Console.error("idpipe: \(Console.count(failed, "action")) failed; see the Outcomes section of \(out)/report.md") }
+        if refused > 0 {
+            Console.error("idpipe: \(Console.count(refused, "account")) of the import file refused by the API; see the Import section of \(out)/report.md")
+        }
         if quarantined > 0 {
             Console.error("idpipe: \(Console.quarantinedRows(quarantined)) by the plan and not acted on; see the Quarantine section of \(out)/report.md")
         }
-        if failed > 0 || quarantined > 0 { throw Exit.doneWithFailures }
+        if failed > 0 || quarantined > 0 || refused > 0 { throw Exit.doneWithFailures }
     }
 
     /// The reports of the apply, with the pipeline's list limit, showing personal data if the plan's reports did, or if
@@ -698,8 +747,9 @@ struct ApplyCommand {
     }
 
     /// Asks on a terminal; refuses (false) when stdin is not one.
-    func confirm(_ open: [ActionKind: [ActionState: Int]]) -> Bool {
+    func confirm(_ open: [ActionKind: [ActionState: Int]], also: String? = nil) -> Bool {
         guard isatty(0) == 1 else { return false }
+        if let also { Console.out(also) }
         for (kind, states) in open.sorted(by: { $0.key.order < $1.key.order }) {
             Console.out("  \(kind.rawValue): \(states.open) to do")
         }

@@ -233,6 +233,12 @@ struct PipelineContext {
                 + (d.output.allowDuplicateEmails ? "two accounts may share an email, not a phone number or federated sign-in"
                    : "no two accounts share an email, phone number or federated sign-in"))
         }
+        if let config = d.stages.importAccounts {
+            lines.append("import: apply imports the import file into services.google's project through accounts:batchCreate, "
+                + "\(config.usersPerRequest) accounts a request, "
+                + (config.passwordHash.map { "password hashes as \($0.algorithm) (signer key from \($0.signerKeyFile ?? "$" + $0.signerKeyEnv))" }
+                   ?? "no password hash parameters (an account with a passwordHash stops the import)"))
+        }
         return lines
     }
 }

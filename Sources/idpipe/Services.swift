@@ -22,11 +22,16 @@ final class Services {
     let batchDeleteRate: Double
     /// Every channel built, for the traffic figures of the report.
     let channels: [ServiceChannel]
+    /// Where secrets named later are read from (`passwordHash`).
+    private let context: PipelineContext
+    private let environment: [String: String]
 
     /// `retry` applies to every service; `validate --check-services` passes a short one so a wrong address fails fast.
     init(_ context: PipelineContext, environment: [String: String] = ProcessInfo.processInfo.environment,
          retry: RetryPolicy = RetryPolicy(), logger: Logger) throws {
         let services = context.definition.services
+        self.context = context
+        self.environment = environment
         var channels: [ServiceChannel] = []
         transport = AsyncHTTPTransport(connectionsPerHost: 64)
         var googleTokens: (any AccessTokenSource)?
@@ -54,6 +59,7 @@ final class Services {
             rates.updates = google.updatesPerSecond
             rates.batchDeletes = google.batchDeletesPerSecond
             rates.reads = google.readsPerSecond
+            rates.batchCreates = google.batchCreatesPerSecond
             googleTokens = tokens
             identityToolkit = IdentityToolkitClient(
                 projectId: project, tenantId: google.tenantId, base: base, tokens: tokens,
@@ -146,6 +152,19 @@ final class Services {
     func effects() -> LiveEffects {
         LiveEffects(identityToolkit: identityToolkit, apple: apple, facebook: facebook, webhook: webhook, dataStores: dataStores,
                     channels: channels, batchDeleteRate: batchDeleteRate)
+    }
+
+    /// The password hash parameters of `stages.import`, with the signer key read from its file or variable.
+    func passwordHash(_ config: PasswordHashConfig?) throws -> PasswordHashParameters? {
+        guard let config else { return nil }
+        let key = try Self.secret(context, file: config.signerKeyFile, key: "stages.import.password_hash.signer_key_file",
+                                  environment: environment, variable: config.signerKeyEnv)
+        if config.algorithm == "SCRYPT" || config.algorithm.hasPrefix("HMAC_"), key == nil {
+            throw CommandError("\(context.path): stages.import.password_hash: \(config.algorithm) needs the signer key: set signer_key_file, "
+                + "or the environment variable \(config.signerKeyEnv)")
+        }
+        return PasswordHashParameters(algorithm: config.algorithm, signerKey: key, saltSeparator: config.saltSeparator,
+                                      rounds: config.rounds, memoryCost: config.memoryCost)
     }
 
     /// A secret from the file the pipeline names (relative to it), else from the environment variable; nil when neither.

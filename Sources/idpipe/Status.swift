@@ -69,6 +69,12 @@ struct Status: ParsableCommand {
                 let counts = ActionState.allCases.map { ($0, applying ? now[kind]?[$0] ?? 0 : tally["actions.\(kind.rawValue).\($0.rawValue)"]) }.filter { $0.1 > 0 }
                 if !counts.isEmpty { Console.out("\(kind.rawValue): " + counts.map { "\($0.1) \($0.0.rawValue)" }.joined(separator: ", ")) }
             }
+            if let imported = try store.importSummary(limit: 0) {
+                Console.out("import: \(imported.imported) of \(imported.users) accounts imported, \(imported.refused) refused, "
+                    + "\(imported.openRequests) of \(imported.totalRequests) requests still to send")
+            } else if run.importFileSHA256 != nil {
+                Console.out("import: not started (apply imports the import file)")
+            }
             if let stop = run.applyStop {
                 // A cap stop goes on only with a higher cap: resume keeps to the run's --max-deletions.
                 let next = stop.hasPrefix("the deletion cap") && run.maxDeletions != nil

@@ -122,3 +122,37 @@ import Testing
             """)
     }
 }
+
+/// `stages.import`: what it needs from the rest of the pipeline, and its password hash parameters.
+struct ImportStageConfigTests {
+    static let base = "version: 1\nname: m\nsource: {path: x.json}\n"
+    static let services = "services: {google: {project_id: p}}\n"
+    static let output = "output: {import_json: out.json}\n"
+
+    @Test(arguments: [
+        ("stages: {import: true}\n" + output, "add services.google"),
+        ("stages: {import: true}\n" + services, "name it with output.import_json"),
+        ("select: {disabled: true}\nstages: {import: true, delete: true}\n" + output + services, "does not revoke or delete"),
+        ("stages: {import: {users_per_request: 1001}}\n" + output + services, "must be at most 1000 (the API takes 1000 accounts a request)"),
+        ("stages: {import: {password_hash: {rounds: 8}}}\n" + output + services, "missing key 'algorithm'"),
+        ("stages: {import: {password_hash: {algorithm: scrypt}}}\n" + output + services, "is not a hash algorithm name"),
+        ("stages: {import: {password_hash: {algorithm: SCRYPT, rounds: 8}}}\n" + output + services, "SCRYPT needs rounds and memory_cost"),
+        ("stages: {import: {password_hash: {algorithm: SCRYPT, salt_separator: 'B w', rounds: 8, memory_cost: 14}}}\n" + output + services, "is not base64"),
+        ("stages: {import: {password_hash: {algorithm: SCRYPT, rounds: 8, memory_cost: 15}}}\n" + output + services, "must be at most 14"),
+    ])
+    func aStageThatCannotImportIsRefused(text: String, message: String) {
+        let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: Self.base + text, file: "m.yaml") }
+        #expect(error?.description.contains(message) == true, "\(String(describing: error))")
+    }
+
+    @Test func theStageKeepsItsParameters() throws {
+        let text = Self.base + "stages: {import: {users_per_request: 500, password_hash: {algorithm: SCRYPT, signer_key_file: k.txt, "
+            + "salt_separator: Bw==, rounds: 8, memory_cost: 14}}}\n" + Self.output + Self.services
+        let config = try #require(try PipelineDefinition.parse(yaml: text, file: "m.yaml").stages.importAccounts)
+        #expect(config.usersPerRequest == 500)
+        #expect(config.passwordHash?.algorithm == "SCRYPT" && config.passwordHash?.signerKeyFile == "k.txt" && config.passwordHash?.saltSeparator == "Bw==")
+        #expect(config.passwordHash?.rounds == 8 && config.passwordHash?.memoryCost == 14)
+        #expect(try PipelineDefinition.parse(yaml: Self.base + "stages: {import: true}\n" + Self.output + Self.services, file: "m.yaml")
+            .stages.importAccounts == ImportConfig())
+    }
+}

@@ -62,6 +62,15 @@ import Testing
                                            "import.cli-refuses.provider yahoo.com": 1, "import.cli-refuses.mfaInfo": 1])
     }
 
+    /// Accounts with a password hash are counted: their import needs the project's hash parameters (`stages.import`).
+    @Test func importedPasswordHashesAreCounted() {
+        var counter = TallyCounter()
+        counter.countImported(Account(localId: "1", passwordHash: "aGFzaA=="))
+        counter.countImported(Account(localId: "2", passwordHash: ""))
+        counter.countImported(Account(localId: "3"))
+        #expect(counter.tally().counts == ["import.accounts": 3, "import.password-hashes": 1])
+    }
+
     /// Values Identity Toolkit refuses are counted apart (they went into the file without a word): claims over 1000
     /// characters or not a JSON object, a photo URL over 2048 characters.
     @Test(arguments: [

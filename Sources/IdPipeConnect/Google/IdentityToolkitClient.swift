@@ -32,6 +32,33 @@ public struct BatchDeleteFailure: Sendable, Equatable {
     }
 }
 
+/// The password hash parameters of `accounts:batchCreate` (`UploadAccountRequest`): how the imported hashes were made.
+public struct PasswordHashParameters: Sendable, Equatable {
+    public var algorithm: String
+    /// Base64; a secret, sent in the body only.
+    public var signerKey: String?
+    public var saltSeparator: String?
+    public var rounds: Int?
+    public var memoryCost: Int?
+
+    public init(algorithm: String, signerKey: String? = nil, saltSeparator: String? = nil, rounds: Int? = nil, memoryCost: Int? = nil) {
+        self.algorithm = algorithm
+        self.signerKey = signerKey
+        self.saltSeparator = saltSeparator
+        self.rounds = rounds
+        self.memoryCost = memoryCost
+    }
+
+    var fields: [String: JSONValue] {
+        var fields: [String: JSONValue] = ["hashAlgorithm": .string(algorithm)]
+        if let signerKey { fields["signerKey"] = .string(signerKey) }
+        if let saltSeparator { fields["saltSeparator"] = .string(saltSeparator) }
+        if let rounds { fields["rounds"] = .int(Int64(rounds)) }
+        if let memoryCost { fields["memoryCost"] = .int(Int64(memoryCost)) }
+        return fields
+    }
+}
+
 /// A per-user failure of `accounts:batchCreate` (the response's singular `error` list).
 public struct BatchCreateFailure: Sendable, Equatable {
     public var index: Int
@@ -125,10 +152,13 @@ public final class IdentityToolkitClient: Sendable {
         }
     }
 
-    /// `POST accounts:batchCreate {users}`; up to 1000 users (no password hashes: no hash config is sent).
-    public func batchCreate(users: [JSONValue]) async throws -> [BatchCreateFailure] {
+    /// `POST accounts:batchCreate {users, hash parameters}`; up to 1000 users. Without `hash`, no user may have a
+    /// `passwordHash` (the API refuses the request).
+    public func batchCreate(users: [JSONValue], hash: PasswordHashParameters? = nil) async throws -> [BatchCreateFailure] {
         precondition((1...Self.maxBatch).contains(users.count))
-        let body = try await call("POST", "accounts:batchCreate", body: ["users": .array(users)], limiter: batchCreates)
+        var fields: [String: JSONValue] = ["users": .array(users)]
+        if let hash { fields.merge(hash.fields) { _, new in new } }
+        let body = try await call("POST", "accounts:batchCreate", body: .object(fields), limiter: batchCreates)
         return try indexedErrors(body["error"], count: users.count, call: "batchCreate").map {
             BatchCreateFailure(index: $0.index, message: $0.message)
         }

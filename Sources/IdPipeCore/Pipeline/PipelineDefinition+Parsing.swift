@@ -101,6 +101,18 @@ extension PipelineDefinition {
         guard let sourceNode = top["source"] else { throw root.error("missing key 'source'") }
         let stages = try top["stages"].map(decodeStages) ?? StagesConfig()
         let selection = try top["select"].map(decodeSelection) ?? SelectionConfig()
+        if let item = top["stages"]?.child("import") {
+            // A migration imports; a cleanup revokes and deletes. Both in one plan would import accounts it also deletes.
+            if stages.revoke != nil || stages.delete != nil {
+                throw item.error("a pipeline that imports accounts does not revoke or delete: make the cleanup another pipeline")
+            }
+            if stages.importAccounts != nil, top["output"]?.node.mapping?["import_json"] == nil {
+                throw item.error("imports the import file: name it with output.import_json")
+            }
+            if stages.importAccounts != nil, top["services"]?.node.mapping?["google"] == nil {
+                throw item.error("imports into services.google's project: add services.google (project_id, credentials)")
+            }
+        }
         if stages.revoke != nil || stages.delete != nil, !selection.selectsAnything {
             throw (top["select"] ?? root).error("the revoke and delete stages need a 'select' rule (deletion_requested, disabled or inactive_for_days)")
         }
@@ -222,7 +234,7 @@ extension PipelineDefinition {
     }
 
     private static func decodeStages(_ node: ConfigNode) throws -> StagesConfig {
-        let keys = try node.mapping(allowed: ["normalize", "detect_relay", "backfill_names", "revoke", "delete"])
+        let keys = try node.mapping(allowed: ["normalize", "detect_relay", "backfill_names", "revoke", "delete", "import"])
         var stages = StagesConfig()
         stages.normalize = try keys["normalize"]?.bool() ?? true
         stages.detectRelay = try keys["detect_relay"]?.bool() ?? true
@@ -264,7 +276,45 @@ extension PipelineDefinition {
                 config.whenRevocationFails = try entries["when_revocation_fails"]?.oneOf(NotRevocablePolicy.self) ?? .keep
             }
         }
+        if let item = keys["import"] {
+            stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: ["users_per_request", "password_hash"]) { config, entries in
+                config.usersPerRequest = try entries["users_per_request"]?.int(minimum: 1, maximum: 1000, why: " (the API takes 1000 accounts a request)")
+                    ?? config.usersPerRequest
+                config.passwordHash = try entries["password_hash"].map(decodePasswordHash)
+            }
+        }
         return stages
+    }
+
+    private static func decodePasswordHash(_ node: ConfigNode) throws -> PasswordHashConfig {
+        let keys = try node.mapping(allowed: ["algorithm", "signer_key_file", "signer_key_env", "salt_separator", "rounds", "memory_cost"])
+        guard let algorithm = keys["algorithm"] else { throw node.error("missing key 'algorithm' (SCRYPT for Firebase's own hashes)") }
+        let name = try algorithm.string()
+        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == "_") }) else {
+            throw algorithm.error("'\(name)' is not a hash algorithm name as the API spells them (SCRYPT, HMAC_SHA256, BCRYPT, PBKDF2_SHA256, ...)")
+        }
+        var config = PasswordHashConfig(algorithm: name)
+        config.signerKeyFile = try keys["signer_key_file"]?.secretFilePath()
+        config.signerKeyEnv = try keys["signer_key_env"]?.string() ?? config.signerKeyEnv
+        if let separator = keys["salt_separator"] {
+            let text = try separator.string()
+            guard isBase64(text) else { throw separator.error("is not base64 (the console shows it so, e.g. Bw==)") }
+            config.saltSeparator = text
+        }
+        config.rounds = try keys["rounds"]?.int(minimum: 0, maximum: 8192)
+        config.memoryCost = try keys["memory_cost"]?.int(minimum: 0, maximum: 14)
+        if name == "SCRYPT", config.rounds == nil || config.memoryCost == nil {
+            throw node.error("SCRYPT needs rounds and memory_cost (the console's Password hash parameters)")
+        }
+        return config
+    }
+
+    /// Standard base64 with its padding, as the console shows the salt separator.
+    static func isBase64(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        let body = bytes.prefix { $0 != UInt8(ascii: "=") }
+        return bytes.count % 4 == 0 && bytes.count - body.count <= 2 && bytes[body.count...].allSatisfy { $0 == UInt8(ascii: "=") }
+            && body.allSatisfy { (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2b || $0 == 0x2f }
     }
 
     /// A list of paths, each holding `{uid}` (without it, every account would delete the same data).

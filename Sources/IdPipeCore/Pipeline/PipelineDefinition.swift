@@ -150,6 +150,34 @@ public struct StagesConfig: Sendable, Equatable {
     public var backfillNames: [NameSource]?
     public var revoke: RevokeConfig?
     public var delete: DeleteConfig?
+    /// `stages.import`: apply imports the migration's import file into `services.google`'s project.
+    public var importAccounts: ImportConfig?
+}
+
+/// How apply imports the import file (`output.import_json`) through `accounts:batchCreate`.
+public struct ImportConfig: Sendable, Equatable {
+    /// Accounts per request: the API takes up to 1000.
+    public var usersPerRequest = 1000
+    /// The project's password hash parameters, needed when an account has a `passwordHash`.
+    public var passwordHash: PasswordHashConfig?
+    public init() {}
+}
+
+/// The parameters of the hash the source project's passwords were stored with (the console's Authentication > Users >
+/// Password hash parameters); `accounts:batchCreate` takes them with the hashes.
+public struct PasswordHashConfig: Sendable, Equatable {
+    /// `SCRYPT` (Firebase's own), `HMAC_SHA256`, `BCRYPT`, `PBKDF2_SHA256`…: the API's `hashAlgorithm`.
+    public var algorithm: String
+    /// A file holding the base64 signer key (a secret); else the environment variable `signerKeyEnv`.
+    public var signerKeyFile: String?
+    public var signerKeyEnv = "IDPIPE_PASSWORD_HASH_KEY"
+    /// Base64, as the console shows it.
+    public var saltSeparator: String?
+    public var rounds: Int?
+    public var memoryCost: Int?
+    public init(algorithm: String) {
+        self.algorithm = algorithm
+    }
 }
 
 public struct RevokeConfig: Sendable, Equatable {

@@ -47,6 +47,8 @@ public struct GoogleServiceConfig: Sendable, Equatable {
     public var updatesPerSecond: Double = 10
     public var batchDeletesPerSecond: Double = 1
     public var readsPerSecond: Double = 20
+    /// `accounts:batchCreate` (the import, `stages.import`): no published limit; one request of up to 1000 accounts a second.
+    public var batchCreatesPerSecond: Double = 1
     public var maxInFlight = 8
     public init() {}
 }
@@ -81,7 +83,7 @@ extension PipelineDefinition {
         var services = ServicesConfig()
         if let google = keys["google"] {
             let entries = try google.mapping(allowed: ["project_id", "tenant_id", "credentials", "endpoint", "updates_per_second",
-                                                       "batch_deletes_per_second", "reads_per_second", "max_in_flight"])
+                                                       "batch_deletes_per_second", "reads_per_second", "batch_creates_per_second", "max_in_flight"])
             var config = GoogleServiceConfig()
             config.projectId = try entries["project_id"]?.string()
             config.tenantId = try entries["tenant_id"]?.string()
@@ -90,6 +92,7 @@ extension PipelineDefinition {
             config.updatesPerSecond = try entries["updates_per_second"].map(rate) ?? config.updatesPerSecond
             config.batchDeletesPerSecond = try entries["batch_deletes_per_second"].map(rate) ?? config.batchDeletesPerSecond
             config.readsPerSecond = try entries["reads_per_second"].map(rate) ?? config.readsPerSecond
+            config.batchCreatesPerSecond = try entries["batch_creates_per_second"].map(rate) ?? config.batchCreatesPerSecond
             config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
             services.google = config
         }

@@ -72,11 +72,20 @@ public struct JSONReport {
         out.write("}")
         if let summary = try source.applySummary() { out.write(",\n  \"apply\": " + Self.apply(summary)) }
         if let data = try source.dataSummary(limit: 0) { out.write(",\n  \"data\": " + Self.data(data)) }
+        if let imported = try source.importSummary(limit: Int.max) { out.write(",\n  \"import\": " + importJSON(imported)) }
         out.write("\n}\n")
     }
 }
 
 extension JSONReport {
+    /// Apply's import: requests by state, accounts, and every account the API refused.
+    func importJSON(_ summary: ImportSummary) -> String {
+        let states = ActionState.allCases.compactMap { state in summary.requests[state].map { "\(JSONText.string(state.rawValue)): \($0)" } }
+        let refused = summary.firstRefused.map { "{\"uid\": \(JSONText.string(masking.accountId($0.uid))), \"message\": \(JSONText.string($0.message))}" }
+        return "{\"requests\": {\(states.joined(separator: ", "))}, \"accounts\": \(summary.users), \"imported\": \(summary.imported), "
+            + "\"resentRequests\": \(summary.resentRequests), \"refused\": [\(refused.joined(separator: ", "))]}"
+    }
+
     /// Entry `index` of the `accounts` array: what separates it from the one before, and the account's line.
     static func appendEntry(_ account: ReportAccount, _ actions: [ReportAction], index: Int, masking: Masking, to out: inout some ByteOutput,
                             scratch: inout [UInt8]) {

@@ -103,7 +103,8 @@ public struct MarkdownReport {
             }
         }
 
-        importSection(&out, tally)
+        importSection(&out, tally, run)
+        try importedSection(&out)
 
         let selection = tally.group("selection.")
         let waiting = run.deletionRequestsInGrace ?? 0
@@ -335,11 +336,22 @@ public struct MarkdownReport {
     }
 
     /// What the migration's import file holds, and what in it `firebase auth:import` would refuse.
-    private func importSection(_ out: inout some TextOutputStream, _ tally: Tally) {
+    private func importSection(_ out: inout some TextOutputStream, _ tally: Tally, _ run: RunRecord) {
         let written = tally["import.accounts"]
         guard written > 0 else { return }
         section(&out, "Import file")
         out.write("\(written) accounts are in the import file (the auth:export JSON layout, cleaned, with the names filled above).\n")
+        if let digest = run.importFileSHA256 {
+            out.write("\n`idpipe apply` imports it (`stages.import`) into the project of `services.google` through `accounts:batchCreate`, "
+                + "with the names filled above in the accounts (no name update is sent on its own). It imports the file as reviewed "
+                + "(sha256 \(digest.prefix(12)), \(run.importFileSize ?? 0) bytes), and refuses it if it has changed. An account whose uid "
+                + "is in the project already is overwritten with the file's.\n")
+            let hashes = tally["import.password-hashes"]
+            if hashes > 0 {
+                out.write("\n\(hashes) of them carry a password hash: the import sends them with `stages.import.password_hash`, "
+                    + "and apply refuses to start without it.\n")
+            }
+        }
         let leftOut = tally.group("import.left-out.")
         if !leftOut.isEmpty {
             let count = leftOut.reduce(0) { $0 + $1.1 }
@@ -357,6 +369,12 @@ public struct MarkdownReport {
         }
         let refused = tally["import.cli-refused"]
         guard refused > 0 else { return }
+        // Apply imports it through the API, which takes them: the CLI's limits are only a note then.
+        if run.importFileSHA256 != nil {
+            out.write("\n\(refused) of them would stop `firebase auth:import` (Apple links or MFA enrolments); the API, which apply uses, "
+                + "takes them.\n")
+            return
+        }
         out.write("\n**\(refused) of them stop `firebase auth:import`**, which refuses the whole file at the first: its JSON import takes "
             + "only " + ProviderID.importedByFirebaseCLI.map { "`\($0)`" }.joined(separator: ", ") + " links and no `mfaInfo` "
             + "(firebase-tools `accountImporter.ts`). They are kept, as leaving them out would lose the Apple links and MFA "
@@ -366,6 +384,29 @@ public struct MarkdownReport {
             + "accounts with a `passwordHash` need the project's password hash parameters in the request (`hashAlgorithm`, "
             + "`signerKey`, `saltSeparator`, `rounds`, `memoryCost`: the console's Authentication > Users > Password hash parameters).\n\n")
         table(&out, ["what the CLI refuses", "accounts"], tally.group("import.cli-refuses.").map { ["`\($0.0)`", "\($0.1)"] })
+    }
+
+    /// What apply's import did (`stages.import`): requests, accounts imported, and the accounts the API refused.
+    private func importedSection(_ out: inout some TextOutputStream) throws {
+        guard let summary = try source.importSummary(limit: listLimit) else { return }
+        section(&out, "Import")
+        out.write("The import file went to `accounts:batchCreate` in \(summary.totalRequests) request\(summary.totalRequests == 1 ? "" : "s").\n\n")
+        table(&out, ["", "count"], [
+            ["accounts imported", "\(summary.imported)"],
+            ["accounts refused by the API (not imported)", "\(summary.refused)"],
+            ["accounts still to send", "\(summary.users - summary.usersInDoneRequests)"],
+            ["requests done", "\(summary.requests[.done] ?? 0)"],
+            ["requests sent, answer not recorded (sent again by the next apply)", "\(summary.requests[.sent] ?? 0)"],
+            ["requests not sent yet", "\(summary.requests[.planned] ?? 0)"],
+        ])
+        if summary.resentRequests > 0 {
+            out.write("\n\(summary.resentRequests) request\(summary.resentRequests == 1 ? " was" : "s were") sent again after a stop that lost the "
+                + "answer; an import overwrites the accounts it made, with the same values.\n")
+        }
+        guard summary.refused > 0 else { return }
+        out.write("\n**\(summary.refused) account\(summary.refused == 1 ? " was" : "s were") refused by the API** and not imported; correct "
+            + "\(summary.refused == 1 ? "it" : "them") in the source, and import \(summary.refused == 1 ? "it" : "them") with a new plan\(summary.refused > summary.firstRefused.count ? " (the first \(summary.firstRefused.count) here)" : ""):\n\n")
+        table(&out, ["uid", "why"], summary.firstRefused.map { [masking.accountId($0.uid), $0.message] })
     }
 
     private func section(_ out: inout some TextOutputStream, _ title: String) {

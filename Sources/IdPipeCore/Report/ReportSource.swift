@@ -158,6 +158,8 @@ public protocol ReportSource {
     func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws
     /// What apply did; nil before the first apply.
     func applySummary() throws -> ApplySummary?
+    /// Where apply's import stands (`stages.import`), with at most `limit` refused accounts; nil before its first apply.
+    func importSummary(limit: Int) throws -> ImportSummary?
     /// The configured data paths; nil when the pipeline has none. `largest` lists at most `limit` accounts.
     func dataSummary(limit: Int) throws -> DataSummary?
 }
@@ -225,6 +227,7 @@ public struct GatheredListsSource<Base: ReportSource>: ReportSource {
     public func actions(limit: Int?, _ body: (ReportAction) throws -> Void) throws { try base.actions(limit: limit, body) }
     public func quarantine(limit: Int?, _ body: (Int64, QuarantineEntry) throws -> Void) throws { try base.quarantine(limit: limit, body) }
     public func applySummary() throws -> ApplySummary? { try base.applySummary() }
+    public func importSummary(limit: Int) throws -> ImportSummary? { try base.importSummary(limit: limit) }
     /// The store's summary has a row per kind of path deletion planned, and is nil without any.
     public func dataSummary(limit: Int) throws -> DataSummary? { lists.pathDeletions == 0 ? nil : try base.dataSummary(limit: limit) }
 }

@@ -31,6 +31,8 @@ public protocol CleanedAccountSink: AnyObject {
     /// the two does it when run again). `recordedLength`: the last checkpoint's length. `required`: whether having
     /// nothing finished of that length to publish is an error (false when it may have been published already).
     func publish(recordedLength: Int64, required: Bool) throws
+    /// The SHA-256 of the finished output (after `finish`, before `publish`).
+    func digest() throws -> String
 }
 
 /// Progress after each batch, for the progress line.
@@ -406,6 +408,11 @@ public final class PlanRunner {
             run.deletionRequestsOfQuarantinedFirst = requests.map(\.first)
         }
         run.sourceSHA256 = try fingerprint.advance(to: source.totalBytes)
+        // Apply imports the file that was reviewed, or refuses (`stages.import`); recorded with the finished plan.
+        if pipeline.stages.importAccounts != nil, let sink {
+            run.importFileSHA256 = try sink.digest()
+            run.importFileSize = sink.length
+        }
         run.guardVerdict = try Guards.verdict(pipeline.guards, tally: tally) ?? Self.repeatedIdVerdict(store.plannedDeletionsOfRepeatedIds())
         run.status = run.guardVerdict == nil ? .planned : .stoppedByGuard
         try store.saveRun(run)

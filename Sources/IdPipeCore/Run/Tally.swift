@@ -161,6 +161,8 @@ public struct TallyCounter: Sendable {
     /// `by: -1` takes back one counted before (an account the merge then refused).
     public mutating func countImported(_ account: Account, by amount: Int = 1) {
         keyed["import.accounts", default: 0] += amount
+        // An import of these needs the project's password hash parameters (`stages.import.password_hash`).
+        if let hash = account.passwordHash, !hash.isEmpty { keyed["import.password-hashes", default: 0] += amount }
         var refused = false
         // The links the file holds: it keeps the exported providers only.
         for link in account.providers where ProviderID.exported.contains(link.providerId)

@@ -53,6 +53,10 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// part, so that two plans started in one millisecond keep apart (nil in a store planned before it was kept: the
     /// creation time then).
     public var importFileToken: String?
+    /// The finished import file's SHA-256 and size, when apply imports it (`stages.import`): apply refuses a file that
+    /// changed since the plan (nil otherwise, or in a store planned before they were kept).
+    public var importFileSHA256: String?
+    public var importFileSize: Int64?
 
     /// The token the run's import file is staged under: `importFileToken`, or the creation time for a store made before.
     public var stagingToken: String { importFileToken ?? "\(createdAt)" }

@@ -87,6 +87,10 @@ public final class ImportJSONWriter: CleanedAccountSink {
         guard fsync(fd) == 0 else { throw InputError(path: stagedPath, message: "cannot sync: \(String(cString: strerror(errno)))") }
     }
 
+    public func digest() throws -> String {
+        try FileFingerprint.digest(of: stagedPath)
+    }
+
     /// Gives the finished file its name, and syncs the folder so that the name survives a crash. `recordedLength` is
     /// the length of the accounts the plan recorded (its last checkpoint's): a staged file finished from them is
     /// exactly that and the closing long. When there is no such file, `required` says whether that is an error (the

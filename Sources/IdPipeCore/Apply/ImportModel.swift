@@ -1,0 +1,56 @@
+/// One `accounts:batchCreate` request of apply's import (`stages.import`): a run of whole user objects of the import
+/// file, by byte range, and how far it got.
+public struct ImportRequest: Sendable, Equatable {
+    /// From 1, in file order.
+    public var id: Int64
+    /// The bytes of its user objects in the import file: from the first's `{` to the last's `}`, the separators between.
+    public var start: Int64
+    public var end: Int64
+    public var users: Int
+    /// Planned, sent (its answer not recorded: sent again), or done.
+    public var state: ActionState
+
+    public init(id: Int64, start: Int64, end: Int64, users: Int, state: ActionState = .planned) {
+        self.id = id
+        self.start = start
+        self.end = end
+        self.users = users
+        self.state = state
+    }
+}
+
+/// An account of the import file that the API refused, and why.
+public struct ImportFailure: Sendable, Equatable {
+    /// Its place in the request's users, from 0.
+    public var position: Int
+    public var uid: String
+    public var message: String
+
+    public init(position: Int, uid: String, message: String) {
+        self.position = position
+        self.uid = uid
+        self.message = message
+    }
+}
+
+/// Where apply's import stands: what the reports and `status` say of it.
+public struct ImportSummary: Sendable, Equatable {
+    /// Requests by state: planned, sent (its answer not recorded: sent again by the next apply), done.
+    public var requests: [ActionState: Int] = [:]
+    /// Accounts in all requests, and in the requests that are done.
+    public var users = 0
+    public var usersInDoneRequests = 0
+    /// Accounts the API refused, one by one (their request done).
+    public var refused = 0
+    /// The first of them, in file order (at most the report's list limit).
+    public var firstRefused: [ImportFailure] = []
+    /// Requests sent more than once: their answer was lost to a stop (an import overwrites what it made, with the same).
+    public var resentRequests = 0
+
+    public init() {}
+
+    /// Accounts the API took.
+    public var imported: Int { usersInDoneRequests - refused }
+    public var openRequests: Int { requests.open }
+    public var totalRequests: Int { requests.values.reduce(0, +) }
+}

@@ -1,0 +1,94 @@
+import GRDB
+import IdPipeCore
+
+/// Apply's import of the import file (`stages.import`): its requests and the accounts they did not import.
+extension StateStore {
+    /// Every request, in file order (none before the first apply has split the file).
+    public func importRequests() throws -> [ImportRequest] {
+        try queue.read { db in
+            try Row.fetchAll(db, sql: "SELECT id, start_offset, end_offset, users, state FROM import_request ORDER BY id").map { row in
+                guard let state = ActionState(rawValue: row["state"]) else {
+                    throw StoreError.corrupt("import request \(row["id"] as Int64) has state '\(row["state"] as String)'")
+                }
+                return ImportRequest(id: row["id"], start: row["start_offset"], end: row["end_offset"], users: row["users"], state: state)
+            }
+        }
+    }
+
+    /// Records the requests the import file splits into, all planned, in one transaction; refused when some are there.
+    public func planImportRequests(_ requests: [ImportRequest]) throws {
+        try queue.write { db in
+            guard try Int.fetchOne(db, sql: "SELECT count(*) FROM import_request") == 0 else {
+                throw StoreError.corrupt("the import's requests are recorded already")
+            }
+            let insert = try db.cachedStatement(sql: "INSERT INTO import_request (id, start_offset, end_offset, users, state) VALUES (?, ?, ?, ?, 'planned')")
+            for request in requests {
+                try insert.execute(arguments: [request.id, request.start, request.end, request.users])
+            }
+        }
+    }
+
+    /// Written before the request goes out: a run killed then sends it again (an import overwrites the accounts it made).
+    public func markImportSent(_ id: Int64, at: Int64) async throws {
+        try await queue.write { db in
+            try db.execute(sql: """
+                UPDATE import_request SET state = 'sent', attempts = attempts + 1, first_sent_at = coalesce(first_sent_at, ?) WHERE id = ?
+                """, arguments: [at, id])
+        }
+    }
+
+    /// A request answered: done, with the accounts the API refused, in one transaction.
+    public func finishImport(_ id: Int64, refused failures: [ImportFailure], at: Int64) async throws {
+        try await queue.write { db in
+            try db.execute(sql: "DELETE FROM import_failure WHERE request = ?", arguments: [id])
+            let insert = try db.cachedStatement(sql: "INSERT INTO import_failure (request, position, uid, message) VALUES (?, ?, ?, ?)")
+            for failure in failures {
+                try insert.execute(arguments: [id, failure.position, failure.uid, failure.message])
+            }
+            try db.execute(sql: "UPDATE import_request SET state = 'done', finished_at = ? WHERE id = ?", arguments: [at, id])
+        }
+    }
+
+    /// Closes the open name updates once every request is final: the names went in with the imported accounts (the
+    /// import file holds them), so nothing more is sent; an account the import did not take fails its update, with why.
+    /// Returns how many were closed.
+    public func closeNameUpdatesByImport(at: Int64) async throws -> Int {
+        try await queue.write { db in
+            let open = "kind = '\(ActionKind.updateName.rawValue)' AND state IN \(Self.openStates)"
+            try db.execute(sql: """
+                UPDATE action SET state = 'failed', finished_at = ?, updated_at = ?,
+                  reason = 'not imported: ' || (SELECT f.message FROM import_failure f WHERE f.uid = action.uid ORDER BY f.request LIMIT 1)
+                WHERE \(open) AND uid IN (SELECT uid FROM import_failure)
+                """, arguments: [at, at])
+            var closed = db.changesCount
+            try db.execute(sql: """
+                UPDATE action SET state = 'done', result = 'imported with this name', finished_at = ?, updated_at = ? WHERE \(open)
+                """, arguments: [at, at])
+            closed += db.changesCount
+            return closed
+        }
+    }
+
+    /// Where the import stands, with the first `limit` refused accounts; nil when the run has no import requests.
+    public func importSummary(limit: Int) throws -> ImportSummary? {
+        try queue.read { db in
+            let rows = try Row.fetchAll(db, sql: "SELECT state, count(*) AS n, sum(users) AS users, sum(attempts > 1) AS resent FROM import_request GROUP BY state")
+            guard !rows.isEmpty else { return nil }
+            var summary = ImportSummary()
+            for row in rows {
+                guard let state = ActionState(rawValue: row["state"]) else { continue }
+                let users: Int = row["users"]
+                summary.requests[state] = row["n"]
+                summary.users += users
+                summary.resentRequests += row["resent"] as Int
+                if state == .done { summary.usersInDoneRequests += users }
+            }
+            summary.refused = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure") ?? 0
+            summary.firstRefused = try Row.fetchAll(db, sql: "SELECT position, uid, message FROM import_failure ORDER BY request, position LIMIT ?",
+                                                    arguments: [limit]).map {
+                ImportFailure(position: $0["position"], uid: $0["uid"], message: $0["message"])
+            }
+            return summary
+        }
+    }
+}

@@ -1,0 +1,201 @@
+import Foundation
+import IdPipeTestSupport
+import Testing
+
+/// A migration that imports its accounts (`stages.import`): apply sends the reviewed import file to the sandbox's
+/// `accounts:batchCreate`, which checks each request against the Identity Toolkit schema.
+@Suite(.serialized) struct ImportEndToEndTests {
+    let asOf = "2026-11-21T00:00:00Z"
+    static let signerKey = "c2FuZGJveC1zaWduZXIta2V5"
+
+    /// The sample migration with `stages.import` (and `importStage` in place of the default), on the sandbox's project.
+    func migration(_ sandbox: SandboxProcess, importStage: String? = nil, source: String = "../Samples/accounts.json") throws -> String {
+        let stage = importStage ?? """
+              import:
+                users_per_request: 40
+                password_hash: {algorithm: SCRYPT, salt_separator: Bw==, rounds: 8, memory_cost: 14}
+            """
+        var text = try String(contentsOfFile: Binary.root.appendingPathComponent("Pipelines/backfill-apple-names.yaml").path, encoding: .utf8)
+        text = text.replacingOccurrences(of: "path: ../Samples/accounts.json", with: "path: \(source)")
+            .replacingOccurrences(of: "output:\n", with: stage + "\noutput:\n")
+        // Only services.google: the import needs nothing else.
+        let services = try sandbox.servicesSection()
+        let google = services.components(separatedBy: "\n  apple:")[0]
+        let relative = "Pipelines/.test-\(UUID().uuidString).yaml"
+        try (text + "\n" + google + "\n").write(toFile: Binary.root.appendingPathComponent(relative).path, atomically: true, encoding: .utf8)
+        return relative
+    }
+
+    var environment: [String: String] { ["IDPIPE_PASSWORD_HASH_KEY": Self.signerKey] }
+
+    /// A sandbox whose project has no accounts yet, started with `arguments`.
+    func emptySandbox(_ arguments: [String] = []) throws -> SandboxProcess {
+        let folder = Binary.temporaryDirectory()
+        try #"{"users": []}"#.write(toFile: folder + "/none.json", atomically: true, encoding: .utf8)
+        return try SandboxProcess(accounts: folder + "/none.json", arguments: arguments)
+    }
+
+    /// The sample migration planned for a sandbox that answers in 250 ms, importing 20 accounts a request (15 requests
+    /// at the client's pace of one a second): its pipeline (removed by the caller), and its output folder.
+    func plannedSlowImport() throws -> (SandboxProcess, pipeline: String, out: String) {
+        let sandbox = try emptySandbox(["--latency-ms", "250"])
+        let pipeline = try migration(sandbox, importStage: "  import:\n    users_per_request: 20\n    password_hash: {algorithm: SCRYPT, salt_separator: Bw==, rounds: 8, memory_cost: 14}\n")
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(code == 1, "\(output)")
+        return (sandbox, pipeline, out)
+    }
+
+    /// The accounts the import file holds, by uid.
+    func importedIds(_ out: String) throws -> [String] {
+        let file = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/cleaned-accounts.json"))) as? [String: Any]
+        return (file?["users"] as? [[String: Any]] ?? []).compactMap { $0["localId"] as? String }
+    }
+
+    func lookup(_ sandbox: SandboxProcess, _ uid: String) throws -> [String: Any]? {
+        let (_, body) = try Binary.run(["-s", "-H", "Authorization: Bearer owner", "-H", "Content-Type: application/json", "--data", #"{"localId": [""# + uid + #""]}"#,
+                                        "http://127.0.0.1:\(sandbox.port)/identitytoolkit.googleapis.com/v1/projects/demo-idpipe/accounts:lookup"],
+                                       executable: "/usr/bin/curl")
+        let document = try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any]
+        return (document?["users"] as? [[String: Any]])?.first
+    }
+
+    /// Every account of the file is created once, with its filled name, through dropped answers and 503s: a request whose
+    /// answer was lost is sent again and overwrites what it made. The name updates are not sent on their own.
+    @Test func applyImportsTheReviewedFileOnceThroughFaults() throws {
+        let sandbox = try emptySandbox(["--fault-drop", "0.2", "--fault503", "0.1", "--seed", "5"])
+        let pipeline = try migration(sandbox)
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(planCode == 1, "\(planOutput)")
+        let plan = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+        #expect(plan.contains("`idpipe apply` imports it (`stages.import`)") && plan.contains("carry a password hash"), "\(plan)")
+        let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"], environment: environment)
+        // 1: the plan quarantined sample rows; nothing failed in the import.
+        #expect(code == 1, "\(output)")
+        let ids = try importedIds(out)
+        #expect(ids.count == 290)
+        #expect(output.contains("import: 290 accounts imported into http://127.0.0.1:\(sandbox.port)/v1/projects/demo-idpipe"), "\(output)")
+        #expect(output.contains("name updates went in with the imported accounts") && !output.contains("apply imported no accounts"), "\(output)")
+        let ledger = SandboxLedger(try sandbox.ledger())
+        #expect(Set(ledger.changes.filter { $0.hasPrefix("identitytoolkit create ") }) == Set(ids.map { "identitytoolkit create \($0)" }))
+        #expect(ledger.count("identitytoolkit", "create") == 290, "each account created once")
+        #expect(ledger.count("identitytoolkit", "update") == 0, "no name update sent on its own")
+        let requests = try sandbox.stats()["requests"] as? [String: Int]
+        #expect((requests?["accounts:batchCreate"] ?? 0) > 8, "the faults made requests go again: \(requests ?? [:])")
+        // A name the plan filled is in the imported account, and its update is done.
+        let rows = try LedgerRow.read(Binary.run(["report", "--state", out + "/state.sqlite", "--format", "csv", "--reveal-personal-data"]).1)
+        let filled = try #require(rows.first { $0["action"] == "update-name" })
+        #expect(filled["state"] == "done" && filled["result"] == "imported with this name", "\(filled.fields)")
+        let account = try #require(try lookup(sandbox, filled["uid"]))
+        #expect(account["displayName"] as? String == filled["value"])
+        // The export's last sign-in went in as the API's lastLoginAt.
+        #expect(ids.contains { (try? lookup(sandbox, $0))??["lastLoginAt"] != nil })
+        let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+        #expect(report.contains("| accounts imported | 290 |") && report.contains("| requests done | 8 |"), "\(report)")
+        let (statusCode, status) = try Binary.run(["status", "--state", out + "/state.sqlite"])
+        #expect(statusCode == 0 && status.contains("import: 290 of 290 accounts imported, 0 refused, 0 of 8 requests still to send"), "\(status)")
+        // The signer key is sent in the requests only.
+        #expect(!output.contains(Self.signerKey))
+        for file in try FileManager.default.contentsOfDirectory(atPath: out) {
+            #expect(!String(decoding: try Data(contentsOf: URL(fileURLWithPath: "\(out)/\(file)")), as: UTF8.self).contains(Self.signerKey), "\(file)")
+        }
+        // Applied again: nothing more is sent.
+        let (again, againOutput) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"], environment: environment)
+        #expect(again == 1 && againOutput.contains("already final"), "\(againOutput)")
+        #expect((try sandbox.stats()["requests"] as? [String: Int])?["accounts:batchCreate"] == requests?["accounts:batchCreate"])
+    }
+
+    /// Killed in the middle of its import, the apply is resumed: every account is in, and only a request that was in
+    /// flight at the kill is sent again.
+    @Test func aKilledImportResumesWithoutLosingOrRepeatingAccounts() throws {
+        let (sandbox, pipeline, out) = try plannedSlowImport()
+        defer { Binary.removeVariant(pipeline) }
+        let state = out + "/state.sqlite"
+        // The service check (a read), then 15 requests of 20 at the client's pace of one a second: killed after a few.
+        try Binary.run(["apply", "--state", state, "--yes"], environment: environment, killAfter: 4.5)
+        let before = SandboxLedger(try sandbox.ledger()).count("identitytoolkit", "create")
+        #expect(before > 0 && before < 290, "killed midway: \(before) created")
+        let (code, output) = try Binary.run(["resume", "--state", state], environment: environment)
+        #expect(code == 1, "\(output)")
+        let ledger = SandboxLedger(try sandbox.ledger())
+        let ids = try importedIds(out)
+        #expect(Set(ledger.changes.filter { $0.hasPrefix("identitytoolkit create ") }) == Set(ids.map { "identitytoolkit create \($0)" }))
+        #expect(ledger.count("identitytoolkit", "create") == 290)
+        #expect(ledger.count("identitytoolkit", "overwrite") <= 20, "at most the request in flight went again")
+        let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+        #expect(report.contains("| accounts imported | 290 |"), "\(report)")
+    }
+
+    /// A SIGTERM waits for the request in flight, records it, and stops (130); resume sends the rest and nothing twice.
+    @Test func aSignalStopsTheImportBetweenTwoRequests() throws {
+        let (sandbox, pipeline, out) = try plannedSlowImport()
+        defer { Binary.removeVariant(pipeline) }
+        let state = out + "/state.sqlite"
+        let (code, output) = try Binary.run(["apply", "--state", state, "--yes"], environment: environment, signals: [(SIGTERM, 4.5)])
+        #expect(code == 130, "\(output)")
+        #expect(output.contains("stopping: waiting for the import request in flight") && output.contains("continues the import"), "\(output)")
+        let (_, status) = try Binary.run(["status", "--state", state])
+        #expect(status.contains("requests still to send") && status.contains("last apply stopped: interrupted"), "\(status)")
+        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", state], environment: environment)
+        #expect(resumed == 1, "\(resumedOutput)")
+        let ledger = SandboxLedger(try sandbox.ledger())
+        #expect(ledger.count("identitytoolkit", "create") == 290 && ledger.count("identitytoolkit", "overwrite") == 0, "\(ledger.changes.count)")
+    }
+
+    /// The accounts the API refuses are named with why; the others go in; the exit code says it (1).
+    @Test func refusedAccountsAreNamedAndTheRestIsImported() throws {
+        let folder = Binary.temporaryDirectory()
+        let long = "https://photos.example/" + String(repeating: "p", count: 2100)
+        let export = #"{"users": [{"localId": "keep-1", "email": "one@example.com", "createdAt": "1700000000000"},"#
+            + #"{"localId": "long-photo", "email": "two@example.com", "photoUrl": ""# + long + #"", "createdAt": "1700000000000"},"#
+            + #"{"localId": "keep-2", "email": "three@example.com", "createdAt": "1700000000000"}]}"#
+        try export.write(toFile: folder + "/export.json", atomically: true, encoding: .utf8)
+        let sandbox = try emptySandbox()
+        let pipeline = try migration(sandbox, importStage: "  import: true\n", source: folder + "/export.json")
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(planCode == 0, "\(planOutput)")
+        let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
+        #expect(code == 1, "\(output)")
+        #expect(output.contains("1 account of the import file refused by the API; see the Import section"), "\(output)")
+        let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+        #expect(report.contains("| long-photo | INVALID_PHOTO_URL : longer than 2048 characters |"), "\(report)")
+        #expect(report.contains("| accounts imported | 2 |"), "\(report)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))) as? [String: Any]
+        let imported = try #require(json?["import"] as? [String: Any])
+        #expect(imported["imported"] as? Int == 2 && (imported["refused"] as? [[String: Any]])?.first?["uid"] as? String == "long-photo")
+        #expect(Set(SandboxLedger(try sandbox.ledger()).changes) == ["identitytoolkit create keep-1", "identitytoolkit create keep-2"])
+    }
+
+    /// Nothing is sent for a file changed since the plan, nor for password hashes without their parameters.
+    @Test func aChangedFileOrMissingHashParametersSendNothing() throws {
+        let sandbox = try emptySandbox()
+        let pipeline = try migration(sandbox)
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        _ = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        let file = out + "/cleaned-accounts.json"
+        let original = try Data(contentsOf: URL(fileURLWithPath: file))
+        try (String(decoding: original, as: UTF8.self).replacingOccurrences(of: "\"emailVerified\": true", with: "\"emailVerified\": false"))
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"], environment: environment)
+        #expect(code == 2 && output.contains("refusing to import: the import file \(file) changed since the plan was made"), "\(output)")
+        try original.write(to: URL(fileURLWithPath: file))
+        // The signer key is a secret from the environment: without it, the command stops before asking any service.
+        let (noKey, noKeyOutput) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
+        #expect(noKey == 2 && noKeyOutput.contains("SCRYPT needs the signer key"), "\(noKeyOutput)")
+
+        let bare = try migration(sandbox, importStage: "  import: true\n")
+        defer { Binary.removeVariant(bare) }
+        let bareOut = Binary.temporaryDirectory()
+        let (_, planOutput) = try Binary.run(["plan", bare, "--out", bareOut, "--as-of", asOf])
+        #expect(planOutput.contains("carry a password hash, and stages.import gives no password_hash"), "\(planOutput)")
+        let (bareCode, bareOutput) = try Binary.run(["apply", "--state", bareOut + "/state.sqlite", "--yes"])
+        #expect(bareCode == 2 && bareOutput.contains("refusing to import: 33 accounts in the import file have a password hash"), "\(bareOutput)")
+        #expect(try sandbox.ledger().isEmpty)
+        #expect((try sandbox.stats()["requests"] as? [String: Int])?["accounts:batchCreate"] == nil)
+    }
+}

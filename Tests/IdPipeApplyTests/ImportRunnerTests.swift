@@ -1,0 +1,90 @@
+import Foundation
+import IdPipeConnect
+import IdPipeTestSupport
+import Synchronization
+import Testing
+@testable import IdPipeApply
+@testable import IdPipeCore
+@testable import IdPipeStore
+
+/// Apply's import: the import file split into requests of whole accounts, sent in order, and resumed after a stop.
+struct ImportRunnerTests {
+    /// Brackets, braces and escaped quotes inside strings, nested lists, and a request cut at any count.
+    static let file = "{\"users\": [\n"
+        + "{\"localId\": \"a\", \"displayName\": \"}{[\\\"]\\\\\", \"lastSignedInAt\": \"1700000000000\"},\n"
+        + "{\"localId\": \"b\", \"providerUserInfo\": [{\"providerId\": \"google.com\", \"rawId\": \"]}\"}]},\n"
+        + "{\"localId\": \"c\", \"customAttributes\": \"{\\\"role\\\": [1, 2]}\"}]}\n"
+
+    @Test(arguments: [1, 2, 3, 1000])
+    func theFileSplitsIntoRequestsOfWholeAccounts(usersPerRequest: Int) throws {
+        let path = TemporaryFile.write(Self.file, name: "import-\(usersPerRequest).json")
+        let requests = try ImportFileSplitter.requests(path: path, usersPerRequest: usersPerRequest)
+        #expect(requests.map(\.users) == Array(repeating: usersPerRequest, count: 3 / usersPerRequest) + (3 % usersPerRequest > 0 ? [3 % usersPerRequest] : []))
+        #expect(requests.map(\.id) == Array(1...Int64(requests.count)))
+        let reader = try ImportFileReader(path: path)
+        let ids = try requests.flatMap { try reader.users(of: $0) }.map { $0["localId"]?.string }
+        #expect(ids == ["a", "b", "c"])
+        // The export's name of the last sign-in is the API's `lastLoginAt`; the strings come back as written.
+        let first = try reader.users(of: requests[0])[0]
+        #expect(first["lastLoginAt"]?.string == "1700000000000" && first["lastSignedInAt"] == nil)
+        #expect(first["displayName"]?.string == "}{[\"]\\")
+    }
+
+    @Test(arguments: [
+        ("{\"users\": [{\"localId\": \"a\"}, 7]}", "is not an account object"),
+        ("{\"users\": [{\"localId\": \"a\"}, {\"localId\": \"b\"", "ends before its users list does"),
+        ("{\"users\": [{\"localId\": \"a\", \"displayName\": \"}]}", "ends before its users list does"),
+    ])
+    func aFileThatIsNotAnImportFileIsRefused(text: String, message: String) throws {
+        let path = TemporaryFile.write(text, name: "bad-import-\(text.utf8.count).json")
+        let error = try #require(throws: ImportFileError.self) { try ImportFileSplitter.requests(path: path, usersPerRequest: 2) }
+        #expect(error.description.contains(message), "\(error)")
+    }
+
+    /// The refused accounts are kept with their uid; a service that stops answering stops the import with its request
+    /// left sent, and the next run sends that one again and goes on.
+    @Test func refusalsAreNamedAndAStoppedImportGoesOnWhereItStopped() async throws {
+        let path = TemporaryFile.write(Self.file, name: "import-runner.json")
+        let store = try StateStore()
+        #expect(try ImportRunner.prepare(store: store, importFile: path, usersPerRequest: 1).count == 3)
+        // Prepared again (a resumed apply), the recorded requests are kept.
+        #expect(try ImportRunner.prepare(store: store, importFile: path, usersPerRequest: 2).count == 3)
+        let sent = Mutex<[String]>([])
+        let failing = ImportRunner(store: store, importFile: path, clock: { 1 }) { users in
+            let id = users[0]["localId"]?.string ?? ""
+            sent.withLock { $0.append(id) }
+            if id == "a" { return [BatchCreateFailure(index: 0, message: "INVALID_PHOTO_URL")] }
+            throw ConnectorError.unavailable(service: "identitytoolkit", message: "connection refused")
+        }
+        let stopped = try await failing.run(shouldStop: { false }) { _, _ in }
+        guard case .stopped(let why) = stopped else { Issue.record("\(stopped)"); return }
+        #expect(why.contains("request 2 of 3 (accounts 2–2)"), "\(why)")
+        #expect(try store.importRequests().map(\.state) == [.done, .sent, .planned])
+
+        let working = ImportRunner(store: store, importFile: path, clock: { 2 }) { users in
+            sent.withLock { $0.append(users[0]["localId"]?.string ?? "") }
+            return []
+        }
+        #expect(try await working.run(shouldStop: { false }) { _, _ in } == .completed)
+        #expect(sent.withLock { $0 } == ["a", "b", "b", "c"])
+        let summary = try #require(try store.importSummary(limit: 10))
+        #expect(summary.imported == 2 && summary.refused == 1 && summary.resentRequests == 1 && summary.openRequests == 0)
+        #expect(summary.firstRefused == [ImportFailure(position: 0, uid: "a", message: "INVALID_PHOTO_URL")])
+    }
+
+    /// A stop asked for between two requests sends no more; the next run sends the rest.
+    @Test func aStopSendsNoMoreRequests() async throws {
+        let path = TemporaryFile.write(Self.file, name: "import-stop.json")
+        let store = try StateStore()
+        _ = try ImportRunner.prepare(store: store, importFile: path, usersPerRequest: 1)
+        let count = Mutex(0)
+        let runner = ImportRunner(store: store, importFile: path, clock: { 1 }) { _ in
+            count.withLock { $0 += 1 }
+            return []
+        }
+        #expect(try await runner.run(shouldStop: { count.withLock { $0 } == 1 }) { _, _ in } == .interrupted)
+        #expect(try store.importRequests().map(\.state) == [.done, .planned, .planned])
+        #expect(try await runner.run(shouldStop: { false }) { _, _ in } == .completed)
+        #expect(count.withLock { $0 } == 3)
+    }
+}
