@@ -65,13 +65,15 @@ struct ExistingRunOptions: ParsableArguments {
 
 struct Apply: ParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Carry out a reviewed plan: fill names, revoke tokens, delete data and accounts.",
+        abstract: "Carry out a reviewed plan: fill names, revoke tokens, delete data and accounts, or import a migration's accounts.",
         discussion: """
             Refuses when the pipeline file or an input changed since the plan (their SHA-256 are in the state store), \
             when the plan was stopped by a guard, or when another idpipe process uses the state store. Every remote \
             action is recorded as sent before the call and as done/failed after it; interrupted (Ctrl-C, kill -9, \
             power loss), `idpipe resume --state DB` sends again only what was in flight and never repeats a done action. \
-            Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome.
+            Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome. A migration whose pipeline has \
+            stages.import has its import file, as reviewed, imported into services.google's project (accounts:batchCreate), \
+            its requests recorded the same way.
             """)
 
     @OptionGroup var location: ExistingRunOptions

@@ -10,6 +10,7 @@ struct IdPipe: ParsableCommand {
         discussion: """
             A pipeline file (YAML) says where accounts come from, which ones to act on, and which stages run:
             extract → normalize → detect private relay → backfill names → revoke tokens → delete → report.
+            A migration writes an import file instead of revoking and deleting, and with stages.import apply imports it.
 
             Exit codes: 0 all done; 1 done, with quarantined rows or per-account failures; 2 bad usage, pipeline \
             file, input or credentials, or a service that went down during apply (`idpipe resume --state DB` goes \

@@ -8,8 +8,8 @@ public struct RetryPolicy: Sendable {
     /// state of a large run, not a fault, and a request turned away was not served.
     public var maxThrottledAttempts: Int
     /// Attempts that cannot connect at all, before a service that has answered nothing in this run is taken to be
-    /// misconfigured (or down) and the run stops: fewer, so a wrong endpoint is said within about half a minute (each
-    /// attempt already spends the HTTP client's 10 s connect timeout retrying the connection).
+    /// misconfigured (or down) and the run stops: fewer, so a wrong endpoint is said at once (a refused connection fails
+    /// its attempt at once; an address that never answers spends the HTTP client's 10 s connect timeout on each).
     public var maxUnreachedAttempts: Int
     public var baseDelay: Double
     public var maxDelay: Double
