@@ -63,9 +63,13 @@ public final class ApplyRunner: Sendable {
     private let noNewSteps = Atomic<Bool>(false)
     private let counters = Mutex(ApplyProgress(accounts: 0, actionsDone: 0, actionsFailed: 0, deleted: 0, elapsedSeconds: 0))
     private let budget = Mutex<Int?>(nil)
+    /// A migration's import (`stages.import`), sent first in the session: its names are in the accounts it imports.
+    let importer: ImportRunner?
 
     public init(store: StateStore, effects: any RemoteEffects, credentials: KeyedRows<StoredCredentials>, settings: ApplySettings,
-                clock: @escaping @Sendable () -> Int64, monotonic: @escaping @Sendable () -> Double, logger: Logger) {
+                clock: @escaping @Sendable () -> Int64, monotonic: @escaping @Sendable () -> Double, logger: Logger,
+                importer: ImportRunner? = nil) {
+        self.importer = importer
         self.store = store
         self.effects = effects
         self.credentials = credentials
@@ -78,8 +82,10 @@ public final class ApplyRunner: Sendable {
 
     public var progress: ApplyProgress { counters.withLock { $0 } }
 
-    /// Runs until every action is final, a guard or configuration error stops it, or the task is cancelled.
-    public func apply(command: String, onProgress: (@Sendable (ApplyProgress) -> Void)? = nil) async throws -> (outcome: ApplyOutcome, resent: Int) {
+    /// Runs until every action is final, a guard or configuration error stops it, or the task is cancelled. The import
+    /// comes first, `onImport(done, total)` after each of its requests.
+    public func apply(command: String, onProgress: (@Sendable (ApplyProgress) -> Void)? = nil,
+                      onImport: @escaping @Sendable (Int, Int) -> Void = { _, _ in }) async throws -> (outcome: ApplyOutcome, resent: Int) {
         let started = monotonic()
         let (session, resent) = try await store.beginApplySession(command: command, at: clock())
         if resent > 0 { logger.info("sending again \(resent) actions that were in flight when the last run stopped") }
@@ -90,18 +96,17 @@ public final class ApplyRunner: Sendable {
         let queue = DeleteQueue(highWater: settings.deletionQueueLimit)
         var outcome: ApplyOutcome
         do {
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    // However the deletions end (a cancel ends them mid-sleep), producers parked on a full queue must wake.
-                    defer { queue.close() }
-                    try await self.runDeletions(queue)
+            if let importer {
+                switch try await importer.run(shouldStop: { [self] in halted }, progress: onImport) {
+                case .completed:
+                    // Every request is done: the name updates went in with the accounts (or failed with them).
+                    let closed = try await store.closeNameUpdatesByImport(at: clock())
+                    if closed > 0 { logger.info("\(closed) name updates went in with the imported accounts; none is sent on its own") }
+                case .interrupted: halt(.interrupted)
+                case .stopped(let why): halt(.stoppedByConfiguration(why))
                 }
-                group.addTask {
-                    defer { queue.close() }
-                    try await self.feed(queue, started: started, session: session, onProgress: onProgress)
-                }
-                try await group.waitForAll()
             }
+            if !halted { try await runActions(queue, started: started, session: session, onProgress: onProgress) }
             outcome = try await finalOutcome()
         } catch is CancellationError {
             queue.drop()
@@ -118,6 +123,22 @@ public final class ApplyRunner: Sendable {
             try await store.endApplySession(session, at: ended, outcome: described)
         }.value
         return (outcome, resent)
+    }
+
+    /// The accounts' actions: names, revocations and data per account, the accounts through the deletion queue.
+    private func runActions(_ queue: DeleteQueue, started: Double, session: Int64, onProgress: (@Sendable (ApplyProgress) -> Void)?) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                // However the deletions end (a cancel ends them mid-sleep), producers parked on a full queue must wake.
+                defer { queue.close() }
+                try await self.runDeletions(queue)
+            }
+            group.addTask {
+                defer { queue.close() }
+                try await self.feed(queue, started: started, session: session, onProgress: onProgress)
+            }
+            try await group.waitForAll()
+        }
     }
 
     static func describe(_ outcome: ApplyOutcome) -> String {

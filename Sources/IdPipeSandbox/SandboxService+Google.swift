@@ -208,6 +208,9 @@ extension SandboxService {
             if let name = user["displayName"]?.string, name.count > 256 { reject("displayName is too long"); continue }
             // The API's own limits on an account's values (claims of at most 1000 characters, photo URLs of 2048).
             if let claims = user["customAttributes"]?.string, claims.utf16.count > 1000 { reject("CLAIMS_TOO_LARGE"); continue }
+            if let claims = user["customAttributes"]?.string, !claims.isEmpty {
+                guard case .object? = try? SJSON.parse(claims) else { reject("INVALID_CLAIMS : not a JSON object"); continue }
+            }
             if let photo = user["photoUrl"]?.string, photo.utf16.count > 2048 { reject("INVALID_PHOTO_URL : longer than 2048 characters"); continue }
             let existed = state.accounts[uid] != nil
             state.accounts[uid] = user

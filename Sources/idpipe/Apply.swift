@@ -3,6 +3,7 @@ import Dispatch
 import IdPipeApply
 import IdPipeConnect
 import IdPipeCore
+import IdPipeCrypto
 import IdPipeExtract
 import IdPipeStore
 import Logging
@@ -361,7 +362,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             if let config = context.definition.stages.importAccounts, config.passwordHash == nil, tally["import.password-hashes"] > 0 {
                 Console.error("idpipe: warning: \(Console.count(tally["import.password-hashes"], "account")) in it carry a password hash, and "
                     + "stages.import gives no password_hash: apply refuses to import them without the project's hash parameters; add them "
-                    + "to the pipeline and plan again")
+                    + "to the pipeline and plan again into a new state store")
             }
             let leftOut = tally.group("import.left-out.").reduce(0) { $0 + $1.1 }
             if leftOut > 0 {
@@ -538,9 +539,11 @@ struct ApplyCommand {
                     + "what they delete is not known; \(Console.command(state: statePath)) counts them again (reads only)" + Console.thenApplies(run))
             }
             // A migration's import (stages.import): the file checked against the plan's fingerprint, split into its requests.
-            let importing = try ImportStep.prepare(context, run: run, store: store)
+            let importing = try ImportStep.prepare(context, run: run, store: store, statePath: statePath, out: out)
             let open = try store.actionStates().filter { _, states in states.open > 0 }
-            if !confirmed && !confirm(open, also: importing?.confirmationLine) {
+            // With an import, the name updates go in with the accounts: listed with it, not as actions of their own.
+            if !confirmed && !confirm(importing == nil ? open : open.filter { $0.key != .updateName },
+                                      also: importing?.confirmationLine(into: context.definition.importTargetDescription ?? "", names: open[.updateName]?.open ?? 0)) {
                 throw fail("nothing was changed: apply changes accounts; pass --yes to carry out the plan in \(statePath)")
             }
             let services = try Services(context, logger: logger)
@@ -548,6 +551,13 @@ struct ApplyCommand {
             let effects = services.effects()
             // The signer key is read now: a missing one stops the command before any service is asked.
             let importHash = try services.passwordHash(importing == nil ? nil : context.definition.stages.importAccounts?.passwordHash)
+            // Once a request may have gone with a key, the rest go with the same (a key mistyped before then can be fixed).
+            let importKey = importHash?.signerKey.map(SHA256Hasher.hexDigest)
+            if let importing, let importKey, let first = run.importSignerKeySHA256, first != importKey,
+               importing.requests.contains(where: { $0.state != .planned }) {
+                throw CommandError("refusing to import: the signer key (stages.import.password_hash) is not the one this import started with: "
+                    + "the accounts imported so far went with that one, and their hashes need the same; give the same key")
+            }
             for kind in open.keys.sorted(by: { $0.order < $1.order }) {
                 if let missing = effects.missingService(for: kind) {
                     throw CommandError("\(context.path): the plan has open \(kind.rawValue) actions, but \(missing) is not configured")
@@ -567,7 +577,8 @@ struct ApplyCommand {
             }
             if !failed.isEmpty {
                 throw CommandError("nothing was sent: a service the plan's open actions need failed its check: "
-                    + failed.map(\.line).joined(separator: "; ") + ". Once it is fixed, the same command goes on")
+                    + failed.map(\.line).joined(separator: "; ") + ". Once it is fixed, the same command goes on (a fix in the pipeline "
+                    + "file, a project or an endpoint, needs a new plan in a new state store)")
             }
             let definition = context.definition
             // Kept with the run: a resume (after a kill, or after the cap stopped it) must not go past it unasked.
@@ -590,14 +601,17 @@ struct ApplyCommand {
                 if reveal { run.revealPersonalData = true }
                 try store.saveRun(run)
             }
-            if let importing {
-                try runImport(importing, hash: importHash, services: services, store: store, run: &run, definition: definition)
+            if let importKey, importing?.openRequests.isEmpty == false, run.importSignerKeySHA256 != importKey {
+                run.importSignerKeySHA256 = importKey
+                try store.saveRun(run)
             }
             let runner = ApplyRunner(store: store, effects: effects, credentials: credentials, settings: settings,
-                                     clock: { epochMilliseconds() }, monotonic: { wallClockSeconds() }, logger: logger)
+                                     clock: { epochMilliseconds() }, monotonic: { wallClockSeconds() }, logger: logger,
+                                     importer: try importing?.runner(services: services, store: store, hash: importHash))
             let started = wallClockSeconds()
             let (outcome, resent) = try runInterruptibly(runner, command: command)
             Console.endProgress()
+            try importing?.sayWhatWasDone(services: services, store: store, seconds: wallClockSeconds() - started)
             run.applyStop = nil
             switch outcome {
             case .completed: run.status = .applied
@@ -663,32 +677,6 @@ struct ApplyCommand {
             Console.endProgress()
             throw fail("\(error)")
         }
-    }
-
-    /// Sends the import's open requests, then closes the name updates the imported accounts carried. A stop (a signal,
-    /// a refused request, a service down) writes the reports and ends the command, resumable.
-    func runImport(_ importing: ImportStep, hash: PasswordHashParameters?, services: Services, store: StateStore, run: inout RunRecord,
-                   definition: PipelineDefinition) throws {
-        if !importing.openRequests.isEmpty {
-            let outcome = try importing.run(services: services, store: store, hash: hash)
-            if outcome != .completed {
-                var why = "interrupted"
-                if case .stopped(let reason) = outcome { why = reason }
-                run.applyStop = why
-                try store.saveRun(run)
-                try writeReports(store, run: run, settings: definition.report)
-                Console.out("state: \(statePath)")
-                if outcome == .interrupted {
-                    Console.error("idpipe: interrupted; \(Console.command(state: statePath)) continues the import")
-                    throw Exit.interrupted
-                }
-                throw fail("\(why)\nNothing more was sent. Once the cause is fixed (a credential, the signer key, a service back up), "
-                    + "\(Console.command(state: statePath)) sends the rest, the request in flight again (an import overwrites the accounts it made); "
-                    + "a fix in the pipeline file (a hash parameter) needs a new plan in a new state store.")
-            }
-        }
-        let closed = try blocking { try await store.closeNameUpdatesByImport(at: epochMilliseconds()) }
-        if closed > 0 { Console.out("names: \(Console.count(closed, "name update")) went in with the imported accounts; none is sent on its own.") }
     }
 
     /// Exit code 1, said why, when the run holds failed actions or accounts its import could not bring in, or the plan
@@ -768,11 +756,11 @@ struct ApplyCommand {
     /// once (what was in flight stays `sent`, for resume to send again).
     func runInterruptibly(_ runner: ApplyRunner, command: String) throws -> (ApplyOutcome, Int) {
         let task = Task.detached { () async throws -> (ApplyOutcome, Int) in
-            let result = try await runner.apply(command: command) { progress in
+            let result = try await runner.apply(command: command, onProgress: { progress in
                 let rate = progress.elapsedSeconds > 0 ? Int(Double(progress.actionsDone) / progress.elapsedSeconds) : 0
                 Console.progress("apply: \(progress.accounts) accounts · \(progress.actionsDone) actions done (\(rate)/s) · "
                     + "\(progress.actionsFailed) failed · \(progress.deleted) deleted")
-            }
+            }, onImport: { done, total in Console.progress("import: \(done) of \(total) requests done") })
             return (result.outcome, result.resent)
         }
         let interruption = Interruption {

@@ -11,16 +11,21 @@ struct ImportStep {
     let path: String
     let requests: [ImportRequest]
 
-    /// Nil when the pipeline does not import. Refuses an import file that is gone or changed since the plan.
-    static func prepare(_ context: PipelineContext, run: RunRecord, store: StateStore) throws -> ImportStep? {
+    /// Nil when the pipeline does not import. The import file is looked for where the plan wrote it, beside the state
+    /// store, and in the reports' folder (`--out`), so that a plan's folder can be moved or copied to where it is applied;
+    /// the first one there is taken, and refused when it is not the file the plan wrote (its SHA-256).
+    static func prepare(_ context: PipelineContext, run: RunRecord, store: StateStore, statePath: String, out: String) throws -> ImportStep? {
         guard let config = context.definition.stages.importAccounts, let name = context.definition.output.importJSON else { return nil }
-        guard let folder = run.reportFolder, let expected = run.importFileSHA256 else {
+        guard let expected = run.importFileSHA256 else {
             throw CommandError("the plan in this state store recorded no fingerprint of its import file (an older idpipe planned it): "
                 + "plan again into a new state store, then apply")
         }
-        let path = folder + "/" + name
-        guard FileManager.default.fileExists(atPath: path) else {
-            throw CommandError("refusing to import: the plan's import file \(path) is gone; plan again into a new state store")
+        let folders = [run.reportFolder, folder(of: statePath), out].compactMap { $0 }
+        var candidates: [String] = []
+        for folder in folders where !candidates.contains(folder + "/" + name) { candidates.append(folder + "/" + name) }
+        guard let path = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
+            throw CommandError("refusing to import: the plan's import file is not where it was written, beside the state store, nor in "
+                + "the reports' folder (\(candidates.joined(separator: ", "))); put it back, or plan again into a new state store")
         }
         let digest = try FileFingerprint.digest(of: path)
         guard digest == expected else {
@@ -40,36 +45,35 @@ struct ImportStep {
 
     var openRequests: [ImportRequest] { requests.filter(\.state.isOpen) }
 
-    /// What the confirmation lists.
-    var confirmationLine: String? {
+    /// What the confirmation lists: the accounts, where they go, and the names they carry.
+    func confirmationLine(into target: String, names: Int) -> String? {
         let open = openRequests
         guard !open.isEmpty else { return nil }
-        return "  import: \(open.reduce(0) { $0 + $1.users }) accounts in \(open.count) accounts:batchCreate requests to do"
+        return "  import: \(open.reduce(0) { $0 + $1.users }) accounts into \(target), in \(open.count) accounts:batchCreate requests"
+            + (names > 0 ? ", with the \(names) names the plan fills" : "")
     }
 
-    /// Sends the open requests; a signal stops it between two of them (the one in flight is answered and recorded).
-    func run(services: Services, store: StateStore, hash: PasswordHashParameters?) throws -> ImportRunner.Outcome {
-        guard let client = services.identityToolkit else { throw CommandError("stages.import imports into services.google's project: it is not configured") }
-        let runner = ImportRunner(store: store, importFile: path, clock: { epochMilliseconds() }) { users in
+    /// The runner that sends the open requests, first in the apply session (`ApplyRunner`); nil when all are done.
+    func runner(services: Services, store: StateStore, hash: PasswordHashParameters?) throws -> ImportRunner? {
+        guard !openRequests.isEmpty else { return nil }
+        guard let client = services.importTarget else { throw CommandError("stages.import imports with services.google's credentials: it is not configured") }
+        return ImportRunner(store: store, importFile: path, clock: { epochMilliseconds() }) { users in
             try await client.batchCreate(users: users, hash: hash)
         }
-        let interruption = Interruption {
-            Console.error("\nidpipe: stopping: waiting for the import request in flight to be answered and recorded (again to quit at once)")
-        }
-        defer { interruption.end() }
-        let raised = interruption.raised
-        let started = wallClockSeconds()
-        let outcome = try blocking {
-            try await runner.run(shouldStop: raised) { done, total in
-                Console.progress("import: \(done) of \(total) requests done")
+    }
+
+    /// Where the import stands after this session, and the name updates it carried.
+    func sayWhatWasDone(services: Services, store: StateStore, seconds: Double) throws {
+        guard !openRequests.isEmpty, let summary = try store.importSummary(limit: 0) else { return }
+        defer {
+            if summary.openRequests == 0, let names = try? store.actionStates()[.updateName]?[.done], names > 0 {
+                Console.out("names: \(Console.count(names, "name update")) went in with the imported accounts; none is sent on its own.")
             }
         }
-        Console.endProgress()
-        if let summary = try store.importSummary(limit: 0) {
-            Console.out("import: \(summary.imported) accounts imported into \(client.accountsBase) in \(formatSeconds(wallClockSeconds() - started))"
-                + (summary.refused > 0 ? ", \(summary.refused) refused by the API (see the Import section of the report)" : "")
-                + (summary.openRequests > 0 ? "; \(summary.openRequests) of \(summary.totalRequests) requests still to send" : "") + ".")
-        }
-        return outcome
+        let sent = openRequests.count - summary.openRequests
+        Console.out("import: \(summary.imported) of \(summary.users) accounts imported into \(services.importTarget?.accountsBase ?? "the project")"
+            + (summary.refused > 0 ? ", \(summary.refused) refused by the API (see the Import section of the report)" : "")
+            + "; this session sent \(sent) of the \(openRequests.count) requests left, in \(formatSeconds(seconds))"
+            + (summary.openRequests > 0 ? "; \(summary.openRequests) still to send" : "") + ".")
     }
 }

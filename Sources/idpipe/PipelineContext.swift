@@ -234,11 +234,23 @@ struct PipelineContext {
                    : "no two accounts share an email, phone number or federated sign-in"))
         }
         if let config = d.stages.importAccounts {
-            lines.append("import: apply imports the import file into services.google's project through accounts:batchCreate, "
-                + "\(config.usersPerRequest) accounts a request, "
-                + (config.passwordHash.map { "password hashes as \($0.algorithm) (signer key from \($0.signerKeyFile ?? "$" + $0.signerKeyEnv))" }
+            lines.append("import: apply imports the import file into \(d.importTargetDescription ?? "") through accounts:batchCreate, "
+                + "\(config.usersPerRequest) accounts a request, \(d.services.google?.batchCreatesPerSecond ?? 1) requests/s, "
+                + (config.passwordHash.map { hash in "password hashes as \(hash.algorithm)"
+                    + (hash.usesSignerKey ? " (signer key from " + (hash.signerKeyFile == nil ? "$" + hash.signerKeyEnv : "signer_key_file") + ")" : "") }
                    ?? "no password hash parameters (an account with a passwordHash stops the import)"))
         }
         return lines
+    }
+}
+
+extension PipelineDefinition {
+    /// The project (and tenant) `stages.import` sends the accounts to, in words; nil without it.
+    var importTargetDescription: String? {
+        guard let config = stages.importAccounts else { return nil }
+        let google = services.google
+        let project = config.projectId ?? google?.projectId
+        let tenant = config.tenantId ?? google?.tenantId
+        return (project.map { "project \($0)" } ?? "the project of services.google's credentials") + (tenant.map { ", tenant \($0)" } ?? "")
     }
 }

@@ -168,6 +168,7 @@ struct PlanExecution {
         run.workingDirectory = currentDirectory()
         run.reportFolder = absolutePath(out)
         run.listLimit = definition.report.listLimit
+        run.importTarget = definition.importTargetDescription
         run.revealPersonalData = reveal || definition.report.revealPersonalData || existing?.revealPersonalData == true ? true : nil
         run.guardLimits = definition.guards.limits
         if definition.selection.deletionRequested {

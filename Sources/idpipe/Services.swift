@@ -12,6 +12,8 @@ import Synchronization
 final class Services {
     let transport: AsyncHTTPTransport
     let identityToolkit: IdentityToolkitClient?
+    /// Where `stages.import` sends the accounts: `identityToolkit`, or its project_id / tenant_id's, with the same credentials.
+    let importTarget: IdentityToolkitClient?
     let projectId: String?
     let apple: AppleClient?
     let facebook: FacebookClient?
@@ -61,12 +63,19 @@ final class Services {
             rates.reads = google.readsPerSecond
             rates.batchCreates = google.batchCreatesPerSecond
             googleTokens = tokens
-            identityToolkit = IdentityToolkitClient(
-                projectId: project, tenantId: google.tenantId, base: base, tokens: tokens,
-                channel: Self.channel("identitytoolkit", transport, retry, google.maxInFlight, logger, &channels), rates: rates)
+            let channel = Self.channel("identitytoolkit", transport, retry, google.maxInFlight, logger, &channels)
+            let client = IdentityToolkitClient(projectId: project, tenantId: google.tenantId, base: base, tokens: tokens, channel: channel, rates: rates)
+            identityToolkit = client
+            if let target = context.definition.stages.importAccounts, target.projectId != nil || target.tenantId != nil {
+                importTarget = IdentityToolkitClient(projectId: target.projectId ?? project, tenantId: target.tenantId ?? google.tenantId, base: base,
+                                                     tokens: tokens, channel: channel, rates: rates)
+            } else {
+                importTarget = context.definition.stages.importAccounts == nil ? nil : client
+            }
             projectId = project
         } else {
             identityToolkit = nil
+            importTarget = nil
             projectId = nil
         }
         if let config = services.apple {
@@ -159,11 +168,16 @@ final class Services {
         guard let config else { return nil }
         let key = try Self.secret(context, file: config.signerKeyFile, key: "stages.import.password_hash.signer_key_file",
                                   environment: environment, variable: config.signerKeyEnv)
-        if config.algorithm == "SCRYPT" || config.algorithm.hasPrefix("HMAC_"), key == nil {
+        let source = config.signerKeyFile == nil ? "the environment variable \(config.signerKeyEnv)" : "signer_key_file"
+        if config.usesSignerKey, key == nil {
             throw CommandError("\(context.path): stages.import.password_hash: \(config.algorithm) needs the signer key: set signer_key_file, "
                 + "or the environment variable \(config.signerKeyEnv)")
         }
-        return PasswordHashParameters(algorithm: config.algorithm, signerKey: key, saltSeparator: config.saltSeparator,
+        if let key, !PipelineDefinition.isBase64(key) {
+            throw CommandError("\(context.path): stages.import.password_hash: the signer key in \(source) is not base64 (not shown); the console "
+                + "shows it so (Authentication > Users > Password hash parameters)")
+        }
+        return PasswordHashParameters(algorithm: config.algorithm, signerKey: config.usesSignerKey ? key : nil, saltSeparator: config.saltSeparator,
                                       rounds: config.rounds, memoryCost: config.memoryCost)
     }
 
@@ -208,6 +222,13 @@ final class Services {
             probe("google") {
                 let page = try await client.listUsers(pageToken: nil, maxResults: 1)
                 return "signed in; accounts:batchGet answered for \(client.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))"
+            }
+        }
+        // The project the import goes to, when it is another one: read with the same credentials.
+        if let target = importTarget, let client = identityToolkit, target !== client, wanted("identitytoolkit") {
+            probe("google (stages.import)") {
+                let page = try await target.listUsers(pageToken: nil, maxResults: 1)
+                return "accounts:batchGet answered for \(target.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))"
             }
         }
         if let apple, wanted("apple") {

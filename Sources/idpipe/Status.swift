@@ -70,8 +70,10 @@ struct Status: ParsableCommand {
                 if !counts.isEmpty { Console.out("\(kind.rawValue): " + counts.map { "\($0.1) \($0.0.rawValue)" }.joined(separator: ", ")) }
             }
             if let imported = try store.importSummary(limit: 0) {
+                let unanswered = imported.requests[.sent] ?? 0
                 Console.out("import: \(imported.imported) of \(imported.users) accounts imported, \(imported.refused) refused, "
-                    + "\(imported.openRequests) of \(imported.totalRequests) requests still to send")
+                    + "\(imported.openRequests) of \(imported.totalRequests) requests still to send"
+                    + (unanswered > 0 ? " (\(unanswered) of them sent, their answer lost to a stop: their accounts may be in, and are sent again)" : ""))
             } else if run.importFileSHA256 != nil {
                 Console.out("import: not started (apply imports the import file)")
             }

@@ -52,6 +52,13 @@ struct Validate: ParsableCommand {
             Console.error("idpipe: warning: \(who) could not set up the services here: \(error)")
         case .success(let services):
             defer { services.shutdown() }
+            // The import's signer key, read as apply reads it (where the key is kept, apply runs).
+            if let hash = context.definition.stages.importAccounts?.passwordHash {
+                do { _ = try services.passwordHash(hash) } catch {
+                    if checkServices { throw fail("\(error)") }
+                    Console.error("idpipe: warning: apply could not read the import's signer key here: \(error)")
+                }
+            }
             if checkServices {
                 let results = services.check()
                 if results.isEmpty { Console.out("services: none configured") }

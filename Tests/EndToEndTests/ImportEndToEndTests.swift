@@ -76,7 +76,7 @@ import Testing
         #expect(code == 1, "\(output)")
         let ids = try importedIds(out)
         #expect(ids.count == 290)
-        #expect(output.contains("import: 290 accounts imported into http://127.0.0.1:\(sandbox.port)/v1/projects/demo-idpipe"), "\(output)")
+        #expect(output.contains("import: 290 of 290 accounts imported into http://127.0.0.1:\(sandbox.port)/v1/projects/demo-idpipe"), "\(output)")
         #expect(output.contains("name updates went in with the imported accounts") && !output.contains("apply imported no accounts"), "\(output)")
         let ledger = SandboxLedger(try sandbox.ledger())
         #expect(Set(ledger.changes.filter { $0.hasPrefix("identitytoolkit create ") }) == Set(ids.map { "identitytoolkit create \($0)" }))
@@ -117,14 +117,21 @@ import Testing
         try Binary.run(["apply", "--state", state, "--yes"], environment: environment, killAfter: 4.5)
         let before = SandboxLedger(try sandbox.ledger()).count("identitytoolkit", "create")
         #expect(before > 0 && before < 290, "killed midway: \(before) created")
-        let (code, output) = try Binary.run(["resume", "--state", state], environment: environment)
+        // The accounts went in with one signer key: the rest may not go with another.
+        let (otherKey, otherKeyOutput) = try Binary.run(["resume", "--state", state], environment: ["IDPIPE_PASSWORD_HASH_KEY": "b3RoZXIta2V5"])
+        #expect(otherKey == 2 && otherKeyOutput.contains("the signer key (stages.import.password_hash) is not the one this import started with"),
+                "\(otherKeyOutput)")
+        // Moved elsewhere, the plan's folder (store, reports and import file) is applied where it lies.
+        let moved = Binary.temporaryDirectory() + "/moved"
+        try FileManager.default.moveItem(atPath: out, toPath: moved)
+        let (code, output) = try Binary.run(["resume", "--state", moved + "/state.sqlite"], environment: environment)
         #expect(code == 1, "\(output)")
         let ledger = SandboxLedger(try sandbox.ledger())
-        let ids = try importedIds(out)
+        let ids = try importedIds(moved)
         #expect(Set(ledger.changes.filter { $0.hasPrefix("identitytoolkit create ") }) == Set(ids.map { "identitytoolkit create \($0)" }))
         #expect(ledger.count("identitytoolkit", "create") == 290)
         #expect(ledger.count("identitytoolkit", "overwrite") <= 20, "at most the request in flight went again")
-        let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+        let report = try String(contentsOfFile: moved + "/report.md", encoding: .utf8)
         #expect(report.contains("| accounts imported | 290 |"), "\(report)")
     }
 
@@ -135,7 +142,10 @@ import Testing
         let state = out + "/state.sqlite"
         let (code, output) = try Binary.run(["apply", "--state", state, "--yes"], environment: environment, signals: [(SIGTERM, 4.5)])
         #expect(code == 130, "\(output)")
-        #expect(output.contains("stopping: waiting for the import request in flight") && output.contains("continues the import"), "\(output)")
+        #expect(output.contains("stopping: no new account or step is started") && output.contains("idpipe: interrupted; `idpipe resume --state"), "\(output)")
+        // The report of the stopped apply says what was done: an apply's, not the plan's "nothing was changed".
+        let stopped = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+        #expect(stopped.hasPrefix("# idpipe apply: ") && stopped.contains("| requests not sent yet | "), "\(stopped.prefix(300))")
         let (_, status) = try Binary.run(["status", "--state", state])
         #expect(status.contains("requests still to send") && status.contains("last apply stopped: interrupted"), "\(status)")
         let (resumed, resumedOutput) = try Binary.run(["resume", "--state", state], environment: environment)
@@ -144,12 +154,15 @@ import Testing
         #expect(ledger.count("identitytoolkit", "create") == 290 && ledger.count("identitytoolkit", "overwrite") == 0, "\(ledger.changes.count)")
     }
 
-    /// The accounts the API refuses are named with why; the others go in; the exit code says it (1).
+    /// The accounts the API refuses are named with why, and the names the plan filled for them fail with them; the
+    /// others go in; the exit code says it (1).
     @Test func refusedAccountsAreNamedAndTheRestIsImported() throws {
         let folder = Binary.temporaryDirectory()
         let long = "https://photos.example/" + String(repeating: "p", count: 2100)
         let export = #"{"users": [{"localId": "keep-1", "email": "one@example.com", "createdAt": "1700000000000"},"#
-            + #"{"localId": "long-photo", "email": "two@example.com", "photoUrl": ""# + long + #"", "createdAt": "1700000000000"},"#
+            + #"{"localId": "long-photo", "email": "two@example.com", "photoUrl": ""# + long + #"", "createdAt": "1700000000000", "#
+            + #""providerUserInfo": [{"providerId": "facebook.com", "rawId": "10001", "displayName": "Ann Example"}]},"#
+            + #"{"localId": "list-claims", "email": "four@example.com", "customAttributes": "[1, 2, 3]", "createdAt": "1700000000000"},"#
             + #"{"localId": "keep-2", "email": "three@example.com", "createdAt": "1700000000000"}]}"#
         try export.write(toFile: folder + "/export.json", atomically: true, encoding: .utf8)
         let sandbox = try emptySandbox()
@@ -160,14 +173,45 @@ import Testing
         #expect(planCode == 0, "\(planOutput)")
         let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
         #expect(code == 1, "\(output)")
-        #expect(output.contains("1 account of the import file refused by the API; see the Import section"), "\(output)")
+        #expect(output.contains("2 accounts of the import file refused by the API; see the Import section"), "\(output)")
         let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
         #expect(report.contains("| long-photo | INVALID_PHOTO_URL : longer than 2048 characters |"), "\(report)")
+        #expect(report.contains("| list-claims | INVALID_CLAIMS : not a JSON object |"), "\(report)")
         #expect(report.contains("| accounts imported | 2 |"), "\(report)")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))) as? [String: Any]
         let imported = try #require(json?["import"] as? [String: Any])
-        #expect(imported["imported"] as? Int == 2 && (imported["refused"] as? [[String: Any]])?.first?["uid"] as? String == "long-photo")
+        #expect(imported["imported"] as? Int == 2 && (imported["refused"] as? [[String: Any]])?.map { $0["uid"] as? String } == ["long-photo", "list-claims"])
+        // The name the plan filled for the refused account fails with it; nothing was sent for it on its own.
+        let rows = try LedgerRow.read(Binary.run(["report", "--state", out + "/state.sqlite", "--format", "csv"]).1)
+        let name = try #require(rows.first { $0["action"] == "update-name" })
+        #expect(name["uid"] == "long-photo" && name["state"] == "failed" && name["reason"] == "not imported: INVALID_PHOTO_URL : longer than 2048 characters",
+                "\(name.fields)")
         #expect(Set(SandboxLedger(try sandbox.ledger()).changes) == ["identitytoolkit create keep-1", "identitytoolkit create keep-2"])
+    }
+
+    /// validate reads the signer key as apply will, warns when it cannot, and never shows it, even pasted where a file's
+    /// path goes.
+    @Test func validateChecksTheSignerKeyWithoutShowingIt() throws {
+        let sandbox = try emptySandbox()
+        let pasted = "cF7lnri6" + String(repeating: "Qx9Zk2Lm", count: 10) + "Pg=="
+        let hashed = "  import:\n    password_hash: {algorithm: SCRYPT, signer_key_file: \(pasted), salt_separator: Bw==, rounds: 8, memory_cost: 14}\n"
+        let pipeline = try migration(sandbox, importStage: hashed)
+        defer { Binary.removeVariant(pipeline) }
+        let (code, output) = try Binary.run(["validate", pipeline])
+        #expect(code == 0 && output.contains("warning: apply could not read the import's signer key here"), "\(output)")
+        #expect(output.contains("signer key from signer_key_file") && !output.contains("cF7lnri6"), "\(output)")
+        let (checked, checkedOutput) = try Binary.run(["validate", pipeline, "--check-services"])
+        #expect(checked == 2 && !checkedOutput.contains("cF7lnri6"), "\(checkedOutput)")
+
+        let fromEnvironment = try migration(sandbox)
+        defer { Binary.removeVariant(fromEnvironment) }
+        let (_, unset) = try Binary.run(["validate", fromEnvironment])
+        #expect(unset.contains("SCRYPT needs the signer key: set signer_key_file, or the environment variable IDPIPE_PASSWORD_HASH_KEY"), "\(unset)")
+        let (_, notBase64) = try Binary.run(["validate", fromEnvironment], environment: ["IDPIPE_PASSWORD_HASH_KEY": "not base64!!"])
+        #expect(notBase64.contains("the signer key in the environment variable IDPIPE_PASSWORD_HASH_KEY is not base64 (not shown)")
+                && !notBase64.contains("not base64!!"), "\(notBase64)")
+        let (_, good) = try Binary.run(["validate", fromEnvironment], environment: environment)
+        #expect(!good.contains("warning") && good.contains("into project demo-idpipe through accounts:batchCreate"), "\(good)")
     }
 
     /// Nothing is sent for a file changed since the plan, nor for password hashes without their parameters.

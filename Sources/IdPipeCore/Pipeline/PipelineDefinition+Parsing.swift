@@ -277,7 +277,9 @@ extension PipelineDefinition {
             }
         }
         if let item = keys["import"] {
-            stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: ["users_per_request", "password_hash"]) { config, entries in
+            stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: ["users_per_request", "password_hash", "project_id", "tenant_id"]) { config, entries in
+                config.projectId = try entries["project_id"]?.string()
+                config.tenantId = try entries["tenant_id"]?.string()
                 config.usersPerRequest = try entries["users_per_request"]?.int(minimum: 1, maximum: 1000, why: " (the API takes 1000 accounts a request)")
                     ?? config.usersPerRequest
                 config.passwordHash = try entries["password_hash"].map(decodePasswordHash)
@@ -290,18 +292,22 @@ extension PipelineDefinition {
         let keys = try node.mapping(allowed: ["algorithm", "signer_key_file", "signer_key_env", "salt_separator", "rounds", "memory_cost"])
         guard let algorithm = keys["algorithm"] else { throw node.error("missing key 'algorithm' (SCRYPT for Firebase's own hashes)") }
         let name = try algorithm.string()
-        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isUppercase || $0.isNumber || $0 == "_") }) else {
-            throw algorithm.error("'\(name)' is not a hash algorithm name as the API spells them (SCRYPT, HMAC_SHA256, BCRYPT, PBKDF2_SHA256, ...)")
+        guard PasswordHashConfig.algorithms.contains(name) else {
+            throw algorithm.error("'\(name)' is not one of the API's hash algorithms this import takes: "
+                + PasswordHashConfig.algorithms.joined(separator: ", ") + (name == "STANDARD_SCRYPT" ? " (STANDARD_SCRYPT's parameters are not supported)" : ""))
         }
         var config = PasswordHashConfig(algorithm: name)
         config.signerKeyFile = try keys["signer_key_file"]?.secretFilePath()
         config.signerKeyEnv = try keys["signer_key_env"]?.string() ?? config.signerKeyEnv
+        if !config.usesSignerKey, let key = keys["signer_key_file"] ?? keys["signer_key_env"] {
+            throw key.error("\(name) hashes take no signer key (SCRYPT and the HMAC algorithms do)")
+        }
         if let separator = keys["salt_separator"] {
             let text = try separator.string()
             guard isBase64(text) else { throw separator.error("is not base64 (the console shows it so, e.g. Bw==)") }
             config.saltSeparator = text
         }
-        config.rounds = try keys["rounds"]?.int(minimum: 0, maximum: 8192)
+        config.rounds = try keys["rounds"]?.int(minimum: 0, maximum: 120_000)
         config.memoryCost = try keys["memory_cost"]?.int(minimum: 0, maximum: 14)
         if name == "SCRYPT", config.rounds == nil || config.memoryCost == nil {
             throw node.error("SCRYPT needs rounds and memory_cost (the console's Password hash parameters)")
@@ -310,7 +316,7 @@ extension PipelineDefinition {
     }
 
     /// Standard base64 with its padding, as the console shows the salt separator.
-    static func isBase64(_ text: String) -> Bool {
+    public static func isBase64(_ text: String) -> Bool {
         let bytes = Array(text.utf8)
         let body = bytes.prefix { $0 != UInt8(ascii: "=") }
         return bytes.count % 4 == 0 && bytes.count - body.count <= 2 && bytes[body.count...].allSatisfy { $0 == UInt8(ascii: "=") }

@@ -158,6 +158,10 @@ public struct StagesConfig: Sendable, Equatable {
 public struct ImportConfig: Sendable, Equatable {
     /// Accounts per request: the API takes up to 1000.
     public var usersPerRequest = 1000
+    /// The project (and tenant) the accounts go to, when not `services.google`'s: a migration from one project (a live
+    /// source) to another, with the same credentials.
+    public var projectId: String?
+    public var tenantId: String?
     /// The project's password hash parameters, needed when an account has a `passwordHash`.
     public var passwordHash: PasswordHashConfig?
     public init() {}
@@ -178,6 +182,14 @@ public struct PasswordHashConfig: Sendable, Equatable {
     public init(algorithm: String) {
         self.algorithm = algorithm
     }
+
+    /// The API's names (`hashAlgorithm`), as the Admin SDKs and `firebase auth:import` list them. `STANDARD_SCRYPT` is
+    /// left out: its parameters (block size, parallelization, key length) have no key here.
+    public static let algorithms = ["SCRYPT", "HMAC_SHA512", "HMAC_SHA256", "HMAC_SHA1", "HMAC_MD5", "MD5", "SHA1", "SHA256", "SHA512",
+                                    "PBKDF_SHA1", "PBKDF2_SHA256", "BCRYPT"]
+
+    /// Firebase's SCRYPT and the HMACs hash with a key; the others take none.
+    public var usesSignerKey: Bool { algorithm == "SCRYPT" || algorithm.hasPrefix("HMAC_") }
 }
 
 public struct RevokeConfig: Sendable, Equatable {

@@ -104,7 +104,7 @@ public struct MarkdownReport {
         }
 
         importSection(&out, tally, run)
-        try importedSection(&out)
+        try importedSection(&out, run)
 
         let selection = tally.group("selection.")
         let waiting = run.deletionRequestsInGrace ?? 0
@@ -342,7 +342,7 @@ public struct MarkdownReport {
         section(&out, "Import file")
         out.write("\(written) accounts are in the import file (the auth:export JSON layout, cleaned, with the names filled above).\n")
         if let digest = run.importFileSHA256 {
-            out.write("\n`idpipe apply` imports it (`stages.import`) into the project of `services.google` through `accounts:batchCreate`, "
+            out.write("\n`idpipe apply` imports it (`stages.import`) into \(run.importTarget ?? "the project of `services.google`") through `accounts:batchCreate`, "
                 + "with the names filled above in the accounts (no name update is sent on its own). It imports the file as reviewed "
                 + "(sha256 \(digest.prefix(12)), \(run.importFileSize ?? 0) bytes), and refuses it if it has changed. An account whose uid "
                 + "is in the project already is overwritten with the file's.\n")
@@ -387,10 +387,11 @@ public struct MarkdownReport {
     }
 
     /// What apply's import did (`stages.import`): requests, accounts imported, and the accounts the API refused.
-    private func importedSection(_ out: inout some TextOutputStream) throws {
+    private func importedSection(_ out: inout some TextOutputStream, _ run: RunRecord) throws {
         guard let summary = try source.importSummary(limit: listLimit) else { return }
         section(&out, "Import")
-        out.write("The import file went to `accounts:batchCreate` in \(summary.totalRequests) request\(summary.totalRequests == 1 ? "" : "s").\n\n")
+        out.write("The import file is sent to `accounts:batchCreate` in \(summary.totalRequests) request\(summary.totalRequests == 1 ? "" : "s")"
+            + (run.importTarget.map { ", into \($0)" } ?? "") + ".\n\n")
         table(&out, ["", "count"], [
             ["accounts imported", "\(summary.imported)"],
             ["accounts refused by the API (not imported)", "\(summary.refused)"],

@@ -57,6 +57,11 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// changed since the plan (nil otherwise, or in a store planned before they were kept).
     public var importFileSHA256: String?
     public var importFileSize: Int64?
+    /// The SHA-256 of the signer key the import's first session sent (a fingerprint, as for tokens): a later session
+    /// with another key is refused, which would leave the accounts' hashes under two keys.
+    public var importSignerKeySHA256: String?
+    /// Where the import goes, in words (`project P, tenant T`), for the reviewer (nil without `stages.import`).
+    public var importTarget: String?
 
     /// The token the run's import file is staged under: `importFileToken`, or the creation time for a store made before.
     public var stagingToken: String { importFileToken ?? "\(createdAt)" }
