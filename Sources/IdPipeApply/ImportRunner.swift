@@ -44,7 +44,8 @@ public final class ImportRunner: Sendable {
         return requests
     }
 
-    /// Sends every request not done yet, in file order. `progress(done, total, accountsSent)` after each.
+    /// Sends every request not done yet, in file order; `progress(done, total)` in requests after each. `shouldStop` is
+    /// asked before each: the request in flight is answered and recorded first.
     public func run(shouldStop: @Sendable () -> Bool, progress: @Sendable (Int, Int) -> Void) async throws -> Outcome {
         let requests = try store.importRequests()
         var done = requests.filter { !$0.state.isOpen }.count
@@ -163,7 +164,7 @@ enum ImportFileSplitter {
         /// The text of the last key read at depth 1, to find `users`.
         var key: [UInt8] = []
         var readingKey = false
-        /// The depth of the users list's elements (2) once it is open; nil before.
+        /// Inside the users list (its elements at depth 2).
         var inUsers = false
         var finished = false
         var problem: (offset: Int64, message: String)?

@@ -124,10 +124,13 @@ extension StateStore: ReportSource {
 
     public func applySummary() throws -> ApplySummary? {
         try queue.read { db in
-            // A session killed before it ended counts until its own last record (not the next session's).
+            // A session killed before it ended counts until its own last record (not the next session's): of an action, or
+            // of an import request.
             let sessions = try Row.fetchAll(db, sql: """
-                SELECT s.*, (SELECT max(x.updated_at) FROM action x WHERE x.updated_at >= s.started_at
-                               AND x.updated_at < coalesce((SELECT min(n.started_at) FROM apply_session n WHERE n.id > s.id), 9223372036854775807)
+                SELECT s.*, (SELECT max(x.t) FROM (SELECT updated_at AS t FROM action
+                                                   UNION ALL SELECT coalesce(finished_at, first_sent_at) FROM import_request) x
+                             WHERE x.t >= s.started_at
+                               AND x.t < coalesce((SELECT min(n.started_at) FROM apply_session n WHERE n.id > s.id), 9223372036854775807)
                             ) AS last_record
                 FROM apply_session s ORDER BY id
                 """).map { row in

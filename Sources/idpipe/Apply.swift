@@ -48,7 +48,8 @@ struct ExistingRunOptions: ParsableArguments {
     /// The store and the report folder as absolute paths, then into the folder the plan ran in: the pipeline and input
     /// paths the store holds are as given there (resumed from elsewhere, "cannot read the pipeline file p.yaml"). The
     /// reports go where the plan wrote its own unless --out says otherwise (resume wrote them beside the store), or
-    /// beside the store when that folder is gone.
+    /// beside the store when that folder is gone, or when the plan's reports are beside the store (its folder copied:
+    /// the copy's apply wrote its reports over the original's).
     func enterRun() throws -> (state: String, out: String, record: RunRecord?) {
         let state = absolutePath(try existingState())
         let given = out.map(absolutePath)
@@ -60,7 +61,9 @@ struct ExistingRunOptions: ParsableArguments {
                 + "its relative paths are read from here")
         }
         // A report folder that is gone (moved with its store, say) is not made again: the store's folder is used.
-        return (state, given ?? record?.reportFolder.flatMap { fileExists($0) ? $0 : nil } ?? folder(of: state), record)
+        let beside = folder(of: state)
+        let travelled = record?.reportFolder != beside && fileExists(beside + "/plan.md")
+        return (state, given ?? (travelled ? beside : record?.reportFolder.flatMap { fileExists($0) ? $0 : nil } ?? beside), record)
     }
 }
 
@@ -556,7 +559,8 @@ struct ApplyCommand {
             if let importing, let importKey, let first = run.importSignerKeySHA256, first != importKey,
                importing.requests.contains(where: { $0.state != .planned }) {
                 throw CommandError("refusing to import: the signer key (stages.import.password_hash) is not the one this import started with: "
-                    + "the accounts imported so far went with that one, and their hashes need the same; give the same key")
+                    + "the accounts imported so far went with that one, and their hashes need the same; give the same key (if that one "
+                    + "was wrong, those accounts are imported again with the right one by a new plan in a new state store)")
             }
             for kind in open.keys.sorted(by: { $0.order < $1.order }) {
                 if let missing = effects.missingService(for: kind) {

@@ -11,27 +11,35 @@ struct ImportStep {
     let path: String
     let requests: [ImportRequest]
 
-    /// Nil when the pipeline does not import. The import file is looked for where the plan wrote it, beside the state
-    /// store, and in the reports' folder (`--out`), so that a plan's folder can be moved or copied to where it is applied;
-    /// the first one there is taken, and refused when it is not the file the plan wrote (its SHA-256).
+    /// Nil when the pipeline does not import. The import file is looked for beside the state store, where the plan wrote
+    /// it, and in the reports' folder (`--out`), so that a plan's folder can be moved or copied to where it is applied;
+    /// the first that is the file the plan wrote (its SHA-256) is taken, and a changed one refused.
     static func prepare(_ context: PipelineContext, run: RunRecord, store: StateStore, statePath: String, out: String) throws -> ImportStep? {
         guard let config = context.definition.stages.importAccounts, let name = context.definition.output.importJSON else { return nil }
         guard let expected = run.importFileSHA256 else {
             throw CommandError("the plan in this state store recorded no fingerprint of its import file (an older idpipe planned it): "
                 + "plan again into a new state store, then apply")
         }
-        let folders = [run.reportFolder, folder(of: statePath), out].compactMap { $0 }
+        let folders = [folder(of: statePath), run.reportFolder, out].compactMap { $0 }
         var candidates: [String] = []
         for folder in folders where !candidates.contains(folder + "/" + name) { candidates.append(folder + "/" + name) }
-        guard let path = candidates.first(where: { FileManager.default.fileExists(atPath: $0) }) else {
-            throw CommandError("refusing to import: the plan's import file is not where it was written, beside the state store, nor in "
-                + "the reports' folder (\(candidates.joined(separator: ", "))); put it back, or plan again into a new state store")
+        let found = candidates.filter { FileManager.default.fileExists(atPath: $0) }
+        guard let first = found.first else {
+            throw CommandError("refusing to import: the plan's import file is neither beside the state store, nor where it was written, nor "
+                + "in the reports' folder (\(candidates.joined(separator: ", "))); put it back, or plan again into a new state store")
         }
-        let digest = try FileFingerprint.digest(of: path)
-        guard digest == expected else {
-            throw CommandError("refusing to import: the import file \(path) changed since the plan was made (sha256 \(expected.prefix(12)) then, "
-                + "\(digest.prefix(12)) now): apply imports the file that was reviewed; plan again into a new state store and review it")
+        var digests: [String] = []
+        for candidate in found {
+            let digest = try FileFingerprint.digest(of: candidate)
+            if digest == expected { return try prepared(path: candidate, config: config, run: run, store: store) }
+            digests.append(digest)
         }
+        throw CommandError("refusing to import: the import file \(first) changed since the plan was made (sha256 \(expected.prefix(12)) then, "
+            + "\(digests[0].prefix(12)) now): apply imports the file that was reviewed; plan again into a new state store and review it")
+    }
+
+    /// The file found: the password hashes checked, the requests split (or read back from the store).
+    private static func prepared(path: String, config: ImportConfig, run: RunRecord, store: StateStore) throws -> ImportStep {
         // The API refuses a request with a password hash and no hash parameters: known before anything is sent.
         let hashes = try store.tally()["import.password-hashes"]
         if hashes > 0, config.passwordHash == nil {

@@ -173,7 +173,7 @@ final class Services {
             throw CommandError("\(context.path): stages.import.password_hash: \(config.algorithm) needs the signer key: set signer_key_file, "
                 + "or the environment variable \(config.signerKeyEnv)")
         }
-        if let key, !PipelineDefinition.isBase64(key) {
+        if let key, !TextScan.isBase64(key) {
             throw CommandError("\(context.path): stages.import.password_hash: the signer key in \(source) is not base64 (not shown); the console "
                 + "shows it so (Authentication > Users > Password hash parameters)")
         }

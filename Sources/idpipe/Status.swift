@@ -73,7 +73,8 @@ struct Status: ParsableCommand {
                 let unanswered = imported.requests[.sent] ?? 0
                 Console.out("import: \(imported.imported) of \(imported.users) accounts imported, \(imported.refused) refused, "
                     + "\(imported.openRequests) of \(imported.totalRequests) requests still to send"
-                    + (unanswered > 0 ? " (\(unanswered) of them sent, their answer lost to a stop: their accounts may be in, and are sent again)" : ""))
+                    + (unanswered > 0 && holder == nil ? " (\(unanswered) of them sent, their answer lost to a stop: their accounts may be in, and "
+                        + "are sent again)" : unanswered > 0 ? " (\(unanswered) in flight now)" : ""))
             } else if run.importFileSHA256 != nil {
                 Console.out("import: not started (apply imports the import file)")
             }

@@ -136,6 +136,7 @@ import Testing
     }
 
     /// A SIGTERM waits for the request in flight, records it, and stops (130); resume sends the rest and nothing twice.
+    /// Resumed from a copy of the plan's folder, the copy is what goes on: its reports, its import file.
     @Test func aSignalStopsTheImportBetweenTwoRequests() throws {
         let (sandbox, pipeline, out) = try plannedSlowImport()
         defer { Binary.removeVariant(pipeline) }
@@ -148,8 +149,11 @@ import Testing
         #expect(stopped.hasPrefix("# idpipe apply: ") && stopped.contains("| requests not sent yet | "), "\(stopped.prefix(300))")
         let (_, status) = try Binary.run(["status", "--state", state])
         #expect(status.contains("requests still to send") && status.contains("last apply stopped: interrupted"), "\(status)")
-        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", state], environment: environment)
-        #expect(resumed == 1, "\(resumedOutput)")
+        let copy = Binary.temporaryDirectory() + "/copy"
+        try FileManager.default.copyItem(atPath: out, toPath: copy)
+        let (resumed, resumedOutput) = try Binary.run(["resume", "--state", copy + "/state.sqlite"], environment: environment)
+        #expect(resumed == 1 && resumedOutput.contains("report: \(copy)/report.md"), "\(resumedOutput)")
+        #expect(try String(contentsOfFile: out + "/report.md", encoding: .utf8) == stopped, "the original's reports are left as they were")
         let ledger = SandboxLedger(try sandbox.ledger())
         #expect(ledger.count("identitytoolkit", "create") == 290 && ledger.count("identitytoolkit", "overwrite") == 0, "\(ledger.changes.count)")
     }
@@ -189,8 +193,8 @@ import Testing
         #expect(Set(SandboxLedger(try sandbox.ledger()).changes) == ["identitytoolkit create keep-1", "identitytoolkit create keep-2"])
     }
 
-    /// validate reads the signer key as apply will, warns when it cannot, and never shows it, even pasted where a file's
-    /// path goes.
+    /// validate refuses a key pasted where its file's path goes, reads the signer key as apply will, warns when it cannot,
+    /// and never shows it.
     @Test func validateChecksTheSignerKeyWithoutShowingIt() throws {
         let sandbox = try emptySandbox()
         let pasted = "cF7lnri6" + String(repeating: "Qx9Zk2Lm", count: 10) + "Pg=="
@@ -198,10 +202,14 @@ import Testing
         let pipeline = try migration(sandbox, importStage: hashed)
         defer { Binary.removeVariant(pipeline) }
         let (code, output) = try Binary.run(["validate", pipeline])
-        #expect(code == 0 && output.contains("warning: apply could not read the import's signer key here"), "\(output)")
-        #expect(output.contains("signer key from signer_key_file") && !output.contains("cF7lnri6"), "\(output)")
-        let (checked, checkedOutput) = try Binary.run(["validate", pipeline, "--check-services"])
-        #expect(checked == 2 && !checkedOutput.contains("cF7lnri6"), "\(checkedOutput)")
+        #expect(code == 2 && output.contains("looks like the key itself (base64, not shown)") && !output.contains("cF7lnri6"), "\(output)")
+        let missing = try migration(sandbox, importStage: hashed.replacingOccurrences(of: pasted, with: "no-such-key.txt"))
+        defer { Binary.removeVariant(missing) }
+        let (missingCode, missingOutput) = try Binary.run(["validate", missing])
+        #expect(missingCode == 0 && missingOutput.contains("warning: apply could not read the import's signer key here")
+                && missingOutput.contains("signer key from signer_key_file"), "\(missingOutput)")
+        let (checked, checkedOutput) = try Binary.run(["validate", missing, "--check-services"])
+        #expect(checked == 2 && checkedOutput.contains("signer_key_file: cannot read"), "\(checkedOutput)")
 
         let fromEnvironment = try migration(sandbox)
         defer { Binary.removeVariant(fromEnvironment) }

@@ -136,7 +136,12 @@ struct ImportStageConfigTests {
         ("stages: {import: {users_per_request: 1001}}\n" + output + services, "must be at most 1000 (the API takes 1000 accounts a request)"),
         ("stages: {import: {password_hash: {rounds: 8}}}\n" + output + services, "missing key 'algorithm'"),
         ("stages: {import: {password_hash: {algorithm: scrypt}}}\n" + output + services, "'scrypt' is not one of the API's hash algorithms"),
-        ("stages: {import: {password_hash: {algorithm: STANDARD_SCRYPT}}}\n" + output + services, "STANDARD_SCRYPT's parameters are not supported"),
+        ("stages: {import: {password_hash: {algorithm: STANDARD_SCRYPT}}}\n" + output + services, "STANDARD_SCRYPT is not supported here"),
+        ("stages: {import: {password_hash: {algorithm: MD5}}}\n" + output + services, "MD5 needs rounds"),
+        ("stages: {import: {password_hash: {algorithm: HMAC_SHA256, signer_key_file: 'e+Qlga2wsHlJ/vuq+Ad3odQUl5xY/Y6Ut1rc7fKATJo='}}}\n" + output + services,
+         "looks like the key itself (base64, not shown)"),
+        ("stages: {import: {project_id: demo-idpipe/tenants/x}}\n" + output + services, "is not a project id"),
+        ("stages: {import: {tenant_id: ''}}\n" + output + services, "is not a tenant id"),
         ("stages: {import: {password_hash: {algorithm: BCRYPT, signer_key_env: K}}}\n" + output + services, "BCRYPT hashes take no signer key"),
         ("stages: {import: {password_hash: {algorithm: SCRYPT, rounds: 8}}}\n" + output + services, "SCRYPT needs rounds and memory_cost"),
         ("stages: {import: {password_hash: {algorithm: SCRYPT, salt_separator: 'B w', rounds: 8, memory_cost: 14}}}\n" + output + services, "is not base64"),
@@ -145,6 +150,7 @@ struct ImportStageConfigTests {
     func aStageThatCannotImportIsRefused(text: String, message: String) {
         let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: Self.base + text, file: "m.yaml") }
         #expect(error?.description.contains(message) == true, "\(String(describing: error))")
+        #expect(error?.description.contains("e+Qlga2ws") == false, "a key is never shown")
     }
 
     @Test func theStageKeepsItsParameters() throws {

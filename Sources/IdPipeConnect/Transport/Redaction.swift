@@ -54,7 +54,9 @@ public enum Redaction {
             let bothCases = bytes.contains { $0 >= 0x41 && $0 <= 0x5A } && bytes.contains { $0 >= 0x61 && $0 <= 0x7A }
             return bytes.count >= 16 && isToken && digits >= 3 && (bothCases || bytes.count >= 32)
         }
-        guard SecretText.isKeyText(value) || oneLineSecret else { return "'\(shown)'" }
+        // A base64 key, whose '/' cut it into parts too short to look like a token.
+        let base64Key = value.utf8.count >= 16 && TextScan.isBase64(value)
+        guard SecretText.isKeyText(value) || oneLineSecret || base64Key else { return "'\(shown)'" }
         return "(a value that may be the key or secret itself, not a path: not shown)"
     }
 

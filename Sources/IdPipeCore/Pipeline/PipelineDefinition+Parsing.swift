@@ -278,8 +278,23 @@ extension PipelineDefinition {
         }
         if let item = keys["import"] {
             stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: ["users_per_request", "password_hash", "project_id", "tenant_id"]) { config, entries in
-                config.projectId = try entries["project_id"]?.string()
-                config.tenantId = try entries["tenant_id"]?.string()
+                config.projectId = try entries["project_id"].map { node in
+                    // Google's rule for project ids; anything else would be sent as a path (`demo/tenants/x`).
+                    let id = try node.string()
+                    let bytes = Array(id.utf8)
+                    guard (6...30).contains(bytes.count), (0x61...0x7a).contains(bytes[0]), bytes.last != UInt8(ascii: "-"),
+                          bytes.allSatisfy({ (0x61...0x7a).contains($0) || TextScan.isASCIIDigit($0) || $0 == UInt8(ascii: "-") }) else {
+                        throw node.error("'\(id)' is not a project id (6 to 30 lowercase letters, digits and hyphens, from a letter)")
+                    }
+                    return id
+                }
+                config.tenantId = try entries["tenant_id"].map { node in
+                    let id = try node.string()
+                    guard !id.isEmpty, id.utf8.allSatisfy({ TextScan.isASCIILetterOrDigit($0) || $0 == UInt8(ascii: "-") }) else {
+                        throw node.error("'\(id)' is not a tenant id (letters, digits and hyphens, as the console shows it)")
+                    }
+                    return id
+                }
                 config.usersPerRequest = try entries["users_per_request"]?.int(minimum: 1, maximum: 1000, why: " (the API takes 1000 accounts a request)")
                     ?? config.usersPerRequest
                 config.passwordHash = try entries["password_hash"].map(decodePasswordHash)
@@ -293,18 +308,26 @@ extension PipelineDefinition {
         guard let algorithm = keys["algorithm"] else { throw node.error("missing key 'algorithm' (SCRYPT for Firebase's own hashes)") }
         let name = try algorithm.string()
         guard PasswordHashConfig.algorithms.contains(name) else {
-            throw algorithm.error("'\(name)' is not one of the API's hash algorithms this import takes: "
-                + PasswordHashConfig.algorithms.joined(separator: ", ") + (name == "STANDARD_SCRYPT" ? " (STANDARD_SCRYPT's parameters are not supported)" : ""))
+            if name == "STANDARD_SCRYPT" {
+                throw algorithm.error("STANDARD_SCRYPT is not supported here (its block size, parallelization and key length have no keys): "
+                    + "import such accounts with the Admin SDK's import_users")
+            }
+            throw algorithm.error("'\(name)' is not one of the API's hash algorithms: " + PasswordHashConfig.algorithms.joined(separator: ", "))
         }
         var config = PasswordHashConfig(algorithm: name)
         config.signerKeyFile = try keys["signer_key_file"]?.secretFilePath()
+        // A key is base64 (with '/' and '+' in it, it passes for a path): given here, it would be read as a file's name.
+        if let file = config.signerKeyFile, file.utf8.count >= 16, TextScan.isBase64(file) {
+            throw keys["signer_key_file"]!.error("looks like the key itself (base64, not shown), not the path of its file: put the key in a file "
+                + "only you can read and give its path, or set the environment variable signer_key_env names (\(config.signerKeyEnv) by default)")
+        }
         config.signerKeyEnv = try keys["signer_key_env"]?.string() ?? config.signerKeyEnv
         if !config.usesSignerKey, let key = keys["signer_key_file"] ?? keys["signer_key_env"] {
             throw key.error("\(name) hashes take no signer key (SCRYPT and the HMAC algorithms do)")
         }
         if let separator = keys["salt_separator"] {
             let text = try separator.string()
-            guard isBase64(text) else { throw separator.error("is not base64 (the console shows it so, e.g. Bw==)") }
+            guard TextScan.isBase64(text) else { throw separator.error("is not base64 (the console shows it so, e.g. Bw==)") }
             config.saltSeparator = text
         }
         config.rounds = try keys["rounds"]?.int(minimum: 0, maximum: 120_000)
@@ -312,15 +335,11 @@ extension PipelineDefinition {
         if name == "SCRYPT", config.rounds == nil || config.memoryCost == nil {
             throw node.error("SCRYPT needs rounds and memory_cost (the console's Password hash parameters)")
         }
+        // The digests and PBKDFs are run a number of times: the API needs it (BCRYPT and the HMACs take none).
+        if name != "BCRYPT", !name.hasPrefix("HMAC_"), config.rounds == nil {
+            throw node.error("\(name) needs rounds (how many times the hash was applied)")
+        }
         return config
-    }
-
-    /// Standard base64 with its padding, as the console shows the salt separator.
-    public static func isBase64(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        let body = bytes.prefix { $0 != UInt8(ascii: "=") }
-        return bytes.count % 4 == 0 && bytes.count - body.count <= 2 && bytes[body.count...].allSatisfy { $0 == UInt8(ascii: "=") }
-            && body.allSatisfy { (0x41...0x5a).contains($0) || (0x61...0x7a).contains($0) || (0x30...0x39).contains($0) || $0 == 0x2b || $0 == 0x2f }
     }
 
     /// A list of paths, each holding `{uid}` (without it, every account would delete the same data).

@@ -194,7 +194,7 @@ public struct MarkdownReport {
             table(&out, ["where", "uid", "field", "reason"], rows)
             if quarantined > rows.count { out.write("\n… and \(quarantined - rows.count) more in the JSON report.\n") }
         }
-        if applied != nil || data?.traffic.isEmpty == false { timing(&out, applied, counting: data?.traffic ?? []) }
+        if applied != nil || data?.traffic.isEmpty == false { try timing(&out, applied, counting: data?.traffic ?? []) }
     }
 
     /// The guards beside what the plan deletes, when the pipeline has any: a reviewer saw them only when one tripped.
@@ -270,9 +270,9 @@ public struct MarkdownReport {
     }
 
     /// Durations, rates and traffic: last, because they differ from one run of the same plan to the next.
-    private func timing(_ out: inout some TextOutputStream, _ applied: ApplySummary?, counting: [ServiceTraffic]) {
+    private func timing(_ out: inout some TextOutputStream, _ applied: ApplySummary?, counting: [ServiceTraffic]) throws {
         section(&out, "Run timing and traffic")
-        if let applied { applyTiming(&out, applied) }
+        if let applied { applyTiming(&out, applied, importResent: try source.importSummary(limit: 0)?.resentRequests ?? 0) }
         if !counting.isEmpty {
             out.write(applied == nil ? "" : "\n")
             out.write("Counting the data to delete (the dry run's reads, over every plan or resume that counted):\n\n")
@@ -280,10 +280,10 @@ public struct MarkdownReport {
         }
     }
 
-    private func applyTiming(_ out: inout some TextOutputStream, _ summary: ApplySummary) {
+    private func applyTiming(_ out: inout some TextOutputStream, _ summary: ApplySummary, importResent: Int) {
         out.write("Applied in \(FixedPoint.text(summary.seconds, places: 1)) s over \(summary.sessions.count) session(s). ")
-        out.write(summary.resent == 0 ? "No action had to be sent again.\n\n"
-                  : "\(summary.resent) actions were in flight when a session stopped and were sent again (each is idempotent).\n\n")
+        out.write(summary.resent == 0 ? "No action had to be sent again" : "\(summary.resent) actions were in flight when a session stopped and were sent again (each is idempotent)")
+        out.write(importResent == 0 ? ".\n\n" : "; \(importResent) import request\(importResent == 1 ? " was" : "s were") (see Import).\n\n")
         table(&out, ["session", "started", "seconds", "sent again", "outcome"], summary.sessions.enumerated().map { index, session in
             ["\(index + 1) (`\(session.command)`)", Timestamp.formatRFC3339(session.startedAt),
              FixedPoint.text(Double((session.endedAt ?? session.startedAt) - session.startedAt) / 1000, places: 1), "\(session.resent)", session.outcome ?? "did not end (killed)"]

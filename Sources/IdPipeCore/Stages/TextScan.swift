@@ -13,6 +13,14 @@ extension String {
 
 /// Byte-level text helpers for the hot path: Foundation's trimming costs microseconds a call.
 public enum TextScan {
+    /// Standard base64 with its padding (the console shows keys and salt separators so).
+    public static func isBase64(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        let body = bytes.prefix { $0 != UInt8(ascii: "=") }
+        return bytes.count % 4 == 0 && bytes.count - body.count <= 2 && bytes[body.count...].allSatisfy { $0 == UInt8(ascii: "=") }
+            && body.allSatisfy { isASCIILetterOrDigit($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "/") }
+    }
+
     /// Whether two runs of bytes are the same, eight bytes at a time (a generic `elementsEqual` went byte by byte
     /// through iterators).
     public static func sameBytes(_ x: UnsafeBufferPointer<UInt8>, _ y: UnsafeBufferPointer<UInt8>) -> Bool {
