@@ -73,15 +73,14 @@ struct ImportStep {
     /// Where the import stands after this session, and the name updates it carried.
     func sayWhatWasDone(services: Services, store: StateStore, seconds: Double) throws {
         guard !openRequests.isEmpty, let summary = try store.importSummary(limit: 0) else { return }
-        defer {
-            if summary.openRequests == 0, let names = try? store.actionStates()[.updateName]?[.done], names > 0 {
-                Console.out("names: \(Console.count(names, "name update")) went in with the imported accounts; none is sent on its own.")
-            }
-        }
         let sent = openRequests.count - summary.openRequests
         Console.out("import: \(summary.imported) of \(summary.users) accounts imported into \(services.importTarget?.accountsBase ?? "the project")"
             + (summary.refused > 0 ? ", \(summary.refused) refused by the API (see the Import section of the report)" : "")
             + "; this session sent \(sent) of the \(openRequests.count) requests left, in \(formatSeconds(seconds))"
             + (summary.openRequests > 0 ? "; \(summary.openRequests) still to send" : "") + ".")
+        // Closed by the import once every request was done (`ApplyRunner`).
+        if summary.openRequests == 0, let names = try store.actionStates()[.updateName]?[.done], names > 0 {
+            Console.out("names: \(Console.count(names, "name update")) went in with the imported accounts; none is sent on its own.")
+        }
     }
 }

@@ -56,6 +56,16 @@ import Testing
         #expect(json(requests[4].body) == json(#"{"users": [{"localId":"imp-1","email":"imp1@example.com","displayName":"Imp One","emailVerified":true}]}"#))
     }
 
+    /// An import of password hashes sends the project's hash parameters beside the users, as the Admin SDKs' import_users.
+    @Test func anImportSendsItsHashParameters() async throws {
+        let stub = StubTransport(json: (200, #"{"kind":"identitytoolkit#UploadAccountResponse","error":[]}"#))
+        let client = try client(stub)
+        let hash = PasswordHashParameters(algorithm: "SCRYPT", signerKey: "c2lnbmVy", saltSeparator: "Bw==", rounds: 8, memoryCost: 14)
+        #expect(try await client.batchCreate(users: [["localId": "imp-1", "passwordHash": "aGFzaA==", "salt": "c2FsdA=="]], hash: hash).isEmpty)
+        #expect(json(stub.requests[0].body) == json(#"{"users": [{"localId":"imp-1","passwordHash":"aGFzaA==","salt":"c2FsdA=="}], "#
+            + #""hashAlgorithm":"SCRYPT","signerKey":"c2lnbmVy","saltSeparator":"Bw==","rounds":8,"memoryCost":14}"#))
+    }
+
     @Test func perIdErrorsMapBackToTheIdsSent() async throws {
         let stub = StubTransport(json:
             (200, #"{"errors":[{"index":1,"localId":"u3","message":"NOT_DISABLED : Disable the account before batch deletion."}]}"#),
