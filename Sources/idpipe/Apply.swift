@@ -359,8 +359,9 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                     + "see the Import file section of \(out)/plan.md")
             }
             if tally["import.api-refused"] > 0 {
-                Console.error("idpipe: \(Console.count(tally["import.api-refused"], "account")) in it hold values Identity Toolkit refuses "
-                    + "(claims over 1000 characters or not JSON, photo URLs over 2048); see the Import file section of \(out)/plan.md")
+                Console.error("idpipe: \(Console.count(tally["import.api-refused"], "account")) left out of the import file and quarantined: each "
+                    + "holds a value Identity Toolkit refuses (claims over 1000 characters or not JSON, photo URLs over 2048); "
+                    + "see the Import file section of \(out)/plan.md")
             }
             if let config = context.definition.stages.importAccounts, config.passwordHash == nil, tally["import.password-hashes"] > 0 {
                 Console.error("idpipe: warning: \(Console.count(tally["import.password-hashes"], "account")) in it carry a password hash, and "

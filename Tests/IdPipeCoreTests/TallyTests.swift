@@ -71,8 +71,8 @@ import Testing
         #expect(counter.tally().counts == ["import.accounts": 3, "import.password-hashes": 1])
     }
 
-    /// Values Identity Toolkit refuses are counted apart (they went into the file without a word): claims over 1000
-    /// characters or not a JSON object, a photo URL over 2048 characters.
+    /// Values Identity Toolkit refuses (claims over 1000 characters or not a JSON object, a photo URL over 2048
+    /// characters) keep the account out of the import file: they went into it without a word, and its import failed.
     @Test(arguments: [
         (Account(localId: "1", customAttributes: "{\"admin\": true}"), [String]()),
         (Account(localId: "2", customAttributes: "not json"), ["customAttributes not a JSON object"]),
@@ -86,10 +86,13 @@ import Testing
         (Account(localId: "5", customAttributes: "{\"a\": \"" + String(repeating: "x", count: 1000) + "\"}"), ["customAttributes longer than 1000 characters"]),
         (Account(localId: "6", photoUrl: "https://x.example/" + String(repeating: "p", count: 2040)), ["photoUrl longer than 2048 characters"]),
     ])
-    func importedAccountsCountWhatTheAPIRefuses(account: Account, refuses: [String]) {
+    func valuesTheAPIRefusesKeepTheAccountOutOfTheImportFile(account: Account, refuses: [String]) {
+        let refusal = ImportJSON.refusal(account)
+        #expect(refusal.map { [$0.what] } ?? [] == refuses)
+        #expect(refusal.map { $0.clash.field == String($0.what.prefix { $0 != " " }) } ?? true)
         var counter = TallyCounter()
-        counter.countImported(account)
-        var expected = ["import.accounts": 1]
+        if let refusal { counter.countRefusedByTheAPI(refusal.what) }
+        var expected: [String: Int] = [:]
         for what in refuses { expected["import.api-refuses." + what] = 1 }
         if !refuses.isEmpty { expected["import.api-refused"] = 1 }
         #expect(counter.tally().counts == expected)

@@ -363,8 +363,8 @@ public struct MarkdownReport {
         }
         let invalid = tally["import.api-refused"]
         if invalid > 0 {
-            out.write("\n**\(invalid) of them hold values Identity Toolkit refuses**: their import fails, through the CLI or the API. "
-                + "They are written as exported; correct them in the source first.\n\n")
+            out.write("\n**\(invalid) account\(invalid == 1 ? " is" : "s are") left out of it** for a value Identity Toolkit refuses: their import "
+                + "would fail, through the CLI or the API. They are quarantined, with the field; correct them in the source.\n\n")
             table(&out, ["what the API refuses", "accounts"], tally.group("import.api-refuses.").map { ["\($0.0)", "\($0.1)"] })
         }
         let refused = tally["import.cli-refused"]

@@ -130,6 +130,28 @@ public enum ImportJSON {
     }
 }
 
+extension ImportJSON {
+    /// A value Identity Toolkit refuses (PROTOCOLS: `accounts:update` and the import take claims of at most 1000
+    /// characters of JSON and photo URLs of at most 2048): the import of the account fails whichever way it goes (the
+    /// CLI or the API), so the plan leaves it out of the file and quarantines it, naming the field. `what` counts it.
+    static func refusal(_ account: Account) -> (what: String, clash: ImportKeys.Clash)? {
+        let refuses = "Identity Toolkit refuses it, and the account's import with it; correct it in the source"
+        if let claims = account.customAttributes, !claims.isEmpty {
+            if claims.utf16.count > 1000 {
+                return ("customAttributes longer than 1000 characters",
+                        ImportKeys.Clash(field: "customAttributes", reason: "is longer than 1000 characters: \(refuses)"))
+            }
+            if !TallyCounter.isJSONObject(claims) {
+                return ("customAttributes not a JSON object", ImportKeys.Clash(field: "customAttributes", reason: "is not a JSON object: \(refuses)"))
+            }
+        }
+        if let photo = account.photoUrl, photo.utf16.count > 2048 {
+            return ("photoUrl longer than 2048 characters", ImportKeys.Clash(field: "photoUrl", reason: "is longer than 2048 characters: \(refuses)"))
+        }
+        return nil
+    }
+}
+
 /// A migration's share of a part's work, done by its worker: each processed account's import keys (`ImportKeys`) and
 /// user object (`ImportJSON`), for the merge to let in (or not) and write in order.
 struct ImportPart: Sendable {
@@ -142,6 +164,8 @@ struct ImportPart: Sendable {
     private var keyStarts: [Int] = [0]
     private var objects: [UInt8] = []
     private var objectStarts: [Int] = [0]
+    /// Account i's value the API refuses, if any (it has no keys and no object then).
+    private var refusals: [(what: String, clash: ImportKeys.Clash)?] = []
 
     init(emails: Bool) {
         self.emails = emails
@@ -149,10 +173,18 @@ struct ImportPart: Sendable {
 
     /// Adds the next account as the file would hold it (`PlanRunner.importable`).
     mutating func add(_ account: Account) {
-        ImportKeys.append(keysOf: account, emails: emails, hashes: &keyHashes, kinds: &keyKinds)
+        let refusal = ImportJSON.refusal(account)
+        refusals.append(refusal)
+        if refusal == nil {
+            ImportKeys.append(keysOf: account, emails: emails, hashes: &keyHashes, kinds: &keyKinds)
+            ImportJSON.render(account, to: &objects)
+        }
         keyStarts.append(keyHashes.count)
-        ImportJSON.render(account, to: &objects)
         objectStarts.append(objects.count)
+    }
+
+    func refusal(_ index: Int) -> (what: String, clash: ImportKeys.Clash)? {
+        refusals[index]
     }
 
     /// Every key, for `ImportKeys.warm`.

@@ -286,7 +286,10 @@ public final class PlanRunner {
                         } else {
                             // Accepted even when the import file refuses the account: a later row with its id is it again.
                             next.newIdHashes.append(hash)
-                            if let importKeys, let keys = parts[index].imports?.keys(entry),
+                            if let refused = parts[index].imports?.refusal(entry) {
+                                refusal = refused.clash
+                                counter.countRefusedByTheAPI(refused.what)
+                            } else if let importKeys, let keys = parts[index].imports?.keys(entry),
                                let clash = importKeys.admit(keys.hashes, kinds: keys.kinds, adding: &next.newImportKeyHashes) {
                                 refusal = clash
                                 counter.countLeftOutOfImport(field: clash.field)

@@ -175,19 +175,12 @@ public struct TallyCounter: Sendable {
             refused = true
         }
         if refused { keyed["import.cli-refused", default: 0] += amount }
-        // Values Identity Toolkit itself refuses (PROTOCOLS: `accounts:update` and the import take claims of at most 1000
-        // characters of JSON and photo URLs of at most 2048): the import of such an account fails whichever way it goes.
-        var invalid: [String] = []
-        if let claims = account.customAttributes, !claims.isEmpty {
-            if claims.utf16.count > 1000 {
-                invalid.append("customAttributes longer than 1000 characters")
-            } else if !Self.isJSONObject(claims) {
-                invalid.append("customAttributes not a JSON object")
-            }
-        }
-        if let photo = account.photoUrl, photo.utf16.count > 2048 { invalid.append("photoUrl longer than 2048 characters") }
-        for what in invalid { keyed["import.api-refuses." + what, default: 0] += amount }
-        if !invalid.isEmpty { keyed["import.api-refused", default: 0] += amount }
+    }
+
+    /// An account left out of the import file, as Identity Toolkit refuses one of its values (`ImportJSON.refusal`).
+    public mutating func countRefusedByTheAPI(_ what: String) {
+        keyed["import.api-refuses." + what, default: 0] += 1
+        keyed["import.api-refused", default: 0] += 1
     }
 
     /// Whether `text` is a JSON object as a strict parser reads it. JSONSerialization takes a comma before `}` or `]`,
