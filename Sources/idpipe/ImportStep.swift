@@ -61,9 +61,10 @@ struct ImportStep {
             + (names > 0 ? ", with the \(names) names the plan fills" : "")
     }
 
-    /// The runner that sends the open requests, first in the apply session (`ApplyRunner`); nil when all are done.
-    func runner(services: Services, store: StateStore, hash: PasswordHashParameters?) throws -> ImportRunner? {
-        guard !openRequests.isEmpty else { return nil }
+    /// The runner that sends the open requests, first in the apply session (`ApplyRunner`). Made when none is left too:
+    /// a session stopped after the last answer, before the name updates were closed, has them closed by the next one
+    /// (without the runner, they would have been sent on their own).
+    func runner(services: Services, store: StateStore, hash: PasswordHashParameters?) throws -> ImportRunner {
         guard let client = services.importTarget else { throw CommandError("stages.import imports with services.google's credentials: it is not configured") }
         return ImportRunner(store: store, importFile: path, clock: { epochMilliseconds() }) { users in
             try await client.batchCreate(users: users, hash: hash)

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import IdPipeConnect
 import IdPipeTestSupport
 import Synchronization
@@ -86,5 +87,45 @@ struct ImportRunnerTests {
         #expect(try store.importRequests().map(\.state) == [.done, .planned, .planned])
         #expect(try await runner.run(shouldStop: { false }) { _, _ in } == .completed)
         #expect(count.withLock { $0 } == 3)
+    }
+}
+
+/// The name updates of a migration that imports go in with its accounts.
+struct ImportNamesTests {
+    /// A session stopped after the import's last answer, before it closed the name updates: the next one closes them
+    /// as done by the import, and sends none on its own (`ImportStep` gives the runner an importer with nothing left).
+    @Test func nameUpdatesLeftOpenAfterTheLastRequestAreClosedByTheNextSession() async throws {
+        let pipeline = try PipelineDefinition.parse(yaml: """
+            version: 1
+            name: m
+            source: {path: x.json}
+            stages: {backfill_names: {sources: ["provider:facebook.com"]}, import: true}
+            output: {import_json: out.json}
+            services: {google: {project_id: p}}
+            """, file: "m.yaml")
+        let accounts = (0..<3).map { Account(localId: "u\($0)", providers: [ProviderLink(providerId: "facebook.com", rawId: "9\($0)", displayName: "Ann \($0)")]) }
+        let store = try StateStore()
+        let planner = PlanRunner(pipeline: pipeline, processor: AccountProcessor(pipeline: pipeline, sideInputs: SideInputs(), asOf: 0), store: store,
+                                 workers: 1, logger: Logger(label: "test"))
+        let record = RunRecord(pipelineName: "m", pipelinePath: "m.yaml", pipelineSHA256: "p", asOf: 0, createdAt: 0, status: .planning,
+                               sourcePath: "list", sourceFormat: "list", sourceSize: 3, sideInputSHA256: [:])
+        _ = try planner.plan(run: record, openSource: { ListSource(accounts, from: $0) }, fingerprint: FixedFingerprint(), sink: nil, clock: { 0 })
+        // Every request answered, the name updates still open.
+        let path = TemporaryFile.write(ImportRunnerTests.file, name: "import-names.json")
+        _ = try ImportRunner.prepare(store: store, importFile: path, usersPerRequest: 3)
+        try await store.finishImport(1, refused: [], at: 1)
+        #expect(try store.actionStates()[.updateName]?[.planned] == 3)
+
+        let effects = RecordingEffects()
+        let importer = ImportRunner(store: store, importFile: path, clock: { 2 }) { _ in
+            Issue.record("a request done is not sent again")
+            return []
+        }
+        let runner = ApplyRunner(store: store, effects: effects, credentials: KeyedRows(), settings: ApplySettings(
+            policy: DeletionPolicy(whenNotRevocable: .keep, whenRevocationFails: .keep), deletionCap: nil, accountsInFlight: 2, runKey: "k"),
+            clock: { 3 }, monotonic: { 0 }, logger: Logger(label: "test"), importer: importer)
+        #expect(try await runner.apply(command: "apply").outcome == .completed(failed: 0))
+        #expect(try store.actionStates()[.updateName] == [.done: 3])
+        #expect(effects.log.isEmpty, "\(effects.log)")
     }
 }
