@@ -243,15 +243,17 @@ public final class StateStore: PlanStore, @unchecked Sendable {
 
     /// One batch's blob at a time: a resumed 10M-account plan does not hold its 80 MB of hashes at once.
     public func forEachSeenIdHashes(_ body: ([UInt64]) throws -> Void) throws {
-        try queue.read { db in
-            let blobs = try Data.fetchCursor(db, sql: "SELECT hashes FROM seen_ids ORDER BY batch")
-            while let blob = try blobs.next() { try body(IdHashes.decode(blob)) }
-        }
+        try forEachHashBlob(in: "seen_ids", body)
     }
 
     public func forEachImportKeyHashes(_ body: ([UInt64]) throws -> Void) throws {
+        try forEachHashBlob(in: "import_keys", body)
+    }
+
+    /// The hashes of a table of one blob per batch (`seen_ids`, `import_keys`), batch by batch.
+    private func forEachHashBlob(in table: String, _ body: ([UInt64]) throws -> Void) throws {
         try queue.read { db in
-            let blobs = try Data.fetchCursor(db, sql: "SELECT hashes FROM import_keys ORDER BY batch")
+            let blobs = try Data.fetchCursor(db, sql: "SELECT hashes FROM \(table) ORDER BY batch")
             while let blob = try blobs.next() { try body(IdHashes.decode(blob)) }
         }
     }

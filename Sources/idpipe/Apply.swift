@@ -403,7 +403,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
 }
 
 /// Path deletions whose data the dry run has still to count: never counted, or given up on passing faults.
-private func pathCountsToDo(_ store: StateStore) throws -> Int {
+func pathCountsToDo(_ store: StateStore) throws -> Int {
     try store.uncountedPathActionCount() + store.recountableActionCount()
 }
 

@@ -218,17 +218,14 @@ final class Services {
                 do { return (true, "\(name): " + (try await body())) } catch { return (false, "\(name): \(error)") }
             }
         }
+        // services.google's project, and the one the import goes to when it is another (read with the same credentials).
         if let client = identityToolkit, wanted("identitytoolkit") {
-            probe("google") {
-                let page = try await client.listUsers(pageToken: nil, maxResults: 1)
-                return "signed in; accounts:batchGet answered for \(client.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))"
-            }
-        }
-        // The project the import goes to, when it is another one: read with the same credentials.
-        if let target = importTarget, let client = identityToolkit, target !== client, wanted("identitytoolkit") {
-            probe("google (stages.import)") {
-                let page = try await target.listUsers(pageToken: nil, maxResults: 1)
-                return "accounts:batchGet answered for \(target.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))"
+            let targets = [("google", client)] + (importTarget.map { $0 === client ? [] : [("google (stages.import)", $0)] } ?? [])
+            for (name, target) in targets {
+                probe(name) {
+                    let page = try await target.listUsers(pageToken: nil, maxResults: 1)
+                    return "signed in; accounts:batchGet answered for \(target.accountsBase) (\(page.users.isEmpty ? "no accounts" : "has accounts"))"
+                }
             }
         }
         if let apple, wanted("apple") {

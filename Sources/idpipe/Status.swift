@@ -48,15 +48,16 @@ struct Status: ParsableCommand {
             }
             // A plan whose data counts are unfinished read as ready: apply refuses it (and a count going on looks so).
             if run.status == .planned {
-                let uncounted = try store.uncountedPathActionCount(), recount = try store.recountableActionCount()
-                if uncounted + recount > 0 {
+                let toDo = try pathCountsToDo(store)
+                if toDo > 0 {
+                    let recount = try store.recountableActionCount()
                     let then = Console.thenApplies(run, "it")
                     // Without services.google nothing can count them: a resume would not either.
                     let pipeline = try? PipelineContext(path: SideInputReader.resolve(run.pipelinePath, base))
                     let next = pipeline.map { $0.definition.services.google == nil } == true
                         ? " (the pipeline has no services.google to count them with: add it, and plan again into a new state store)"
                         : holder == nil ? " (\(resume) counts them\(then))" : " (being counted now)"
-                    Console.out("data: \(uncounted + recount) path deletions not counted" + (recount > 0 ? " (\(recount) gave up on passing faults)" : "")
+                    Console.out("data: \(toDo) path deletions not counted" + (recount > 0 ? " (\(recount) gave up on passing faults)" : "")
                         + "; apply refuses the plan until they are" + next)
                 }
             }

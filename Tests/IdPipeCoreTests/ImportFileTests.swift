@@ -128,25 +128,30 @@ struct ImportStageConfigTests {
     static let base = "version: 1\nname: m\nsource: {path: x.json}\n"
     static let services = "services: {google: {project_id: p}}\n"
     static let output = "output: {import_json: out.json}\n"
+    /// A pipeline whose import stage has these password hash parameters.
+    static func hash(_ parameters: String) -> String { "stages: {import: {password_hash: {\(parameters)}}}\n" + output + services }
 
-    @Test(arguments: [
+    /// Pipelines and what their refusal says.
+    static let refusals: [(String, String)] = [
         ("stages: {import: true}\n" + output, "add services.google"),
         ("stages: {import: true}\n" + services, "name it with output.import_json"),
         ("select: {disabled: true}\nstages: {import: true, delete: true}\n" + output + services, "does not revoke or delete"),
         ("stages: {import: {users_per_request: 1001}}\n" + output + services, "must be at most 1000 (the API takes 1000 accounts a request)"),
-        ("stages: {import: {password_hash: {rounds: 8}}}\n" + output + services, "missing key 'algorithm'"),
-        ("stages: {import: {password_hash: {algorithm: scrypt}}}\n" + output + services, "'scrypt' is not one of the API's hash algorithms"),
-        ("stages: {import: {password_hash: {algorithm: STANDARD_SCRYPT}}}\n" + output + services, "STANDARD_SCRYPT is not supported here"),
-        ("stages: {import: {password_hash: {algorithm: MD5}}}\n" + output + services, "MD5 needs rounds"),
-        ("stages: {import: {password_hash: {algorithm: HMAC_SHA256, signer_key_file: 'e+Qlga2wsHlJ/vuq+Ad3odQUl5xY/Y6Ut1rc7fKATJo='}}}\n" + output + services,
+        (hash("rounds: 8"), "missing key 'algorithm'"),
+        (hash("algorithm: scrypt"), "'scrypt' is not one of the API's hash algorithms"),
+        (hash("algorithm: STANDARD_SCRYPT"), "STANDARD_SCRYPT is not supported here"),
+        (hash("algorithm: MD5"), "MD5 needs rounds"),
+        (hash("algorithm: HMAC_SHA256, signer_key_file: 'e+Qlga2wsHlJ/vuq+Ad3odQUl5xY/Y6Ut1rc7fKATJo='"),
          "looks like the key itself (base64, not shown)"),
         ("stages: {import: {project_id: demo-idpipe/tenants/x}}\n" + output + services, "is not a project id"),
         ("stages: {import: {tenant_id: ''}}\n" + output + services, "is not a tenant id"),
-        ("stages: {import: {password_hash: {algorithm: BCRYPT, signer_key_env: K}}}\n" + output + services, "BCRYPT hashes take no signer key"),
-        ("stages: {import: {password_hash: {algorithm: SCRYPT, rounds: 8}}}\n" + output + services, "SCRYPT needs rounds and memory_cost"),
-        ("stages: {import: {password_hash: {algorithm: SCRYPT, salt_separator: 'B w', rounds: 8, memory_cost: 14}}}\n" + output + services, "is not base64"),
-        ("stages: {import: {password_hash: {algorithm: SCRYPT, rounds: 8, memory_cost: 15}}}\n" + output + services, "must be at most 14"),
-    ])
+        (hash("algorithm: BCRYPT, signer_key_env: K"), "BCRYPT hashes take no signer key"),
+        (hash("algorithm: SCRYPT, rounds: 8"), "SCRYPT needs rounds and memory_cost"),
+        (hash("algorithm: SCRYPT, salt_separator: 'B w', rounds: 8, memory_cost: 14"), "is not base64"),
+        (hash("algorithm: SCRYPT, rounds: 8, memory_cost: 15"), "must be at most 14"),
+    ]
+
+    @Test(arguments: refusals)
     func aStageThatCannotImportIsRefused(text: String, message: String) {
         let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: Self.base + text, file: "m.yaml") }
         #expect(error?.description.contains(message) == true, "\(String(describing: error))")

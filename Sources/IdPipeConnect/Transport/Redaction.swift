@@ -55,8 +55,7 @@ public enum Redaction {
             return bytes.count >= 16 && isToken && digits >= 3 && (bothCases || bytes.count >= 32)
         }
         // A base64 key, whose '/' cut it into parts too short to look like a token.
-        let base64Key = value.utf8.count >= 16 && TextScan.isBase64(value)
-        guard SecretText.isKeyText(value) || oneLineSecret || base64Key else { return "'\(shown)'" }
+        guard SecretText.isKeyText(value) || oneLineSecret || SecretText.isBase64Key(value) else { return "'\(shown)'" }
         return "(a value that may be the key or secret itself, not a path: not shown)"
     }
 

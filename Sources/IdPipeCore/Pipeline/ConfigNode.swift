@@ -131,4 +131,9 @@ public enum SecretText {
         value.utf8.count > 1024 || value.contains("\n") || value.contains("-----BEGIN")
             || value.trimmingPrefix(while: { $0 == " " || $0 == "\t" }).hasPrefix("{")
     }
+
+    /// Whether `value` reads as a base64 key (16 characters or more): its '/' would let it pass for a path.
+    public static func isBase64Key(_ value: String) -> Bool {
+        value.utf8.count >= 16 && TextScan.isBase64(value)
+    }
 }

@@ -317,7 +317,7 @@ extension PipelineDefinition {
         var config = PasswordHashConfig(algorithm: name)
         config.signerKeyFile = try keys["signer_key_file"]?.secretFilePath()
         // A key is base64 (with '/' and '+' in it, it passes for a path): given here, it would be read as a file's name.
-        if let file = config.signerKeyFile, file.utf8.count >= 16, TextScan.isBase64(file) {
+        if let file = config.signerKeyFile, SecretText.isBase64Key(file) {
             throw keys["signer_key_file"]!.error("looks like the key itself (base64, not shown), not the path of its file: put the key in a file "
                 + "only you can read and give its path, or set the environment variable signer_key_env names (\(config.signerKeyEnv) by default)")
         }

@@ -58,14 +58,13 @@ public struct JSONReport {
         }
         if let first = run.unmatchedSideInputIdsFirst {
             out.write(", \"unmatchedSideInputIdsFirst\": {" + first.sorted { $0.key < $1.key }
-                .map { "\(JSONText.string($0.key)): [" + $0.value.map { JSONText.string(masking.quarantinedId($0) ?? $0) }.joined(separator: ", ") + "]" }
+                .map { "\(JSONText.string($0.key)): " + idList($0.value) }
                 .joined(separator: ", ") + "}")
         }
         if let later = run.deletionRequestsAfterAsOf { out.write(", \"deletionRequestsAfterAsOf\": \(later)") }
         if let waiting = run.deletionRequestsInGrace { out.write(", \"deletionRequestsInGrace\": \(waiting)") }
         if let count = run.deletionRequestsOfQuarantined {
-            out.write(", \"deletionRequestsOfQuarantined\": {\"count\": \(count), \"first\": ["
-                + (run.deletionRequestsOfQuarantinedFirst ?? []).map { JSONText.string(masking.quarantinedId($0) ?? $0) }.joined(separator: ", ") + "]}")
+            out.write(", \"deletionRequestsOfQuarantined\": {\"count\": \(count), \"first\": " + idList(run.deletionRequestsOfQuarantinedFirst ?? []) + "}")
         }
         out.write("},\n  \"totals\": {")
         out.write(tally.counts.sorted { $0.key < $1.key }.map { "\(JSONText.string($0.key)): \($0.value)" }.joined(separator: ", "))
@@ -78,6 +77,11 @@ public struct JSONReport {
 }
 
 extension JSONReport {
+    /// A list of ids, masked as ids that read as an address or a number.
+    func idList(_ ids: [String]) -> String {
+        "[" + ids.map { JSONText.string(masking.quarantinedId($0) ?? $0) }.joined(separator: ", ") + "]"
+    }
+
     /// Apply's import: requests by state, accounts, and every account the API refused.
     func importJSON(_ summary: ImportSummary) -> String {
         let states = ActionState.allCases.compactMap { state in summary.requests[state].map { "\(JSONText.string(state.rawValue)): \($0)" } }

@@ -56,7 +56,7 @@ public struct MarkdownReport {
                 let named = first[role] ?? []
                 // An id that looks like an address or a number (a file keyed by email) is masked as one.
                 let shown = role == PlanRunner.storedTokensRole ? "(not named: the file holds tokens, which a mixed-up line puts in its uid)"
-                    : named.map { "`\(masking.quarantinedId($0) ?? $0)`" }.joined(separator: " ") + (count > named.count ? " …" : "")
+                    : firstIds(named, of: count)
                 return ["`\(role == PlanRunner.protectUidsRole ? role : "inputs." + role)`", "\(count)", shown]
             })
         }
@@ -65,7 +65,7 @@ public struct MarkdownReport {
             out.write("\n**\(count) deletion \(count == 1 ? "request names an account" : "requests name accounts") whose \(count == 1 ? "row" : "rows") "
                 + "the plan quarantined** (among the ids above; see Quarantine): not acted on until "
                 + "\(count == 1 ? "that row is" : "those rows are") fixed at the source: "
-                + named.map { "`\(masking.quarantinedId($0) ?? $0)`" }.joined(separator: " ") + (count > named.count ? " …" : "") + ".\n")
+                + firstIds(named, of: count) + ".\n")
         }
         if let later = run.deletionRequestsAfterAsOf, later > 0 {
             out.write("\n**\(later) deletion \(later == 1 ? "request is" : "requests are") dated after the plan's time** "
@@ -104,7 +104,8 @@ public struct MarkdownReport {
         }
 
         importSection(&out, tally, run)
-        try importedSection(&out, run)
+        let imported = try source.importSummary(limit: listLimit)
+        if let imported { importedSection(&out, imported, run) }
 
         let selection = tally.group("selection.")
         let waiting = run.deletionRequestsInGrace ?? 0
@@ -194,7 +195,7 @@ public struct MarkdownReport {
             table(&out, ["where", "uid", "field", "reason"], rows)
             if quarantined > rows.count { out.write("\n… and \(quarantined - rows.count) more in the JSON report.\n") }
         }
-        if applied != nil || data?.traffic.isEmpty == false { try timing(&out, applied, counting: data?.traffic ?? []) }
+        if applied != nil || data?.traffic.isEmpty == false { timing(&out, applied, importResent: imported?.resentRequests ?? 0, counting: data?.traffic ?? []) }
     }
 
     /// The guards beside what the plan deletes, when the pipeline has any: a reviewer saw them only when one tripped.
@@ -270,9 +271,9 @@ public struct MarkdownReport {
     }
 
     /// Durations, rates and traffic: last, because they differ from one run of the same plan to the next.
-    private func timing(_ out: inout some TextOutputStream, _ applied: ApplySummary?, counting: [ServiceTraffic]) throws {
+    private func timing(_ out: inout some TextOutputStream, _ applied: ApplySummary?, importResent: Int, counting: [ServiceTraffic]) {
         section(&out, "Run timing and traffic")
-        if let applied { applyTiming(&out, applied, importResent: try source.importSummary(limit: 0)?.resentRequests ?? 0) }
+        if let applied { applyTiming(&out, applied, importResent: importResent) }
         if !counting.isEmpty {
             out.write(applied == nil ? "" : "\n")
             out.write("Counting the data to delete (the dry run's reads, over every plan or resume that counted):\n\n")
@@ -387,8 +388,7 @@ public struct MarkdownReport {
     }
 
     /// What apply's import did (`stages.import`): requests, accounts imported, and the accounts the API refused.
-    private func importedSection(_ out: inout some TextOutputStream, _ run: RunRecord) throws {
-        guard let summary = try source.importSummary(limit: listLimit) else { return }
+    private func importedSection(_ out: inout some TextOutputStream, _ summary: ImportSummary, _ run: RunRecord) {
         section(&out, "Import")
         out.write("The import file is sent to `accounts:batchCreate` in \(summary.totalRequests) request\(summary.totalRequests == 1 ? "" : "s")"
             + (run.importTarget.map { ", into \($0)" } ?? "") + ".\n\n")
@@ -408,6 +408,11 @@ public struct MarkdownReport {
         out.write("\n**\(summary.refused) account\(summary.refused == 1 ? " was" : "s were") refused by the API** and not imported; correct "
             + "\(summary.refused == 1 ? "it" : "them") in the source, and import \(summary.refused == 1 ? "it" : "them") with a new plan\(summary.refused > summary.firstRefused.count ? " (the first \(summary.firstRefused.count) here)" : ""):\n\n")
         table(&out, ["uid", "why"], summary.firstRefused.map { [masking.accountId($0.uid), $0.message] })
+    }
+
+    /// The first ids of a list of `count`, as code, masked as ids that read as an address or a number; `…` for the rest.
+    private func firstIds(_ named: [String], of count: Int) -> String {
+        named.map { "`\(masking.quarantinedId($0) ?? $0)`" }.joined(separator: " ") + (count > named.count ? " …" : "")
     }
 
     private func section(_ out: inout some TextOutputStream, _ title: String) {

@@ -120,7 +120,7 @@ public struct TallyCounter: Sendable {
         for action in outcome.actions {
             slots[Slot.action(action.kind, action.state)] += amount
             if action.state == .planned && action.kind.isDeletion { deleting = true }
-            if action.state == .notPossible && !action.kind.isDeletion { unrevoked = true }
+            if action.state == .notPossible && action.kind.isRevocation { unrevoked = true }
             if let reason = action.reason, action.state == .notPossible {
                 keyed["not-possible.\(action.kind.rawValue).\(reason)", default: 0] += amount
             }
