@@ -20,6 +20,7 @@ enum AccountRow {
         insert.bind(row.phone)
         insert.bind(row.providers)
         insert.bind(row.deletionRequest)
+        insert.bind(Int64(row.repairs.bits))
     }
 }
 

@@ -167,6 +167,13 @@ extension StateStore {
                 );
                 """)
         }
+        migrator.registerMigration("v10-account-repairs") { db in
+            try db.execute(sql: """
+                -- In a migration, what normalization repaired in the account (RepairSet's bits): the import file carries
+                -- the repaired values, and the reports list the accounts they change. 0 otherwise, and in older plans.
+                ALTER TABLE account ADD COLUMN repairs INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }

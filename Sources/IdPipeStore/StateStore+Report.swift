@@ -23,6 +23,7 @@ extension StateStore: ReportSource {
         case .protected?: "a.selection = 'protected'"
         case .filteredByProvider?: "a.selection = 'filtered-by-provider'"
         case .requestNotActedOn?: "a.deletion_request IS NOT NULL AND a.selection = 'not-selected'"
+        case .repaired?: "a.repairs != 0"
         }
     }
 
@@ -86,7 +87,7 @@ extension StateStore: ReportSource {
     private static func accountSQL(_ list: AccountList?, limit: Int?) -> String {
         """
         SELECT a.seq, a.uid, a.file, a.line, a.relay, a.consent_review, a.selection, a.selection_detail, a.name_outcome, a.email,
-               a.display_name, a.phone, a.providers, a.deletion_request
+               a.display_name, a.phone, a.providers, a.deletion_request, a.repairs
         \(accountsFrom(list, limit: limit))
         """
     }
@@ -100,7 +101,8 @@ extension StateStore: ReportSource {
         ReportAccount(
             sequence: row.integer(0), uid: row.string(1), file: row.string(2), line: Int(row.integer(3)), relay: row.text(4),
             consentReview: row.text(5), selection: row.string(6), selectionDetail: row.text(7), nameOutcome: row.text(8), email: row.text(9),
-            displayName: row.text(10), phone: row.text(11), providers: row.string(12), deletionRequest: row.text(13))
+            displayName: row.text(10), phone: row.text(11), providers: row.string(12), deletionRequest: row.text(13),
+            repairs: RepairSet(bits: UInt32(truncatingIfNeeded: row.integer(14))))
     }
 
     private static let actionColumns = "seq, uid, kind, state, detail, reason, value, attempts, result, policy, resent, dry_count, dry_detail, deleted_count"

@@ -264,8 +264,8 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         swap(&accounts, &batch.accounts)
         try queue.write { db in
             var accountInsert = try RawInsert(db, sql: """
-                INSERT INTO account (seq, uid, file, line, relay, consent_review, selection, selection_detail, name_outcome, email, display_name, phone, providers, deletion_request)
-                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+                INSERT INTO account (seq, uid, file, line, relay, consent_review, selection, selection_detail, name_outcome, email, display_name, phone, providers, deletion_request, repairs)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
                 """)
             var actionInsert = try RawInsert(db, sql: """
                 INSERT INTO action (seq, uid, kind, step, state, detail, reason, value, attempts, updated_at)

@@ -1811,6 +1811,48 @@ struct Binary {
         #expect(code == 1 && output.contains("state: \(state)"), "\(output)")
     }
 
+    /// A migration writes the repaired values into its import file: both reports name each account normalization
+    /// changed, with its repairs, and their numbers add up to the repair counts. A cleanup changes no account's values
+    /// (its repairs only serve matching): it lists none, and keeps no account for a repair alone.
+    @Test func aMigrationListsTheAccountsItsRepairsChange() throws {
+        func plan(_ pipeline: String) throws -> (report: String, accounts: [[String: Any]], totals: [String: Any]) {
+            let out = Binary.temporaryDirectory()
+            let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+            #expect(code == 1, "\(output)")
+            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as? [String: Any]
+            return (try String(contentsOfFile: out + "/plan.md", encoding: .utf8), try #require(json?["accounts"] as? [[String: Any]]),
+                    try #require(json?["totals"] as? [String: Any]))
+        }
+        let migration = try plan("Pipelines/backfill-apple-names.yaml")
+        var perRepair: [String: Int] = [:]
+        var repaired: [(uid: String, repairs: [String])] = []
+        for account in migration.accounts {
+            let repairs = try #require(account["repairs"] as? [String], "\(account)")
+            if repairs.isEmpty { continue }
+            repaired.append((account["uid"] as? String ?? "", repairs))
+            for repair in repairs { perRepair[repair, default: 0] += 1 }
+        }
+        #expect(repaired.count == 26)
+        for repair in Repair.allCases {
+            let total = migration.totals["repairs.\(repair.key)"] as? Int ?? 0
+            #expect(perRepair[repair.key, default: 0] == total, "\(repair)")
+        }
+        #expect(perRepair.values.reduce(0, +) == 27, "one account has two repairs: \(perRepair)")
+        #expect(migration.report.contains("### Accounts written to the import file with repaired values (26)"), "\(migration.report)")
+        let twice = try #require(repaired.first { $0.repairs.count == 2 })
+        let row = try #require(migration.report.split(separator: "\n").first { $0.hasPrefix("| \(twice.uid) |") })
+        #expect(row.contains("| email: internationalised domain converted to IDNA (xn--); phone: rewritten in E.164 |"), "\(row)")
+        // An account kept for its repairs alone has no action and no finding.
+        #expect(migration.accounts.contains { ($0["repairs"] as? [String])?.isEmpty == false && ($0["actions"] as? [Any])?.isEmpty == true
+            && $0["consentReview"] is NSNull && $0["selection"] as? String == "not-selected" })
+
+        let cleanup = try plan("Pipelines/cleanup-deleted-accounts.yaml")
+        #expect(cleanup.totals["repairs.emailDomainIDNA"] as? Int == 7)
+        #expect(cleanup.accounts.allSatisfy { ($0["repairs"] as? [String]) == [] })
+        #expect(!cleanup.report.contains("repaired values"))
+        #expect(cleanup.accounts.count < migration.accounts.count)
+    }
+
     @Test func migrationWritesAnImportFileThatIsValidJSON() throws {
         let out = Binary.temporaryDirectory()
         let (_, planned) = try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf, "--reveal-personal-data"])

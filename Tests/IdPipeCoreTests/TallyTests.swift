@@ -53,6 +53,18 @@ import Testing
 
     /// Each account written to the import file is counted, with what `firebase auth:import` would refuse in it: a link
     /// outside its four providers, or MFA enrolments. Links the file does not hold (password, phone) are not.
+    /// Stores keep their tallies as JSON under the `repairs.` names the case names gave before `Repair.key` existed, and
+    /// plan.json lists an account's repairs by the same names: a renamed case must not change them. A set rebuilt from
+    /// stored bits keeps every repair and drops bits that name none.
+    @Test func repairNamesAreTheCaseNamesAndBitsRoundTrip() {
+        for repair in Repair.allCases { #expect(repair.key == "\(repair)") }
+        var set = RepairSet()
+        set.insert(.providerIdCase)
+        set.insert(.emailTrimmed)
+        #expect(RepairSet(bits: set.bits) == set)
+        #expect(RepairSet(bits: set.bits | 1 << 31).all == [.emailTrimmed, .providerIdCase])
+    }
+
     @Test func importedAccountsCountWhatTheFirebaseCLIRefuses() {
         var counter = TallyCounter()
         counter.countImported(Account(localId: "1", providers: [ProviderLink(providerId: "google.com", rawId: "g"), ProviderLink(providerId: "password", rawId: "p")]))

@@ -328,6 +328,8 @@ final class CountingFingerprint: InputFingerprint {
                     account.row.nameOutcome = name
                     account.row.selection = selection
                     account.row.deletionRequest = requests[(index + kept.count / selections.count) % requests.count]
+                    // Every other account was repaired in a migration.
+                    if kept.count % 2 == 0 { account.row.repairs.insert(kept.count % 4 == 0 ? .emailTrimmed : .phoneReformatted) }
                     // Every third account has a name update and a deletion, so the lists' actions are told apart.
                     if kept.count % 3 == 1 {
                         account.actions = [
@@ -397,6 +399,35 @@ final class CountingFingerprint: InputFingerprint {
         #expect(rows.map(\.email) == (0..<5).map { "u\($0)@example.com" })
     }
 
+    /// A migration's repaired account keeps its repairs in the store: the report's list finds it, and reads back the
+    /// same set; an account kept without them (any other pipeline) is in no such list.
+    @Test func repairsAreKeptForTheRepairedList() throws {
+        let store = try StateStore()
+        var repairs = RepairSet()
+        repairs.insert(.emailDomainIDNA)
+        repairs.insert(.phoneReformatted)
+        func kept(_ uid: String, _ sequence: Int64, withRepairs: Bool) -> KeptAccount {
+            var outcome = AccountOutcome(sequence: sequence, position: SourcePosition(file: "f", line: Int(sequence) + 1), account: Account(localId: uid),
+                                         repairs: repairs, relay: nil, name: nil, selection: .notSelected, deletionRequest: nil, actions: [])
+            outcome.sequence = sequence
+            return KeptAccount(outcome, withRepairs: withRepairs)
+        }
+        var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: 2, line: 1, records: 2, state: nil), inputPrefixSHA256: "x",
+                                                         tally: Tally(), nextSequence: 2, importFileLength: 0))
+        batch.accounts = [kept("a", 0, withRepairs: false), kept("b", 1, withRepairs: true)]
+        try store.commit(batch)
+        #expect(try store.counts()[.repaired] == 1)
+        var listed: [(String, RepairSet)] = []
+        try store.accountsWithActions(.repaired, limit: 10) { account, _ in listed.append((account.uid, account.repairs)) }
+        #expect(listed.map(\.0) == ["b"])
+        #expect(listed.first?.1 == repairs)
+        #expect(listed.first?.1.all == [.emailDomainIDNA, .phoneReformatted])
+        // The list's condition in Swift (for lists gathered as the plan goes) agrees with the store's.
+        var all: [ReportAccount] = []
+        try store.accountsWithActions(nil, limit: nil) { account, _ in all.append(account) }
+        #expect(all.map { AccountList.repaired.holds($0) } == [false, true])
+    }
+
     /// The reports read actions in row-id order and expect (seq, step): an outcome whose actions come out of order is
     /// still stored, and read back, in step order, account after account and batch after batch.
     @Test func actionsAreReadInSequenceAndStepOrder() throws {
@@ -414,7 +445,7 @@ final class CountingFingerprint: InputFingerprint {
         func batch(_ outcomes: [AccountOutcome], next: Int64) -> PlanBatch {
             var batch = PlanBatch(checkpoint: PlanCheckpoint(input: InputCheckpoint(offset: next, line: 1, records: next, state: nil), inputPrefixSHA256: "x",
                                                              tally: Tally(), nextSequence: next, importFileLength: 0))
-            batch.accounts = outcomes.map(KeptAccount.init)
+            batch.accounts = outcomes.map { KeptAccount($0) }
             return batch
         }
         try store.commit(batch([try outcome("a", 0, [.deleteAccount, .revokeSessions, .revokeApple]), try outcome("b", 2, [.revokeFacebook])], next: 3))

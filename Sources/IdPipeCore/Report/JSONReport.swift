@@ -135,7 +135,16 @@ extension JSONReport {
         JSONText.member(", \"selectionDetail\": ", account.selectionDetail, to: &out)
         JSONText.member(", \"deletionRequest\": ", account.deletionRequest, to: &out)
         JSONText.member(", \"name\": ", account.nameOutcome, to: &out)
-        out.put(", \"actions\": [")
+        // In a migration only (the import file carries the repaired values); empty otherwise.
+        out.put(", \"repairs\": [")
+        if !account.repairs.isEmpty {
+            for (index, repair) in account.repairs.all.enumerated() {
+                out.put(index == 0 ? "\"" : ", \"")
+                out.put(repair.key)
+                out.append(UInt8(ascii: "\""))
+            }
+        }
+        out.put("], \"actions\": [")
         for index in actions.indices {
             let action = actions[index]
             out.put(index == 0 ? "{\"kind\": " : ", {\"kind\": ")

@@ -177,9 +177,15 @@ public struct MarkdownReport {
         if !repairs.isEmpty {
             section(&out, "Normalization repairs")
             table(&out, ["repair", "accounts"], Repair.allCases.compactMap { repair in
-                let count = tally["repairs.\(repair)"]
+                let count = tally["repairs.\(repair.key)"]
                 return count == 0 ? nil : [repair.label, "\(count)"]
             })
+            // Kept only in a migration: elsewhere a repair serves matching, and the accounts stay as they are.
+            try accountList(&out, totals, .repaired, title: "Accounts written to the import file with repaired values",
+                            columns: ["uid", "repairs", "email", "phone", "display name", "source"]) { account, _ in
+                [masking.accountId(account.uid), account.repairs.all.map(\.label).joined(separator: "; "), masking.email(account.email),
+                 masking.phone(account.phone), masking.name(account.displayName), "\(account.file):\(account.line)"]
+            }
         }
 
         section(&out, "Quarantine")
@@ -316,7 +322,7 @@ public struct MarkdownReport {
         // With --list-limit 0, the count alone (a table of no row was its header).
         if !rows.isEmpty { table(&out, columns, rows) }
         // The ledger has lines only for accounts with actions (an account whose request waits has none).
-        let elsewhere = list == .requestNotActedOn || list == .consentReview ? "the JSON report" : "the JSON report and the CSV ledger"
+        let elsewhere = [.requestNotActedOn, .consentReview, .repaired].contains(list) ? "the JSON report" : "the JSON report and the CSV ledger"
         if total > rows.count { out.write("\(rows.isEmpty ? "" : "\n")… \(rows.isEmpty ? "all" : "and \(total - rows.count) more"): see \(elsewhere).\n") }
     }
 

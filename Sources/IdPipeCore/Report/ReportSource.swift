@@ -14,10 +14,12 @@ public struct ReportAccount: Sendable {
     public var phone: String?
     public var providers: String
     public var deletionRequest: String?
+    /// What normalization repaired; kept (and listed) only in a migration, whose import file carries the repaired values.
+    public var repairs: RepairSet
 
     public init(sequence: Int64, uid: String, file: String, line: Int, relay: String?, consentReview: String?, selection: String,
                 selectionDetail: String?, nameOutcome: String?, email: String?, displayName: String?, phone: String?, providers: String,
-                deletionRequest: String?) {
+                deletionRequest: String?, repairs: RepairSet = RepairSet()) {
         self.sequence = sequence
         self.uid = uid
         self.file = file
@@ -32,6 +34,7 @@ public struct ReportAccount: Sendable {
         self.phone = phone
         self.providers = providers
         self.deletionRequest = deletionRequest
+        self.repairs = repairs
     }
 }
 
@@ -75,14 +78,16 @@ public struct ReportAction: Sendable {
 extension ReportAccount {
     /// The row the plan keeps of an outcome: the store writes these columns, and the reports read them back (or get
     /// them here, as the plan commits its batches). One mapping for both, so a report is the same either way.
-    public init(_ outcome: borrowing AccountOutcome) {
+    /// `withRepairs`: the plan writes an import file, so its repairs are the account's (else they only served matching).
+    public init(_ outcome: borrowing AccountOutcome, withRepairs: Bool = false) {
         let (selection, detail) = Self.selection(outcome.selection)
         self.init(
             sequence: outcome.sequence, uid: outcome.account.localId, file: outcome.position.file, line: outcome.position.line,
             relay: outcome.relay.map(\.relayClass.name), consentReview: outcome.relay.flatMap { $0.consentReview.isEmpty ? nil : $0.consentReview.text },
             selection: selection, selectionDetail: detail, nameOutcome: outcome.name.map(Self.name), email: outcome.account.email,
             displayName: outcome.account.displayName, phone: outcome.account.phoneNumber, providers: Self.providerList(outcome.account.providers),
-            deletionRequest: outcome.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" })
+            deletionRequest: outcome.deletionRequest.map { "\($0.source) at \(Timestamp.formatRFC3339($0.requestedAt))" },
+            repairs: withRepairs ? outcome.repairs : RepairSet())
     }
 
     /// The provider ids, sorted, separated by spaces; without the three arrays of the general way for the one or two
@@ -143,6 +148,8 @@ public enum AccountList: Sendable, CaseIterable {
     /// A deletion request no rule acted on: within its grace period (`select.deletion_grace_days`), dated after the
     /// plan's time, or not read by any rule.
     case requestNotActedOn
+    /// In a migration: an account whose values normalization repaired (the import file carries the repaired values).
+    case repaired
 }
 
 /// What the report reads: the run, its totals, and the rows in input order, streamed.
@@ -176,6 +183,7 @@ extension AccountList {
         case .protected: account.selection == "protected"
         case .filteredByProvider: account.selection == "filtered-by-provider"
         case .requestNotActedOn: account.deletionRequest != nil && account.selection == "not-selected"
+        case .repaired: !account.repairs.isEmpty
         }
     }
 }

@@ -505,7 +505,8 @@ private struct ReadAgain: Error {}
 /// What a worker made of one part of a batch: its records in order, counted, with the ids hashed.
 struct ProcessedPart: Sendable {
     enum Entry: Sendable {
-        /// `kept`: whether the store keeps a row for it (`AccountOutcome.isNoteworthy`, asked once, here).
+        /// `kept`: whether the store keeps a row for it (`AccountOutcome.isNoteworthy`, or repaired in a migration; asked
+        /// once, here).
         case account(Int, idHash: UInt64, kept: Bool)
         /// An account the fast path took: counted, never kept.
         case plain(Int, idHash: UInt64)
@@ -603,13 +604,15 @@ struct ProcessedPart: Sendable {
         switch consume outcome {
         case .account(let processed):
             counter.count(processed)
-            let kept = processed.isNoteworthy
+            // A migration's import file carries the repaired values: its reports list the accounts they change.
+            let migration = imports != nil
+            let kept = processed.isNoteworthy || migration && !processed.repairs.isEmpty
             entries.append(.account(outcomes.count, idHash: idHash, kept: kept))
             if kept {
                 noteworthy += 1
                 // Rendered before it is stored: read back from the array while `reports` changed, it was copied (a
                 // retain and a release of each of its strings).
-                let account = KeptAccount(processed)
+                let account = KeptAccount(processed, withRepairs: migration)
                 reports?.add(account)
                 self.kept.append(account)
             }

@@ -245,7 +245,7 @@ public struct TallyCounter: Sendable {
         for relay in RelayClass.allCases { put("relay.\(relay.name)", slots[Slot.relayBase + relay.rawValue]) }
         put("relay.consent-review", slots[Slot.consentReview])
         for (index, id) in ProviderID.reported.enumerated() { put("providers.\(id)", slots[Slot.providerBase + index]) }
-        for repair in Repair.allCases { put("repairs.\(repair)", slots[Slot.repairBase + repair.rawValue]) }
+        for repair in Repair.allCases { put("repairs.\(repair.key)", slots[Slot.repairBase + repair.rawValue]) }
         put("names.present", slots[Slot.namesPresent])
         for (source, value) in nameFills { put("names.fill." + source, value) }
         for (why, value) in nameMisses { put("names.no-source." + why, value) }

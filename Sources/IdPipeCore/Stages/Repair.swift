@@ -1,4 +1,5 @@
-/// A change normalization made to a value it could repair. Counted per kind in the report.
+/// A change normalization made to a value it could repair. Counted per kind in the report; in a migration, whose import
+/// file carries the repaired values, each repaired account is listed with its repairs too.
 public enum Repair: Int, CaseIterable, Sendable, Codable {
     case emailTrimmed
     case emailDomainLowercased
@@ -21,6 +22,20 @@ public enum Repair: Int, CaseIterable, Sendable, Codable {
         case .providerIdCase: "provider id: lower-cased or trimmed"
         }
     }
+
+    /// The name plan.json gives it (the case's name, as in the tally's `repairs.` keys).
+    public var key: String {
+        switch self {
+        case .emailTrimmed: "emailTrimmed"
+        case .emailDomainLowercased: "emailDomainLowercased"
+        case .emailDomainIDNA: "emailDomainIDNA"
+        case .phoneReformatted: "phoneReformatted"
+        case .nameWhitespace: "nameWhitespace"
+        case .nameControlCharacters: "nameControlCharacters"
+        case .timestampInSeconds: "timestampInSeconds"
+        case .providerIdCase: "providerIdCase"
+        }
+    }
 }
 
 /// The set of repairs made to one account.
@@ -28,6 +43,11 @@ public struct RepairSet: Sendable, Equatable {
     public private(set) var bits: UInt32 = 0
 
     public init() {}
+
+    /// The set whose `bits` these are (as the state store keeps them); bits of no repair are dropped.
+    public init(bits: UInt32) {
+        self.bits = bits & (1 << UInt32(Repair.allCases.count) - 1)
+    }
 
     public mutating func insert(_ repair: Repair) { bits |= 1 << UInt32(repair.rawValue) }
     public func contains(_ repair: Repair) -> Bool { bits & (1 << UInt32(repair.rawValue)) != 0 }

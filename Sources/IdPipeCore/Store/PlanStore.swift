@@ -128,8 +128,8 @@ public struct KeptAccount: Sendable {
     /// Each action's step (`ActionKind.order`).
     public var steps: [Int]
 
-    public init(_ outcome: borrowing AccountOutcome) {
-        row = ReportAccount(outcome)
+    public init(_ outcome: borrowing AccountOutcome, withRepairs: Bool = false) {
+        row = ReportAccount(outcome, withRepairs: withRepairs)
         let uid = row.uid
         let planned = outcome.actionsInStepOrder
         actions = planned.map { ReportAction($0, sequence: outcome.sequence, uid: uid) }
