@@ -546,9 +546,15 @@ struct ApplyCommand {
             let importing = try ImportStep.prepare(context, run: run, store: store, statePath: statePath, out: out)
             let open = try store.actionStates().filter { _, states in states.open > 0 }
             // With an import, the name updates go in with the accounts: listed with it, not as actions of their own.
-            if !confirmed && !confirm(importing == nil ? open : open.filter { $0.key != .updateName },
-                                      also: importing?.confirmationLine(into: context.definition.importTargetDescription ?? "", names: open[.updateName]?.open ?? 0)) {
-                throw fail("nothing was changed: apply changes accounts; pass --yes to carry out the plan in \(statePath)")
+            if !confirmed {
+                switch confirm(importing == nil ? open : open.filter { $0.key != .updateName },
+                               also: importing?.confirmationLine(into: context.definition.importTargetDescription ?? "", names: open[.updateName]?.open ?? 0)) {
+                case .yes: break
+                case .noTerminal:
+                    throw fail("nothing was changed: apply changes accounts, and asks first on a terminal; pass --yes to carry out the plan in \(statePath)")
+                case .declined:
+                    throw fail("nothing was changed: the answer was not 'yes'; the plan in \(statePath) stays as it is, for a later apply")
+                }
             }
             let services = try Services(context, logger: logger)
             defer { services.shutdown() }
@@ -741,16 +747,19 @@ struct ApplyCommand {
         }
     }
 
-    /// Asks on a terminal; refuses (false) when stdin is not one.
-    func confirm(_ open: [ActionKind: [ActionState: Int]], also: String? = nil) -> Bool {
-        guard isatty(0) == 1 else { return false }
+    /// What the operator said to the question before apply; with no terminal to ask on, nothing.
+    enum Confirmation { case yes, noTerminal, declined }
+
+    /// Asks on the terminal whether to apply the open actions: only "yes" goes on.
+    func confirm(_ open: [ActionKind: [ActionState: Int]], also: String? = nil) -> Confirmation {
+        guard isatty(0) == 1 else { return .noTerminal }
         if let also { Console.out(also) }
         for (kind, states) in open.sorted(by: { $0.key.order < $1.key.order }) {
             Console.out("  \(kind.rawValue): \(states.open) to do")
         }
         Console.writeAll(1, "Apply these actions to the live accounts? Type 'yes': ")
-        guard let answer = readLine() else { return false }
-        return answer.trimmingSpaces == "yes"
+        guard let answer = readLine(), answer.trimmingSpaces == "yes" else { return .declined }
+        return .yes
     }
 
     /// How long a stop waits for the answers in flight before it cancels them.

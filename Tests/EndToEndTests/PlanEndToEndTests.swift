@@ -1459,16 +1459,22 @@ struct Binary {
 
     /// The progress line is drawn on a terminal (stderr), rewritten in place and cleared at the end; piped, the output
     /// has none of it.
-    @Test func theProgressLineIsOnlyOnATerminal() throws {
-        let slow = ["IDPIPE_BATCH_BYTES": "2048", "IDPIPE_TEST_BATCH_DELAY_MS": "5"]
-        let terminal = #"""
+    enum TerminalStreams { case stderr, all }
+
+    /// Runs idpipe with `streams` on a new terminal (the others from and to nowhere), answering `answering.1` once the
+    /// output shows `answering.0`; gives its exit code and what the terminal showed, as Python's repr of the bytes (so
+    /// control sequences read as `\r\x1b[K`).
+    func onATerminal(_ arguments: [String], streams: TerminalStreams, answering: (String, String)? = nil,
+                     environment: [String: String] = [:]) throws -> (Int32, String) {
+        let script = #"""
             import os, pty, subprocess, sys
-            binary, out, as_of = sys.argv[1:4]
+            binary, streams, prompt, answer = sys.argv[1:5]
             master, terminal = pty.openpty()
-            plan = subprocess.Popen([binary, "plan", "Pipelines/review-relay-accounts.yaml", "--out", out, "--as-of", as_of],
-                                    stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=terminal)
+            everything = streams == "all"
+            child = subprocess.Popen([binary] + sys.argv[5:], stdin=terminal if everything else subprocess.DEVNULL,
+                                     stdout=terminal if everything else subprocess.DEVNULL, stderr=terminal)
             os.close(terminal)
-            shown = b""
+            shown, answered = b"", not prompt
             while True:
                 try:
                     chunk = os.read(master, 65536)
@@ -1477,11 +1483,39 @@ struct Binary {
                 if not chunk:
                     break
                 shown += chunk
-            plan.wait()
+                if not answered and prompt.encode() in shown:
+                    os.write(master, answer.encode() + b"\n")
+                    answered = True
+            child.wait()
             sys.stdout.write(repr(shown))
-            sys.exit(plan.returncode)
+            sys.exit(child.returncode)
             """#
-        let (code, shown) = try runProgram("/usr/bin/env", ["python3", "-c", terminal, Binary.path, Binary.temporaryDirectory(), asOf], environment: slow)
+        return try runProgram("/usr/bin/env", ["python3", "-c", script, Binary.path, streams == .all ? "all" : "stderr",
+                                               answering?.0 ?? "", answering?.1 ?? ""] + arguments, environment: environment)
+    }
+
+    /// Apply asks on a terminal before it changes anything: an answer other than "yes" leaves the plan as it was and
+    /// says so (it read "pass --yes", as if nobody had been asked); with no terminal to ask on, it says to pass --yes.
+    @Test func applyAsksOnATerminalAndAnAnswerOtherThanYesChangesNothing() throws {
+        let out = Binary.temporaryDirectory()
+        let (planCode, planOutput) = try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf])
+        #expect(planCode == 1, "\(planOutput)")
+        let state = out + "/state.sqlite"
+        let (code, output) = try Binary.run(["apply", "--state", state])
+        #expect(code == 2 && output.contains("nothing was changed: apply changes accounts, and asks first on a terminal; pass --yes"), "\(output)")
+        let (askedCode, asked) = try onATerminal(["apply", "--state", state], streams: .all, answering: ("Type 'yes': ", "n"))
+        #expect(askedCode == 2, "\(asked)")
+        #expect(asked.contains("update-name: 23 to do") && asked.contains("Apply these actions to the live accounts? Type 'yes': n"), "\(asked)")
+        #expect(asked.contains("nothing was changed: the answer was not 'yes'; the plan in \(state) stays as it is"), "\(asked)")
+        #expect(!asked.contains("pass --yes"), "\(asked)")
+        let (_, status) = try Binary.run(["status", "--state", state])
+        #expect(status.contains("status: planned") && status.contains("update-name: 23 planned"), "\(status)")
+    }
+
+    @Test func theProgressLineIsOnlyOnATerminal() throws {
+        let slow = ["IDPIPE_BATCH_BYTES": "2048", "IDPIPE_TEST_BATCH_DELAY_MS": "5"]
+        let (code, shown) = try onATerminal(["plan", "Pipelines/review-relay-accounts.yaml", "--out", Binary.temporaryDirectory(), "--as-of", asOf],
+                                            streams: .stderr, environment: slow)
         #expect(code == 1, "\(shown)")
         // Python's repr of the bytes: \r\x1b[K starts each rewrite.
         let rewrites = shown.components(separatedBy: #"\r\x1b[Kplan: "#).count - 1
