@@ -174,6 +174,13 @@ extension StateStore {
                 ALTER TABLE account ADD COLUMN repairs INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        migrator.registerMigration("v11-quarantine-issues") { db in
+            try db.execute(sql: """
+                -- A quarantined row's other problems, after the one in field and reason: a JSON array of [field, reason]
+                -- pairs, NULL when it has none (and in older plans, whose decoders stopped at the first).
+                ALTER TABLE quarantine ADD COLUMN other_issues TEXT;
+                """)
+        }
         return migrator
     }
 }

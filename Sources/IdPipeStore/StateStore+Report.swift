@@ -119,7 +119,12 @@ extension StateStore: ReportSource {
             let rows = try Row.fetchCursor(db, sql: "SELECT * FROM quarantine ORDER BY seq \(limit.map { "LIMIT \($0)" } ?? "")")
             while let row = try rows.next() {
                 let position = SourcePosition(file: row["file"], line: row["line"])
-                try body(row["seq"], QuarantineEntry(position: position, localId: row["uid"], field: row["field"], reason: row["reason"]))
+                let others = try (row["other_issues"] as String?).map { try JSONCoding.decode([[String]].self, $0) } ?? []
+                try body(row["seq"], QuarantineEntry(position: position, localId: row["uid"], field: row["field"], reason: row["reason"],
+                                                     otherIssues: try others.map { pair in
+                    guard pair.count == 2 else { throw StoreError.corrupt("a quarantined row's other issues are not [field, reason] pairs") }
+                    return RecordIssue(field: pair[0], reason: pair[1])
+                }))
             }
         }
     }

@@ -291,9 +291,10 @@ public final class StateStore: PlanStore, @unchecked Sendable {
                     try actionInsert.run()
                 }
             }
-            let quarantineInsert = try db.cachedStatement(sql: "INSERT INTO quarantine (seq, file, line, uid, field, reason) VALUES (?, ?, ?, ?, ?, ?)")
+            let quarantineInsert = try db.cachedStatement(sql: "INSERT INTO quarantine (seq, file, line, uid, field, reason, other_issues) VALUES (?, ?, ?, ?, ?, ?, ?)")
             for (sequence, entry) in batch.quarantine {
-                try quarantineInsert.execute(arguments: [sequence, entry.position.file, entry.position.line, entry.localId, entry.field, entry.reason])
+                let others = entry.otherIssues.isEmpty ? nil : try JSONCoding.encode(entry.otherIssues.map { [$0.field, $0.reason] })
+                try quarantineInsert.execute(arguments: [sequence, entry.position.file, entry.position.line, entry.localId, entry.field, entry.reason, others])
             }
             if !batch.newIdHashes.isEmpty {
                 try db.execute(sql: "INSERT INTO seen_ids (hashes) VALUES (?)", arguments: [IdHashes.encode(batch.newIdHashes)])

@@ -928,6 +928,60 @@ struct Binary {
     /// A table that holds only its header is an empty table: planned, with nothing in it (it stopped with exit 2, "reading
     /// ended at byte 0 of 8", and left the import file open). One whose lines end with a CR alone is refused with the
     /// way to convert it: read by line feeds, it was one line, and its header ran to the end of the file.
+    /// A row with several problems has all of them named at once, in plan.md (a line each) and plan.json
+    /// (`otherIssues`), whether a decoder or the normalize stage found them; it counts as one quarantined row. In a
+    /// legacy table and in an export; a row with one problem has no other.
+    @Test(arguments: ["mapped-csv", "auth-export-json"])
+    func aRowWithSeveralProblemsHasThemAllNamed(format: String) throws {
+        let data = Binary.temporaryDirectory()
+        let source: String
+        if format == "mapped-csv" {
+            try """
+                id,mail,full_name,phone,signup_date,is_disabled
+                good1,good@example.com,Good,,2025-02-17T02:38:20Z,0
+                multi1,not-an-email,M,555-0100,yesterday,maybe
+                single1,single@example.com,S,,2025-02-17T02:38:20Z,maybe
+
+                """.write(toFile: data + "/users.csv", atomically: true, encoding: .utf8)
+            source = """
+                source:
+                  path: \(data)/users.csv
+                  format: mapped-csv
+                  mapping: {localId: id, email: mail, displayName: full_name, phoneNumber: phone, createdAt: signup_date, disabled: is_disabled}
+                """
+        } else {
+            try """
+                {"users": [
+                  {"localId": "good1", "email": "good@example.com", "createdAt": "1739759900000"},
+                  {"localId": "multi1", "email": "not-an-email", "phoneNumber": "555-0100", "createdAt": "yesterday", "disabled": false},
+                  {"localId": "single1", "email": "single@example.com", "createdAt": "yesterday"}
+                ]}
+
+                """.write(toFile: data + "/accounts.json", atomically: true, encoding: .utf8)
+            source = "source: {path: \(data)/accounts.json}"
+        }
+        let pipeline = data + "/pipeline.yaml"
+        try "version: 1\nname: several\n\(source)\nstages: {normalize: true}\n".write(toFile: pipeline, atomically: true, encoding: .utf8)
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(code == 1 && output.contains("3 accounts read, 2 quarantined"), "\(output)")
+        let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+        let multi = report.split(separator: "\n").filter { $0.contains("| multi1 |") }.map { $0.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }[2] }
+        let decoded = format == "mapped-csv" ? ["`disabled`", "`createdAt`"] : ["`createdAt`"]
+        #expect(multi == decoded + ["`email`", "`phoneNumber`"], "\(report)")
+        #expect(report.split(separator: "\n").filter { $0.contains("| single1 |") }.count == 1, "\(report)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as? [String: Any]
+        let quarantine = try #require(json?["quarantine"] as? [[String: Any]])
+        #expect(quarantine.count == 2)
+        let others = quarantine.map { ($0["otherIssues"] as? [[String: String]] ?? []).map { $0["field"] ?? "" } }
+        #expect(others == [Array(decoded.dropFirst()).map { $0.replacingOccurrences(of: "`", with: "") } + ["email", "phoneNumber"], []], "\(quarantine)")
+        // Each value masked as its own field is: the phone number's digits, the address's local part.
+        let reasons = (quarantine[0]["otherIssues"] as? [[String: String]] ?? []).map { $0["reason"] ?? "" }
+        #expect(reasons.contains("'55••••00' has no country code (E.164 needs a leading '+')") && reasons.contains("'•••' has no @"), "\(reasons)")
+        let totals = try #require(json?["totals"] as? [String: Any])
+        #expect(totals["accounts.quarantined"] as? Int == 2, "\(totals)")
+    }
+
     @Test func aHeaderOnlyTableIsEmptyAndClassicMacLineEndsAreRefused() throws {
         let data = Binary.temporaryDirectory()
         let pipeline = "Pipelines/.test-\(UUID().uuidString).yaml"

@@ -224,6 +224,33 @@ extension EmailNormalizerTests {
         }
     }
 
+    /// Every field is checked whatever the others gave: the issue names the first fault and carries the rest, in the
+    /// order of the checks; an account with one fault carries none.
+    @Test func namesEveryFaultOfTheAccount() {
+        let account = Account(localId: " u1", email: "bad", displayName: "\u{200B}", createdAt: -5_000_000_000_000, phoneNumber: "555",
+                              providers: [ProviderLink(providerId: "apple.com", rawId: ""), ProviderLink(providerId: "myspace.com", rawId: "1"),
+                                          ProviderLink(providerId: "apple.com", rawId: "2")])
+        guard case .failure(let issue) = AccountNormalizer.normalize(account) else {
+            Issue.record("\(account) should be rejected")
+            return
+        }
+        #expect(issue.all.map(\.field) == ["localId", "email", "phoneNumber", "createdAt", "providerUserInfo[0].rawId",
+                                            "providerUserInfo[1].providerId", "providerUserInfo[2].providerId"], "\(issue)")
+        #expect(issue.others.allSatisfy { (other: RecordIssue) in other.others.isEmpty })
+        guard case .failure(let single) = AccountNormalizer.normalize(Account(localId: "u1", email: "bad")) else {
+            Issue.record("a bad address should be rejected")
+            return
+        }
+        #expect(single.others.isEmpty)
+        // A decoder's issues come first; normalization adds those of the other fields only.
+        let decoded = RecordIssue([RecordIssue(field: "createdAt", reason: "is not a time"), RecordIssue(field: "email", reason: "is given twice")])!
+        let combined = AccountNormalizer.issue(decoded: decoded, in: Account(localId: "u1", email: "bad", phoneNumber: "555"),
+                                               secondsMayPassForMilliseconds: true)
+        #expect(combined.all.map(\.field) == ["createdAt", "email", "phoneNumber"])
+        #expect(combined.all[1].reason == "is given twice")
+        #expect(AccountNormalizer.issue(decoded: decoded, in: Account(localId: "u1"), secondsMayPassForMilliseconds: true) == decoded)
+    }
+
     /// Whitespace around ids and in blank fields, on the bytes' fast path (plain ASCII ends) and off it (other
     /// Unicode white space at an end).
     @Test(arguments: [

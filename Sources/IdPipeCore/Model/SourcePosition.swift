@@ -21,16 +21,28 @@ public struct QuarantineEntry: Sendable, Equatable, Codable {
     /// The field at fault (`email`, `providerUserInfo[1].rawId`, `column 27`…), or `record`.
     public var field: String
     public var reason: String
+    /// The row's other problems, in the order found (the first is `field` and `reason`): a row is fixed in one go,
+    /// instead of a plan for each of its problems.
+    public var otherIssues: [RecordIssue]
 
     /// Control characters in the id and the reason (which may quote a value) are written as escapes, `\u{0}`: a NUL
     /// ended the text wherever a C string carried it (the report named the account `a2` for `a2\0zz`, and showed a
     /// masked value cut short, unmasked), and an ESC would have reached a reviewer's terminal.
-    public init(position: SourcePosition, localId: String?, field: String, reason: String) {
+    public init(position: SourcePosition, localId: String?, field: String, reason: String, otherIssues: [RecordIssue] = []) {
         self.position = position
         self.localId = localId.map(Self.visible)
         self.field = field
         self.reason = Self.visible(reason)
+        self.otherIssues = otherIssues.map { RecordIssue(field: $0.field, reason: Self.visible($0.reason)) }
     }
+
+    /// The row of `issue`, with the others it carries.
+    public init(position: SourcePosition, localId: String?, issue: RecordIssue) {
+        self.init(position: position, localId: localId, field: issue.field, reason: issue.reason, otherIssues: issue.others)
+    }
+
+    /// Every problem of the row, the first one first.
+    public var issues: [RecordIssue] { [RecordIssue(field: field, reason: reason)] + otherIssues }
 
     static func visible(_ text: String) -> String {
         guard TextScan.hasControlByte(text.utf8) else { return text }
@@ -46,15 +58,28 @@ public struct QuarantineEntry: Sendable, Equatable, Codable {
     }
 }
 
-/// A record-level failure raised by a decoder or a stage: which field, and why.
-public struct RecordIssue: Error, Sendable, Equatable {
+/// A record-level failure raised by a decoder or a stage: which field, and why; with the record's other problems, when
+/// the one that found it went on looking.
+public struct RecordIssue: Error, Sendable, Equatable, Codable {
     public var field: String
     public var reason: String
+    /// The record's other problems, in the order found (each with none of its own).
+    public var others: [RecordIssue] = []
 
     public init(field: String, reason: String) {
         self.field = field
         self.reason = reason
     }
+
+    /// The first of `issues` carrying the rest; nil for none.
+    public init?(_ issues: [RecordIssue]) {
+        guard let first = issues.first else { return nil }
+        self = first
+        others = issues.dropFirst().flatMap { [RecordIssue(field: $0.field, reason: $0.reason)] + $0.others }
+    }
+
+    /// This issue and those it carries, flat.
+    public var all: [RecordIssue] { [RecordIssue(field: field, reason: reason)] + others }
 }
 
 /// A value as a quarantine reason quotes it: in single quotes, with a quote or backslash inside written `\'` or `\\`.

@@ -39,7 +39,10 @@ public struct JSONReport {
             out.write(first ? "\n    " : ",\n    ")
             first = false
             out.write("{\"file\": \(JSONText.string(entry.position.file)), \"line\": \(entry.position.line), \"uid\": \(JSONText.string(masking.quarantinedId(entry.localId))), "
-                + "\"field\": \(JSONText.string(entry.field)), \"reason\": \(JSONText.string(masking.quotedValues(in: entry.reason, field: entry.field)))}")
+                + "\"field\": \(JSONText.string(entry.field)), \"reason\": \(JSONText.string(masking.quotedValues(in: entry.reason, field: entry.field))), "
+                + "\"otherIssues\": [" + entry.otherIssues.map { issue in
+                    "{\"field\": \(JSONText.string(issue.field)), \"reason\": \(JSONText.string(masking.quotedValues(in: issue.reason, field: issue.field)))}"
+                }.joined(separator: ", ") + "]}")
         }
         out.write(first ? "],\n" : "\n  ],\n")
         let run = try source.run()

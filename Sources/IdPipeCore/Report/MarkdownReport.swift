@@ -195,11 +195,17 @@ public struct MarkdownReport {
         } else {
             out.write("These rows were not processed; fix them at the source and run again.\n\n")
             var rows: [[String]] = []
+            var listed = 0
+            // A row with several problems has a line for each.
             try source.quarantine(limit: listLimit) { _, entry in
-                rows.append(["\(entry.position.file):\(entry.position.line)", masking.quarantinedId(entry.localId) ?? "", "`\(entry.field)`", masking.quotedValues(in: entry.reason, field: entry.field)])
+                listed += 1
+                for issue in entry.issues {
+                    rows.append(["\(entry.position.file):\(entry.position.line)", masking.quarantinedId(entry.localId) ?? "", "`\(issue.field)`",
+                                 masking.quotedValues(in: issue.reason, field: issue.field)])
+                }
             }
             table(&out, ["where", "uid", "field", "reason"], rows)
-            if quarantined > rows.count { out.write("\n… and \(quarantined - rows.count) more in the JSON report.\n") }
+            if quarantined > listed { out.write("\n… and \(quarantined - listed) more in the JSON report.\n") }
         }
         if applied != nil || data?.traffic.isEmpty == false { timing(&out, applied, importResent: imported?.resentRequests ?? 0, counting: data?.traffic ?? []) }
     }

@@ -36,7 +36,7 @@ public struct AccountProcessor: Sendable {
             if normalized {
                 assert(Self.normalizes(to: account, guessesTimeUnit), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
             } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs, secondsMayPassForMilliseconds: guessesTimeUnit) {
-                return .quarantined(QuarantineEntry(position: position, localId: rawId.isEmpty ? nil : rawId, field: issue.field, reason: issue.reason))
+                return .quarantined(QuarantineEntry(position: position, localId: rawId.isEmpty ? nil : rawId, issue: issue))
             }
         } else if rawId.isEmpty {
             return .quarantined(QuarantineEntry(position: position, localId: nil, field: "localId", reason: "is missing or empty"))

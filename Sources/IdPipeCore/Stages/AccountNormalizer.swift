@@ -10,48 +10,67 @@ public enum AccountNormalizer {
         return .success((account, repairs))
     }
 
-    /// Normalizes `account` in place (no copy of it is made), noting repairs; returns the issue that rejects it.
+    /// Normalizes `account` in place (no copy of it is made), noting repairs; returns the issue that rejects it, carrying
+    /// the account's other problems (each field is checked whatever the others gave, so a row is fixed in one go).
     /// `secondsMayPassForMilliseconds`: a time before March 1973 is taken for seconds, as an export's times are in
     /// milliseconds and no account of it is that old. False for a table whose pipeline says the unit
     /// (`timestamp_format`): a legacy account created in 1972 was moved to the year 4384.
     public static func normalize(_ account: inout Account, repairs: inout RepairSet, secondsMayPassForMilliseconds: Bool = true) -> RecordIssue? {
+        var issues: [RecordIssue] = []
         let uidLength = TextScan.trimmedUTF8Count(account.localId)
-        guard uidLength > 0 else { return RecordIssue(field: "localId", reason: "is missing or empty") }
-        guard uidLength <= 128 else { return RecordIssue(field: "localId", reason: "is longer than 128 bytes") }
-        if uidLength != account.localId.utf8.count { return RecordIssue(field: "localId", reason: "has surrounding whitespace") }
-        if TextScan.hasControlByte(account.localId.utf8) { return RecordIssue(field: "localId", reason: "contains a control character") }
+        if uidLength == 0 {
+            issues.append(RecordIssue(field: "localId", reason: "is missing or empty"))
+        } else if uidLength > 128 {
+            issues.append(RecordIssue(field: "localId", reason: "is longer than 128 bytes"))
+        } else if uidLength != account.localId.utf8.count {
+            issues.append(RecordIssue(field: "localId", reason: "has surrounding whitespace"))
+        } else if TextScan.hasControlByte(account.localId.utf8) {
+            issues.append(RecordIssue(field: "localId", reason: "contains a control character"))
+        }
 
         let rawEmail = account.email
         switch optional(account.email, field: "email", repairs: &repairs, EmailNormalizer.normalize) {
         case .success(let value): account.email = value
-        case .failure(let issue): return issue
+        case .failure(let issue): issues.append(issue)
         }
         switch optional(account.phoneNumber, field: "phoneNumber", repairs: &repairs, PhoneNormalizer.normalize) {
         case .success(let value): account.phoneNumber = value
-        case .failure(let issue): return issue
+        case .failure(let issue): issues.append(issue)
         }
         if let name = account.displayName {
             switch DisplayNameCleaner.clean(name, repairs: &repairs) {
             case .success(let value): account.displayName = value
-            case .failure(let reason): return RecordIssue(field: "displayName", reason: "\(reason)")
+            case .failure(let reason): issues.append(RecordIssue(field: "displayName", reason: "\(reason)"))
             }
         }
         if secondsMayPassForMilliseconds {
             account.createdAt = normalizeTimestamp(account.createdAt, repairs: &repairs)
             account.lastSignedInAt = normalizeTimestamp(account.lastSignedInAt, repairs: &repairs)
         }
-        if let created = account.createdAt, created < 0 { return beforeEpoch("createdAt", created) }
-        if let last = account.lastSignedInAt, last < 0 { return beforeEpoch("lastSignedInAt", last) }
+        if let created = account.createdAt, created < 0 { issues.append(beforeEpoch("createdAt", created)) }
+        if let last = account.lastSignedInAt, last < 0 { issues.append(beforeEpoch("lastSignedInAt", last)) }
 
         for index in account.providers.indices {
-            if let issue = normalizeProvider(&account.providers[index], at: index, accountEmail: (rawEmail, account.email), repairs: &repairs) { return issue }
+            if let issue = normalizeProvider(&account.providers[index], at: index, accountEmail: (rawEmail, account.email), repairs: &repairs) {
+                issues.append(issue)
+            }
             // An account links a handful of providers: a scan of the earlier ones beats hashing into a set.
             let id = account.providers[index].providerId
             if account.providers[..<index].contains(where: { $0.providerId == id }) {
-                return RecordIssue(field: "providerUserInfo[\(index)].providerId", reason: "\(Quoted.value(id)) is linked twice")
+                issues.append(RecordIssue(field: "providerUserInfo[\(index)].providerId", reason: "\(Quoted.value(id)) is linked twice"))
             }
         }
-        return nil
+        return RecordIssue(issues)
+    }
+
+    /// The issue of a record whose decoder found `decoded` (its values that could not be read left unset), carrying the
+    /// problems the normalize stage finds in the values that could, on fields the decoder did not already name.
+    public static func issue(decoded: RecordIssue, in account: consuming Account, secondsMayPassForMilliseconds: Bool) -> RecordIssue {
+        var copy = account
+        var repairs = RepairSet()
+        guard let found = normalize(&copy, repairs: &repairs, secondsMayPassForMilliseconds: secondsMayPassForMilliseconds) else { return decoded }
+        let named = Set(decoded.all.map(\.field))
+        return RecordIssue(decoded.all + found.all.filter { !named.contains($0.field) }) ?? decoded
     }
 
     /// A time before 1970, which an epoch time in milliseconds (as Firebase keeps them) would write negative.

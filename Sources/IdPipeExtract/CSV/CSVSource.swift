@@ -252,7 +252,8 @@ final class CSVBatch: RawBatch {
                             let cut = record.count < decoder.fieldsAtLeast ?? 0 && fileEnd && last
                                 && record.endOffset == base + Int64(bytes.count) && bytes.last != 0x0A
                             let reason = issue.reason + (cut ? " (the file ends inside this row, without a line end: cut short?)" : "")
-                            each(.malformed(QuarantineEntry(position: position, localId: uid, field: issue.field, reason: reason)))
+                            each(.malformed(QuarantineEntry(position: position, localId: uid, field: issue.field, reason: reason,
+                                                            otherIssues: issue.others)))
                         }
                     }
                 }

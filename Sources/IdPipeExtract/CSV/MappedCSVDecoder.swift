@@ -107,27 +107,28 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         func flag(_ field: String) throws(RecordIssue) -> Bool {
             try CSVFields.bool(try text(field), field: field, column: columns[field].map(column) ?? "")
         }
-        do {
-            var account = Account(localId: try text("localId") ?? "")
-            account.email = try text("email")
-            account.displayName = try text("displayName")
-            account.photoUrl = try text("photoUrl")
-            account.phoneNumber = try text("phoneNumber")
-            account.emailVerified = try flag("emailVerified")
-            account.disabled = try flag("disabled")
-            account.createdAt = try time("createdAt")
-            account.lastSignedInAt = try time("lastSignedInAt")
-            for (id, index) in providers where !record.fieldBytes(index).isEmpty {
-                guard let rawId = record.field(index) else {
-                    throw RecordIssue(field: "providerUserInfo[\(account.providers.count)].rawId", reason: "is not valid UTF-8 (\(column(index)))")
-                }
-                account.providers.append(ProviderLink(providerId: id, rawId: rawId, email: id == ProviderID.apple ? account.email : nil))
-            }
-            return .success(account)
-        } catch let error as RecordIssue {
-            return .failure(error)
-        } catch {
-            return .failure(RecordIssue(field: "record", reason: "\(error)"))
+        // Each field is read whatever the others gave (one that cannot be is left unset), so a row is fixed in one go.
+        var issues: [RecordIssue] = []
+        func read<T>(_ value: () throws(RecordIssue) -> T, or unread: T) -> T {
+            do { return try value() } catch { issues.append(error); return unread }
         }
+        var account = Account(localId: read({ () throws(RecordIssue) in try text("localId") }, or: nil) ?? "")
+        account.email = read({ () throws(RecordIssue) in try text("email") }, or: nil)
+        account.displayName = read({ () throws(RecordIssue) in try text("displayName") }, or: nil)
+        account.photoUrl = read({ () throws(RecordIssue) in try text("photoUrl") }, or: nil)
+        account.phoneNumber = read({ () throws(RecordIssue) in try text("phoneNumber") }, or: nil)
+        account.emailVerified = read({ () throws(RecordIssue) in try flag("emailVerified") }, or: false)
+        account.disabled = read({ () throws(RecordIssue) in try flag("disabled") }, or: false)
+        account.createdAt = read({ () throws(RecordIssue) in try time("createdAt") }, or: nil)
+        account.lastSignedInAt = read({ () throws(RecordIssue) in try time("lastSignedInAt") }, or: nil)
+        for (id, index) in providers where !record.fieldBytes(index).isEmpty {
+            guard let rawId = record.field(index) else {
+                issues.append(RecordIssue(field: "providerUserInfo[\(account.providers.count)].rawId", reason: "is not valid UTF-8 (\(column(index)))"))
+                continue
+            }
+            account.providers.append(ProviderLink(providerId: id, rawId: rawId, email: id == ProviderID.apple ? account.email : nil))
+        }
+        guard let issue = RecordIssue(issues) else { return .success(account) }
+        return .failure(AccountNormalizer.issue(decoded: issue, in: account, secondsMayPassForMilliseconds: false))
     }
 }

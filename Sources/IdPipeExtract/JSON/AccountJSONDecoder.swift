@@ -8,10 +8,11 @@ import Glibc
 enum AccountJSONDecoder {
     static func decode(_ cursor: inout JSONCursor) throws(JSONCursor.SyntaxError) -> Result<Account, RecordIssue> {
         var account = Account(localId: "")
-        var issue: RecordIssue?
+        // Every bad value is noted and decoding goes on, so that the quarantine names all of them at once.
+        var issues: [RecordIssue] = []
         var sawLocalId = false
         func note(_ field: String, _ reason: String) {
-            if issue == nil { issue = RecordIssue(field: field, reason: reason) }
+            issues.append(RecordIssue(field: field, reason: reason))
         }
         // A key given twice would leave its second value in place of the first without a word (an older last sign-in, a
         // provider list emptied): the record goes to the quarantine. lastLoginAt, the API's name, is lastSignedInAt.
@@ -59,7 +60,8 @@ enum AccountJSONDecoder {
             try cursor.expect(UInt8(ascii: "}"))
             break
         }
-        if let issue { return .failure(issue) }
+        // With the problems normalization finds in the values that could be read.
+        if let issue = RecordIssue(issues) { return .failure(AccountNormalizer.issue(decoded: issue, in: account, secondsMayPassForMilliseconds: true)) }
         if !sawLocalId { return .failure(RecordIssue(field: "localId", reason: "is missing or empty")) }
         return .success(account)
     }

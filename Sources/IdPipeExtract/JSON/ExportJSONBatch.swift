@@ -147,7 +147,7 @@ struct ExportJSONBatch: RawBatch {
                 case .success(let account): each(.account(account, where_))
                 case .failure(let issue):
                     let uid = Self.peekLocalId(buffer, from: startOffset, to: cursor.position)
-                    each(.malformed(QuarantineEntry(position: where_, localId: uid, field: issue.field, reason: issue.reason)))
+                    each(.malformed(QuarantineEntry(position: where_, localId: uid, issue: issue)))
                 }
                 expectComma = true
             } catch {

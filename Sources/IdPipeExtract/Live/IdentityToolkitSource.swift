@@ -75,7 +75,7 @@ struct LivePage: RawBatch {
                 switch try AccountJSONDecoder.decode(&cursor) {
                 case .success(let account): return .account(account, position)
                 case .failure(let issue):
-                    return .malformed(QuarantineEntry(position: position, localId: localId, field: issue.field, reason: issue.reason))
+                    return .malformed(QuarantineEntry(position: position, localId: localId, issue: issue))
                 }
             } catch {
                 return .malformed(QuarantineEntry(position: position, localId: localId, field: error.field, reason: error.message))
