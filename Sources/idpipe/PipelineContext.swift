@@ -106,7 +106,8 @@ struct PipelineContext {
             return try ExportJSONSource(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(ExportJSONSource.defaultBatchBytes))
         case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         case .mappedCSV:
-            return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, checkpoint: checkpoint,
+            return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, phones: source.phoneDefault,
+                                        checkpoint: checkpoint,
                                         batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         }
     }
@@ -182,7 +183,11 @@ struct PipelineContext {
             lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + fileProblem(sourcePath, isExport: true))
         }
         for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + fileProblem(path)) }
-        lines.append("normalize: " + (d.stages.normalize ? "on" : "off"))
+        let phones = d.source.phoneDefault.map { phones in
+            " (a phone number without a country code is taken for +\(phones.countryCode)"
+                + (phones.trunkPrefix.isEmpty ? ", whole)" : ", a leading \(phones.trunkPrefix) dropped)")
+        } ?? ""
+        lines.append("normalize: " + (d.stages.normalize ? "on" + phones : "off"))
         lines.append("detect private relay: " + (d.stages.detectRelay ? "on" : "off"))
         lines.append("backfill names: " + (d.stages.backfillNames.map { "from " + $0.map(\.description).joined(separator: ", then ") } ?? "off"))
         var rules: [String] = []

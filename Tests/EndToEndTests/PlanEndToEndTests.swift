@@ -928,6 +928,59 @@ struct Binary {
     /// A table that holds only its header is an empty table: planned, with nothing in it (it stopped with exit 2, "reading
     /// ended at byte 0 of 8", and left the import file open). One whose lines end with a CR alone is refused with the
     /// way to convert it: read by line feeds, it was one line, and its header ran to the end of the file.
+    /// A legacy table whose phone numbers have no country code (written as dialled in the UK) is migrated with
+    /// `phone_country_code`: each number gets +44 in the import file, and each account is listed with that repair. A
+    /// number written internationally without its '+' is quarantined, and without the key every national one is.
+    @Test func aTablesNationalPhoneNumbersGetTheirCountryCode() throws {
+        let data = Binary.temporaryDirectory()
+        try """
+            id,mail,phone
+            uk1,a@example.com,07911 123456
+            uk2,b@example.com,(020) 7946 0958
+            intl1,c@example.com,+1 415 555 0100
+            bare1,d@example.com,447911123457
+            none1,e@example.com,
+
+            """.write(toFile: data + "/users.csv", atomically: true, encoding: .utf8)
+        func plan(_ phones: String) throws -> (Int32, String, String, [String: String]) {
+            let pipeline = data + "/pipeline.yaml"
+            try """
+                version: 1
+                name: phones
+                source:
+                  path: users.csv
+                  format: mapped-csv
+                  mapping: {localId: id, email: mail, phoneNumber: phone}
+                \(phones)
+                stages: {normalize: true}
+                output: {import_json: import.json}
+
+                """.write(toFile: pipeline, atomically: true, encoding: .utf8)
+            let out = Binary.temporaryDirectory()
+            let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf, "--reveal-personal-data"])
+            let imported = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/import.json"))) as? [String: Any]
+            let phones = Dictionary(uniqueKeysWithValues: (imported?["users"] as? [[String: Any]] ?? []).map {
+                ($0["localId"] as? String ?? "", $0["phoneNumber"] as? String ?? "-")
+            })
+            return (code, output, try String(contentsOfFile: out + "/plan.md", encoding: .utf8), phones)
+        }
+        let (code, output, report, phones) = try plan("  phone_country_code: 44\n  phone_trunk_prefix: 0")
+        let (_, validated) = try Binary.run(["validate", data + "/pipeline.yaml"])
+        #expect(validated.contains("normalize: on (a phone number without a country code is taken for +44, a leading 0 dropped)"), "\(validated)")
+        #expect(code == 1 && output.contains("5 accounts read, 1 quarantined"), "\(output)")
+        #expect(phones == ["uk1": "+447911123456", "uk2": "+442079460958", "intl1": "+14155550100", "none1": "-"], "\(phones)")
+        #expect(report.contains("| phone: country code added (source.phone_country_code) | 2 |"), "\(report)")
+        #expect(report.contains("| phone: rewritten in E.164 | 1 |"), "\(report)")
+        #expect(report.contains("### Accounts written to the import file with repaired values (3)"), "\(report)")
+        let listed = report.split(separator: "\n").filter { $0.contains("phone: country code added (source.phone_country_code) | a@") || $0.contains("| uk2 |") }
+        #expect(listed.count == 2, "\(report)")
+        #expect(report.contains("/users.csv:5 | bare1 | `phoneNumber` | '447911123457' has no '+', and starts with its country code 44"), "\(report)")
+
+        let (withoutCode, withoutOutput, _, withoutPhones) = try plan("")
+        #expect(withoutCode == 1 && withoutOutput.contains("5 accounts read, 3 quarantined"), "\(withoutOutput)")
+        #expect(withoutPhones == ["intl1": "+14155550100", "none1": "-"], "\(withoutPhones)")
+    }
+
     /// A row with several problems has all of them named at once, in plan.md (a line each) and plan.json
     /// (`otherIssues`), whether a decoder or the normalize stage found them; it counts as one quarantined row. In a
     /// legacy table and in an export; a row with one problem has no other.

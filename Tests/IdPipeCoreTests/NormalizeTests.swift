@@ -120,6 +120,55 @@ extension EmailNormalizerTests {
     }
 }
 
+/// A mapped table's numbers without a country code, read with `source.phone_country_code` and `phone_trunk_prefix`.
+@Suite struct NationalPhoneNumberTests {
+    static let uk = PhoneDefault(countryCode: "44", trunkPrefix: "0")
+    static let us = PhoneDefault(countryCode: "1", trunkPrefix: "1")
+    static let italy = PhoneDefault(countryCode: "39", trunkPrefix: "")
+
+    @Test(arguments: [
+        ("07911 123456", uk, "+447911123456", true),
+        ("7911 123456", uk, "+447911123456", true),
+        ("(0)20 7946 0958", uk, "+442079460958", true),
+        ("(415) 555-0100", us, "+14155550100", true),
+        ("1 415 555 0100", us, "+14155550100", true),
+        // Italy's numbers keep their 0; its mobiles start with 3.
+        ("06 6988 1234", italy, "+390669881234", true),
+        ("312 345 6789", italy, "+393123456789", true),
+        // A number with its country code is read as before: the default is not added.
+        ("+44 7911 123456", uk, "+447911123456", false),
+        ("0044 7911 123456", uk, "+447911123456", false),
+        ("+1 415 555 0100", uk, "+14155550100", false),
+    ])
+    func addsTheCountryCode(input: String, country: PhoneDefault, expected: String, added: Bool) {
+        var repairs = RepairSet()
+        #expect(PhoneNormalizer.normalize(input, repairs: &repairs, national: country) == .success(expected))
+        #expect(repairs.contains(.phoneCountryCodeAdded) == added)
+        // One repair for one change: a number given its code is rewritten in E.164 as part of it.
+        #expect(!(repairs.contains(.phoneCountryCodeAdded) && repairs.contains(.phoneReformatted)))
+    }
+
+    @Test(arguments: [
+        // Written internationally without its '+': given the code again, it would be another number.
+        ("447911123456", uk, "starts with its country code 44"),
+        ("555-0100", us, "is not a 10-digit North American number"),
+        ("415 555 0100 22", us, "is not a 10-digit North American number"),
+        ("123 456", uk, "is too short for a national number"),
+        ("0", uk, "is too short for a national number"),
+        ("7911 123 456 789 012", uk, "is too long for E.164 with its country code"),
+    ])
+    func refusesWhatItCannotTell(input: String, country: PhoneDefault, reason: String) {
+        var repairs = RepairSet()
+        guard case .failure(let why) = PhoneNormalizer.normalize(input, repairs: &repairs, national: country) else {
+            Issue.record("\(input) should be refused")
+            return
+        }
+        #expect("\(why)".contains(reason), "\(why)")
+        #expect("\(why)".contains("source.phone_country_code") || reason.contains("too long"), "\(why)")
+        #expect(repairs.isEmpty)
+    }
+}
+
 @Suite struct DisplayNameCleanerTests {
     @Test(arguments: [
         ("Jane Doe", "Jane Doe" as String?, [Repair]()),

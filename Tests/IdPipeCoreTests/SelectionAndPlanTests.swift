@@ -407,6 +407,31 @@ import IdPipeTestSupport
         #expect(error?.description == expected, "\(String(describing: error))")
     }
 
+    /// `phone_country_code` goes with `phone_trunk_prefix` (a wrong guess gives another person's number), on a mapped
+    /// table only (an export's numbers have their code).
+    @Test func phoneCountryCodeNeedsItsTrunkPrefixOnAMappedTable() throws {
+        func source(_ keys: String, format: String = "mapped-csv") -> String {
+            "version: 1\nname: x\nsource:\n  path: a.csv\n  format: \(format)\n  mapping: {localId: id}\n\(keys)"
+        }
+        let parsed = try PipelineDefinition.parse(yaml: source("  phone_country_code: 44\n  phone_trunk_prefix: 0\n"), file: "p.yaml")
+        #expect(parsed.source.phoneDefault == PhoneDefault(countryCode: "44", trunkPrefix: "0"))
+        let italy = try PipelineDefinition.parse(yaml: source("  phone_country_code: '+39'\n  phone_trunk_prefix: none\n"), file: "p.yaml")
+        #expect(italy.source.phoneDefault == PhoneDefault(countryCode: "39", trunkPrefix: ""))
+        #expect(try PipelineDefinition.parse(yaml: source(""), file: "p.yaml").source.phoneDefault == nil)
+        let refused: [(String, String)] = [
+            (source("  phone_country_code: 44\n"), "p.yaml:7: source.phone_country_code: needs phone_trunk_prefix"),
+            (source("  phone_trunk_prefix: 0\n"), "p.yaml:7: source.phone_trunk_prefix: goes with phone_country_code"),
+            (source("  phone_country_code: 0044\n  phone_trunk_prefix: 0\n"), "p.yaml:7: source.phone_country_code: expected a calling code of 1 to 3 digits"),
+            (source("  phone_country_code: 44\n  phone_trunk_prefix: '+'\n"), "p.yaml:8: source.phone_trunk_prefix: expected the digits of a trunk prefix"),
+            ("version: 1\nname: x\nsource:\n  path: a.json\n  phone_country_code: 44\n  phone_trunk_prefix: 0\n",
+             "p.yaml:5: source.phone_country_code: is for a mapped table"),
+        ]
+        for (yaml, expected) in refused {
+            let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: yaml, file: "p.yaml") }
+            #expect(error?.description.hasPrefix(expected) == true, "\(String(describing: error))")
+        }
+    }
+
     /// A YAML error quotes its line cut short: a line of 200 kB was printed whole.
     @Test func aYAMLErrorQuotesALongLineCutShort() {
         let yaml = "version: 1\nname: x\nsource: {path: a.json}\nstages: " + String(repeating: "[", count: 100_000) + "\n"

@@ -143,7 +143,7 @@ extension PipelineDefinition {
     }
 
     private static func decodeSource(_ node: ConfigNode) throws -> SourceConfig {
-        let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format"])
+        let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format", "phone_country_code", "phone_trunk_prefix"])
         if let formatNode = keys["format"], try formatNode.oneOf(SourceFormat.self) == .identityToolkit {
             if let pathNode = keys["path"] { throw pathNode.error("format identity-toolkit reads the live API and takes no path") }
             return SourceConfig(format: .identityToolkit, path: "", mapping: nil, timestampFormat: .epochMilliseconds)
@@ -168,7 +168,34 @@ extension PipelineDefinition {
             throw node.error("format mapped-csv needs a 'mapping' of account fields to column names")
         }
         let timestamps = try keys["timestamp_format"]?.oneOf(TimestampFormat.self) ?? (format == .mappedCSV ? .rfc3339 : .epochMilliseconds)
-        return SourceConfig(format: format, path: path, mapping: mapping, timestampFormat: timestamps)
+        return SourceConfig(format: format, path: path, mapping: mapping, timestampFormat: timestamps, phoneDefault: try decodePhoneDefault(keys, format: format))
+    }
+
+    /// `phone_country_code` with its `phone_trunk_prefix`, both or neither: a trunk prefix assumed wrongly gives another
+    /// person's number (`+44 07911…`, or Rome's `06…` without its 0), which could then sign in by SMS.
+    private static func decodePhoneDefault(_ keys: [String: ConfigNode], format: SourceFormat) throws -> PhoneDefault? {
+        guard let codeNode = keys["phone_country_code"] else {
+            if let trunkNode = keys["phone_trunk_prefix"] { throw trunkNode.error("goes with phone_country_code, the country whose numbers it is for") }
+            return nil
+        }
+        guard format == .mappedCSV else {
+            throw codeNode.error("is for a mapped table (format: mapped-csv): an export's phone numbers are in E.164, with their country code")
+        }
+        let code = try codeNode.string().trimmingSpaces
+        let digits = code.hasPrefix("+") ? String(code.dropFirst()) : code
+        guard (1...3).contains(digits.count), digits.allSatisfy({ $0.isASCII && $0.isNumber }), !digits.hasPrefix("0") else {
+            throw codeNode.error("expected a calling code of 1 to 3 digits (1, 44, 81), found '\(code)'")
+        }
+        guard let trunkNode = keys["phone_trunk_prefix"] else {
+            throw codeNode.error("needs phone_trunk_prefix: the digits a caller inside the country dials before a national number, dropped "
+                + "from a number that starts with them (0 in most countries, 1 in North America, none in Italy or Spain)")
+        }
+        let trunk = try trunkNode.string().trimmingSpaces
+        let prefix = trunk.lowercased() == "none" ? "" : trunk
+        guard prefix.count <= 2, prefix.allSatisfy({ $0.isASCII && $0.isNumber }) else {
+            throw trunkNode.error("expected the digits of a trunk prefix (0, 1) or none, found '\(trunk)'")
+        }
+        return PhoneDefault(countryCode: digits, trunkPrefix: prefix)
     }
 
     private static func decodeMapping(_ node: ConfigNode) throws -> ColumnMapping {

@@ -52,6 +52,23 @@ public struct SourceConfig: Sendable, Equatable {
     public var path: String
     public var mapping: ColumnMapping?
     public var timestampFormat: TimestampFormat
+    /// A mapped table's country for the phone numbers it holds without a country code; nil: such a number is quarantined.
+    public var phoneDefault: PhoneDefault? = nil
+}
+
+/// The country of a table's phone numbers written without a country code (`source.phone_country_code` and
+/// `source.phone_trunk_prefix`): normalization writes them in E.164 with its calling code, and lists each as a repair.
+public struct PhoneDefault: Sendable, Equatable {
+    /// The calling code, digits only: "44", "1".
+    public var countryCode: String
+    /// What a caller inside the country dials before a national number ("0" in most countries, "1" in North America),
+    /// dropped from a number that starts with it; empty where there is none (Italy, Spain).
+    public var trunkPrefix: String
+
+    public init(countryCode: String, trunkPrefix: String) {
+        self.countryCode = countryCode
+        self.trunkPrefix = trunkPrefix
+    }
 }
 
 /// For a CSV with a header row: which column holds which account field.

@@ -35,7 +35,8 @@ public struct AccountProcessor: Sendable {
         if pipeline.stages.normalize {
             if normalized {
                 assert(Self.normalizes(to: account, guessesTimeUnit), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
-            } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs, secondsMayPassForMilliseconds: guessesTimeUnit) {
+            } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs, secondsMayPassForMilliseconds: guessesTimeUnit,
+                                                                      phones: pipeline.source.phoneDefault) {
                 return .quarantined(QuarantineEntry(position: position, localId: rawId.isEmpty ? nil : rawId, issue: issue))
             }
         } else if rawId.isEmpty {

@@ -15,7 +15,9 @@ public enum AccountNormalizer {
     /// `secondsMayPassForMilliseconds`: a time before March 1973 is taken for seconds, as an export's times are in
     /// milliseconds and no account of it is that old. False for a table whose pipeline says the unit
     /// (`timestamp_format`): a legacy account created in 1972 was moved to the year 4384.
-    public static func normalize(_ account: inout Account, repairs: inout RepairSet, secondsMayPassForMilliseconds: Bool = true) -> RecordIssue? {
+    /// `phones`: the country of the phone numbers written without a country code (a mapped table's), if any.
+    public static func normalize(_ account: inout Account, repairs: inout RepairSet, secondsMayPassForMilliseconds: Bool = true,
+                                 phones: PhoneDefault? = nil) -> RecordIssue? {
         var issues: [RecordIssue] = []
         let uidLength = TextScan.trimmedUTF8Count(account.localId)
         if uidLength == 0 {
@@ -33,7 +35,7 @@ public enum AccountNormalizer {
         case .success(let value): account.email = value
         case .failure(let issue): issues.append(issue)
         }
-        switch optional(account.phoneNumber, field: "phoneNumber", repairs: &repairs, PhoneNormalizer.normalize) {
+        switch optional(account.phoneNumber, field: "phoneNumber", repairs: &repairs, { PhoneNormalizer.normalize($0, repairs: &$1, national: phones) }) {
         case .success(let value): account.phoneNumber = value
         case .failure(let issue): issues.append(issue)
         }
@@ -65,10 +67,13 @@ public enum AccountNormalizer {
 
     /// The issue of a record whose decoder found `decoded` (its values that could not be read left unset), carrying the
     /// problems the normalize stage finds in the values that could, on fields the decoder did not already name.
-    public static func issue(decoded: RecordIssue, in account: consuming Account, secondsMayPassForMilliseconds: Bool) -> RecordIssue {
+    public static func issue(decoded: RecordIssue, in account: consuming Account, secondsMayPassForMilliseconds: Bool,
+                             phones: PhoneDefault? = nil) -> RecordIssue {
         var copy = account
         var repairs = RepairSet()
-        guard let found = normalize(&copy, repairs: &repairs, secondsMayPassForMilliseconds: secondsMayPassForMilliseconds) else { return decoded }
+        guard let found = normalize(&copy, repairs: &repairs, secondsMayPassForMilliseconds: secondsMayPassForMilliseconds, phones: phones) else {
+            return decoded
+        }
         let named = Set(decoded.all.map(\.field))
         return RecordIssue(decoded.all + found.all.filter { !named.contains($0.field) }) ?? decoded
     }

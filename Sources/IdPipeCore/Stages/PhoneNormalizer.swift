@@ -1,10 +1,12 @@
 /// Phone numbers to E.164: `+` and 7 to 15 digits, the first not zero.
 public enum PhoneNormalizer {
-    public static func normalize(_ raw: String, repairs: inout RepairSet) -> Result<String, RecordIssueReason> {
+    /// `national`: the country of a number written without a country code (a mapped table's `phone_country_code`);
+    /// without it, such a number is refused.
+    public static func normalize(_ raw: String, repairs: inout RepairSet, national: PhoneDefault? = nil) -> Result<String, RecordIssueReason> {
         if let trunk = trunkPrefix(in: raw) {
             var repaired = raw
             repaired.removeSubrange(trunk)
-            let result = normalize(repaired, repairs: &repairs)
+            let result = normalize(repaired, repairs: &repairs, national: national)
             if case .success = result { repairs.insert(.phoneReformatted) }
             return result
         }
@@ -28,10 +30,20 @@ public enum PhoneNormalizer {
         }
         if !sawPlus {
             // "00" is the international prefix most countries dial instead of "+".
-            guard digits.count > 2, digits[0] == 48, digits[1] == 48 else {
+            if digits.count > 2, digits[0] == 48, digits[1] == 48 {
+                digits.removeFirst(2)
+            } else if let national {
+                switch nationalNumber(digits, national) {
+                case .success(let international): digits = international
+                case .failure(let reason): return .failure(reason)
+                }
+                guard digits.count <= 15 else { return .failure("is too long for E.164 with its country code (\(digits.count) digits)") }
+                // The one repair it names: its rewriting in E.164 goes with it.
+                repairs.insert(.phoneCountryCodeAdded)
+                return .success("+" + String(decoding: digits, as: UTF8.self))
+            } else {
                 return .failure("has no country code (E.164 needs a leading '+')")
             }
-            digits.removeFirst(2)
         }
         guard let first = digits.first, first != 48 else { return .failure("country code cannot start with 0") }
         guard digits.count >= 7 else { return .failure("is too short for E.164 (\(digits.count) digits)") }
@@ -39,6 +51,26 @@ public enum PhoneNormalizer {
         let result = "+" + String(decoding: digits, as: UTF8.self)
         if result != raw { repairs.insert(.phoneReformatted) }
         return .success(result)
+    }
+
+    /// The digits of a number dialled inside `country`, its trunk prefix dropped, after the country's calling code. Only
+    /// lengths are checked (there is no numbering plan here): 10 national digits in North America, at least 7 elsewhere.
+    /// A number that starts with the calling code is refused rather than guessed at: written without its '+', it would
+    /// get the code twice and become another person's number.
+    static func nationalNumber(_ digits: [UInt8], _ country: PhoneDefault) -> Result<[UInt8], RecordIssueReason> {
+        var number = digits[...]
+        let trunk = Array(country.trunkPrefix.utf8), code = Array(country.countryCode.utf8)
+        if !trunk.isEmpty && number.starts(with: trunk) { number = number.dropFirst(trunk.count) }
+        let named = "source.phone_country_code: \(country.countryCode)"
+        if number.starts(with: code) {
+            return .failure("has no '+', and starts with its country code \(country.countryCode) (\(named)): if it is written internationally, add the '+'")
+        }
+        if country.countryCode == "1" {
+            guard number.count == 10 else { return .failure("has no country code, and is not a 10-digit North American number (\(named))") }
+        } else {
+            guard number.count >= 7 else { return .failure("has no country code, and is too short for a national number with its area code (\(named))") }
+        }
+        return .success(code + number)
     }
 
     /// `+44 (0)20 7946 0958`: the trunk prefix a caller inside the country dials, in brackets right after the country

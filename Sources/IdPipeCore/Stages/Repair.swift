@@ -9,6 +9,7 @@ public enum Repair: Int, CaseIterable, Sendable, Codable {
     case nameControlCharacters
     case timestampInSeconds
     case providerIdCase
+    case phoneCountryCodeAdded
 
     public var label: String {
         switch self {
@@ -20,6 +21,7 @@ public enum Repair: Int, CaseIterable, Sendable, Codable {
         case .nameControlCharacters: "display name: control characters removed"
         case .timestampInSeconds: "timestamp: seconds converted to milliseconds"
         case .providerIdCase: "provider id: lower-cased or trimmed"
+        case .phoneCountryCodeAdded: "phone: country code added (source.phone_country_code)"
         }
     }
 
@@ -34,6 +36,7 @@ public enum Repair: Int, CaseIterable, Sendable, Codable {
         case .nameControlCharacters: "nameControlCharacters"
         case .timestampInSeconds: "timestampInSeconds"
         case .providerIdCase: "providerIdCase"
+        case .phoneCountryCodeAdded: "phoneCountryCodeAdded"
         }
     }
 }

@@ -10,10 +10,12 @@ struct MappedCSVDecoder: CSVRecordDecoder {
     let providers: [(String, Int)]
     let headers: [String]
     let timestamps: TimestampFormat
+    /// The country of the table's phone numbers written without a country code (for the other problems of a bad row).
+    let phones: PhoneDefault?
     var idColumn: Int? { columns["localId"] }
     var fieldsAtLeast: Int? { width }
 
-    init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, path: String) throws {
+    init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, phones: PhoneDefault? = nil, path: String) throws {
         // Trimmed, as the side-input tables' headers are.
         let headers = (0..<header.count).map { (header.field($0) ?? "").trimmingSpaces }
         self.headers = headers
@@ -47,6 +49,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         self.columns = columns
         providers = try mapping.providers.sorted { $0.key < $1.key }.map { ($0.key, try index($0.value, for: $0.key)) }
         self.timestamps = timestamps
+        self.phones = phones
     }
 
     /// Epoch times before March 1973 in milliseconds are seconds, and after the year 5138 in seconds milliseconds, as no
@@ -129,6 +132,6 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             account.providers.append(ProviderLink(providerId: id, rawId: rawId, email: id == ProviderID.apple ? account.email : nil))
         }
         guard let issue = RecordIssue(issues) else { return .success(account) }
-        return .failure(AccountNormalizer.issue(decoded: issue, in: account, secondsMayPassForMilliseconds: false))
+        return .failure(AccountNormalizer.issue(decoded: issue, in: account, secondsMayPassForMilliseconds: false, phones: phones))
     }
 }
