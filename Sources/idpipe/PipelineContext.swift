@@ -103,10 +103,12 @@ struct PipelineContext {
                 try blocking { try await client.listUsers(pageToken: token) }
             }
         case .authExportJSON:
-            return try ExportJSONSource(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(ExportJSONSource.defaultBatchBytes))
+            return try ExportJSONSource(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(ExportJSONSource.defaultBatchBytes),
+                                        normalize: definition.stages.normalize ? AccountNormalizer.Options(secondsMayPassForMilliseconds: true) : nil)
         case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         case .mappedCSV:
-            return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, phones: source.phoneDefault,
+            let normalize = definition.stages.normalize ? AccountNormalizer.Options(secondsMayPassForMilliseconds: false, phones: source.phoneDefault) : nil
+            return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, normalize: normalize,
                                         checkpoint: checkpoint,
                                         batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         }

@@ -422,9 +422,16 @@ import IdPipeTestSupport
             (source("  phone_country_code: 44\n"), "p.yaml:7: source.phone_country_code: needs phone_trunk_prefix"),
             (source("  phone_trunk_prefix: 0\n"), "p.yaml:7: source.phone_trunk_prefix: goes with phone_country_code"),
             (source("  phone_country_code: 0044\n  phone_trunk_prefix: 0\n"), "p.yaml:7: source.phone_country_code: expected a calling code of 1 to 3 digits"),
-            (source("  phone_country_code: 44\n  phone_trunk_prefix: '+'\n"), "p.yaml:8: source.phone_trunk_prefix: expected the digits of a trunk prefix"),
+            (source("  phone_country_code: 44\n  phone_trunk_prefix: '+'\n"), "p.yaml:8: source.phone_trunk_prefix: expected 0 or none with country code 44"),
+            (source("  phone_country_code: 44\n  phone_trunk_prefix: ''\n"), "p.yaml:8: source.phone_trunk_prefix: expected 0 or none with country code 44"),
+            // Russia's 8 also begins St Petersburg's area code 812.
+            (source("  phone_country_code: 7\n  phone_trunk_prefix: 8\n"), "p.yaml:8: source.phone_trunk_prefix: expected 0 or none with country code 7"),
+            (source("  phone_country_code: 1\n  phone_trunk_prefix: 0\n"), "p.yaml:8: source.phone_trunk_prefix: expected 1 or none with country code 1"),
+            (source("  phone_country_code: 39\n  phone_trunk_prefix: 0\n"), "p.yaml:8: source.phone_trunk_prefix: is none for country code 39"),
             ("version: 1\nname: x\nsource:\n  path: a.json\n  phone_country_code: 44\n  phone_trunk_prefix: 0\n",
              "p.yaml:5: source.phone_country_code: is for a mapped table"),
+            (source("  phone_country_code: 44\n  phone_trunk_prefix: 0\nstages: {normalize: false}\n"),
+             "p.yaml:7: source.phone_country_code: is read by the normalize stage, which stages.normalize turns off"),
         ]
         for (yaml, expected) in refused {
             let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: yaml, file: "p.yaml") }

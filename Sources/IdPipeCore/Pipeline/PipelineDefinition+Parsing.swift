@@ -117,6 +117,9 @@ extension PipelineDefinition {
             throw (top["select"] ?? root).error("the revoke and delete stages need a 'select' rule (deletion_requested, disabled or inactive_for_days)")
         }
         let source = try decodeSource(sourceNode)
+        if source.phoneDefault != nil, !stages.normalize, let code = sourceNode.child("phone_country_code") {
+            throw code.error("is read by the normalize stage, which stages.normalize turns off")
+        }
         if source.format == .identityToolkit, top["services"]?.node.mapping?["google"] == nil {
             throw sourceNode.error("format identity-toolkit reads the live API: add services.google (project_id, credentials)")
         }
@@ -187,15 +190,22 @@ extension PipelineDefinition {
             throw codeNode.error("expected a calling code of 1 to 3 digits (1, 44, 81), found '\(code)'")
         }
         guard let trunkNode = keys["phone_trunk_prefix"] else {
-            throw codeNode.error("needs phone_trunk_prefix: the digits a caller inside the country dials before a national number, dropped "
-                + "from a number that starts with them (0 in most countries, 1 in North America, none in Italy or Spain)")
+            throw codeNode.error("needs phone_trunk_prefix: what a caller inside the country dials before a national number (0 in most countries, "
+                + "1 in North America, none in Italy or Spain)")
         }
+        // Only prefixes that no national number starts with: Russia's 8 also begins St Petersburg's 812, so "812 345…"
+        // would lose a digit of its area code.
         let trunk = try trunkNode.string().trimmingSpaces
-        let prefix = trunk.lowercased() == "none" ? "" : trunk
-        guard prefix.count <= 2, prefix.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-            throw trunkNode.error("expected the digits of a trunk prefix (0, 1) or none, found '\(trunk)'")
+        let allowed = digits == "1" ? ["1", "none"] : ["0", "none"]
+        guard allowed.contains(trunk.lowercased()) else {
+            throw trunkNode.error("expected \(allowed.joined(separator: " or ")) with country code \(digits), found '\(trunk)': a trunk prefix that can also "
+                + "begin an area code (8 in Russia) cannot be told from it; write such a table's numbers in E.164 at the source")
         }
-        return PhoneDefault(countryCode: digits, trunkPrefix: prefix)
+        // Italy's numbers (San Marino's, the Vatican's) keep their 0: dropped, Rome's 06 6988 1234 became another number.
+        if ["39", "378", "379"].contains(digits) && trunk == "0" {
+            throw trunkNode.error("is none for country code \(digits): its numbers keep their leading 0 (Rome's 06…)")
+        }
+        return PhoneDefault(countryCode: digits, trunkPrefix: trunk.lowercased() == "none" ? "" : trunk)
     }
 
     private static func decodeMapping(_ node: ConfigNode) throws -> ColumnMapping {

@@ -1,5 +1,16 @@
 /// The normalize stage: repairs what can be repaired, rejects (with the field at fault) what cannot.
 public enum AccountNormalizer {
+    /// How the stage reads a source's values (for a reader that adds what it finds to a record it cannot read).
+    public struct Options: Sendable {
+        public var secondsMayPassForMilliseconds: Bool
+        public var phones: PhoneDefault?
+
+        public init(secondsMayPassForMilliseconds: Bool, phones: PhoneDefault? = nil) {
+            self.secondsMayPassForMilliseconds = secondsMayPassForMilliseconds
+            self.phones = phones
+        }
+    }
+
     /// Epoch-ms values below this (March 1973) are taken to be seconds.
     public static let secondsThreshold: Int64 = 100_000_000_000
 
@@ -66,12 +77,14 @@ public enum AccountNormalizer {
     }
 
     /// The issue of a record whose decoder found `decoded` (its values that could not be read left unset), carrying the
-    /// problems the normalize stage finds in the values that could, on fields the decoder did not already name.
-    public static func issue(decoded: RecordIssue, in account: consuming Account, secondsMayPassForMilliseconds: Bool,
-                             phones: PhoneDefault? = nil) -> RecordIssue {
+    /// problems the normalize stage finds in the values that could, on fields the decoder did not already name. With
+    /// the stage off (`options` nil), the decoder's alone.
+    public static func issue(decoded: RecordIssue, in account: consuming Account, options: Options?) -> RecordIssue {
+        guard let options else { return decoded }
         var copy = account
         var repairs = RepairSet()
-        guard let found = normalize(&copy, repairs: &repairs, secondsMayPassForMilliseconds: secondsMayPassForMilliseconds, phones: phones) else {
+        guard let found = normalize(&copy, repairs: &repairs, secondsMayPassForMilliseconds: options.secondsMayPassForMilliseconds,
+                                    phones: options.phones) else {
             return decoded
         }
         let named = Set(decoded.all.map(\.field))

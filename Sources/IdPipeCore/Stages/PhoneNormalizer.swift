@@ -32,6 +32,12 @@ public enum PhoneNormalizer {
             // "00" is the international prefix most countries dial instead of "+".
             if digits.count > 2, digits[0] == 48, digits[1] == 48 {
                 digits.removeFirst(2)
+                // A table of a country whose international prefix is not 00 (0011 in Australia): its "0011 44…" read as
+                // 00 made +1144…, a North American number whose area code starts with 1, which none does.
+                if national != nil, digits.first == 49, digits.count != 11 || digits[1] <= 49 {
+                    return .failure(RecordIssueReason("starts with 00 and then 1, but is no North American number (10 digits, an area code from 2 "
+                        + "to 9): is 00 the table's international prefix? \(atTheSource)"))
+                }
             } else if let national {
                 switch nationalNumber(digits, national) {
                 case .success(let international): digits = international
@@ -53,22 +59,44 @@ public enum PhoneNormalizer {
         return .success(result)
     }
 
-    /// The digits of a number dialled inside `country`, its trunk prefix dropped, after the country's calling code. Only
-    /// lengths are checked (there is no numbering plan here): 10 national digits in North America, at least 7 elsewhere.
-    /// A number that starts with the calling code is refused rather than guessed at: written without its '+', it would
-    /// get the code twice and become another person's number.
+    /// What a number that cannot be completed safely needs.
+    static let atTheSource = "write it in E.164 at the source (+, country code, number)"
+
+    /// The digits of a number dialled inside `country`, after the country's calling code. Only lengths and first digits
+    /// are checked (there is no numbering plan here), and anything else is refused rather than guessed at, as a wrong
+    /// guess is another person's number:
+    /// - North America (1): 10 digits, the area code's first from 2 to 9; 11 with the trunk prefix 1 before them.
+    /// - A country with the trunk prefix 0: the number must start with it (without it, `33 6…` could be a French number
+    ///   written without its '+'), and after it have 7 to 11 digits.
+    /// - A country with none (Italy, Spain): 7 to 11 digits, taken whole.
+    /// A number that then starts with the country's own code is refused: it could be the code written without its '+',
+    /// or a national number that starts with the same digits (an Italian 393 mobile).
     static func nationalNumber(_ digits: [UInt8], _ country: PhoneDefault) -> Result<[UInt8], RecordIssueReason> {
-        var number = digits[...]
-        let trunk = Array(country.trunkPrefix.utf8), code = Array(country.countryCode.utf8)
-        if !trunk.isEmpty && number.starts(with: trunk) { number = number.dropFirst(trunk.count) }
         let named = "source.phone_country_code: \(country.countryCode)"
-        if number.starts(with: code) {
-            return .failure("has no '+', and starts with its country code \(country.countryCode) (\(named)): if it is written internationally, add the '+'")
-        }
+        let trunk = Array(country.trunkPrefix.utf8), code = Array(country.countryCode.utf8)
+        var number = digits[...]
         if country.countryCode == "1" {
-            guard number.count == 10 else { return .failure("has no country code, and is not a 10-digit North American number (\(named))") }
-        } else {
-            guard number.count >= 7 else { return .failure("has no country code, and is too short for a national number with its area code (\(named))") }
+            if !trunk.isEmpty && number.count == 11 && number.starts(with: trunk) { number = number.dropFirst(trunk.count) }
+            guard number.count == 10, let first = number.first, first >= 50 else {
+                return .failure(RecordIssueReason("has no country code, and is not a North American number of 10 digits with an area code from 2 to 9 "
+                    + "(\(named)); \(atTheSource)"))
+            }
+            return .success(code + number)
+        }
+        if !trunk.isEmpty {
+            guard number.starts(with: trunk) else {
+                return .failure(RecordIssueReason("has neither a country code nor the trunk prefix \(country.trunkPrefix) of a number dialled in the "
+                    + "country (\(named)); \(atTheSource)"))
+            }
+            // (A second 0 after it made 00, the international prefix, read before.)
+            number = number.dropFirst(trunk.count)
+        }
+        if number.starts(with: code) {
+            return .failure(RecordIssueReason("has no '+', and starts with the digits of its country code \(country.countryCode) (\(named)): it "
+                + "cannot be told whether they are the code; \(atTheSource)"))
+        }
+        guard (7...11).contains(number.count) else {
+            return .failure("has no country code, and its \(number.count) digits are not a national number's 7 to 11 (\(named)); \(atTheSource)")
         }
         return .success(code + number)
     }

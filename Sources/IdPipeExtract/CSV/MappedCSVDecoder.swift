@@ -10,12 +10,12 @@ struct MappedCSVDecoder: CSVRecordDecoder {
     let providers: [(String, Int)]
     let headers: [String]
     let timestamps: TimestampFormat
-    /// The country of the table's phone numbers written without a country code (for the other problems of a bad row).
-    let phones: PhoneDefault?
+    /// How the normalize stage reads the table, for the other problems of a row that cannot be read; nil with it off.
+    let normalize: AccountNormalizer.Options?
     var idColumn: Int? { columns["localId"] }
     var fieldsAtLeast: Int? { width }
 
-    init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, phones: PhoneDefault? = nil, path: String) throws {
+    init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, normalize: AccountNormalizer.Options? = nil, path: String) throws {
         // Trimmed, as the side-input tables' headers are.
         let headers = (0..<header.count).map { (header.field($0) ?? "").trimmingSpaces }
         self.headers = headers
@@ -49,7 +49,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         self.columns = columns
         providers = try mapping.providers.sorted { $0.key < $1.key }.map { ($0.key, try index($0.value, for: $0.key)) }
         self.timestamps = timestamps
-        self.phones = phones
+        self.normalize = normalize
     }
 
     /// Epoch times before March 1973 in milliseconds are seconds, and after the year 5138 in seconds milliseconds, as no
@@ -127,11 +127,13 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         for (id, index) in providers where !record.fieldBytes(index).isEmpty {
             guard let rawId = record.field(index) else {
                 issues.append(RecordIssue(field: "providerUserInfo[\(account.providers.count)].rawId", reason: "is not valid UTF-8 (\(column(index)))"))
+                // Kept in its place (unread), so that the next provider's problems are named at its own index.
+                account.providers.append(ProviderLink(providerId: id, rawId: ""))
                 continue
             }
             account.providers.append(ProviderLink(providerId: id, rawId: rawId, email: id == ProviderID.apple ? account.email : nil))
         }
         guard let issue = RecordIssue(issues) else { return .success(account) }
-        return .failure(AccountNormalizer.issue(decoded: issue, in: account, secondsMayPassForMilliseconds: false, phones: phones))
+        return .failure(AccountNormalizer.issue(decoded: issue, in: account, options: normalize))
     }
 }

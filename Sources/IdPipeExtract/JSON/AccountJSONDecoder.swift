@@ -6,7 +6,8 @@ import Glibc
 /// Decodes one user object of an `auth:export` JSON file (or an Identity Toolkit `UserInfo`).
 /// A syntax error throws (the record is cut short); a bad value is returned as the record's issue.
 enum AccountJSONDecoder {
-    static func decode(_ cursor: inout JSONCursor) throws(JSONCursor.SyntaxError) -> Result<Account, RecordIssue> {
+    /// `normalize`: how the normalize stage reads the values (nil with it off), for the other problems of a bad record.
+    static func decode(_ cursor: inout JSONCursor, normalize: AccountNormalizer.Options? = nil) throws(JSONCursor.SyntaxError) -> Result<Account, RecordIssue> {
         var account = Account(localId: "")
         // Every bad value is noted and decoding goes on, so that the quarantine names all of them at once.
         var issues: [RecordIssue] = []
@@ -61,7 +62,7 @@ enum AccountJSONDecoder {
             break
         }
         // With the problems normalization finds in the values that could be read.
-        if let issue = RecordIssue(issues) { return .failure(AccountNormalizer.issue(decoded: issue, in: account, secondsMayPassForMilliseconds: true)) }
+        if let issue = RecordIssue(issues) { return .failure(AccountNormalizer.issue(decoded: issue, in: account, options: normalize)) }
         if !sawLocalId { return .failure(RecordIssue(field: "localId", reason: "is missing or empty")) }
         return .success(account)
     }

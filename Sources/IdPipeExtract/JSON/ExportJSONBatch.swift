@@ -15,6 +15,8 @@ struct ExportJSONBatch: RawBatch {
     let exportLayout: Bool
     /// The batch starts right after `{"users": [`.
     let atArrayStart: Bool
+    /// How the normalize stage reads the export (nil with it off), for the other problems of an account that cannot be read.
+    let normalize: AccountNormalizer.Options?
     let checkpoint: InputCheckpoint
 
     var partCount: Int { boundaries.count - 1 }
@@ -141,7 +143,7 @@ struct ExportJSONBatch: RawBatch {
                                                     reason: "expected ',' between user objects (line \(startLine))")))
                     expectComma = false
                 }
-                let decoded = try AccountJSONDecoder.decode(&cursor)
+                let decoded = try AccountJSONDecoder.decode(&cursor, normalize: normalize)
                 let where_ = position(startOffset, line: startLine)
                 switch consume decoded {
                 case .success(let account): each(.account(account, where_))

@@ -29,8 +29,13 @@ public final class ExportJSONSource: AccountSource {
     /// peaked at 148-151 MB, over the 150 MB aim, for about 0.05 s less.
     public static let defaultBatchBytes = 3 << 19
 
-    public init(path: String, checkpoint: InputCheckpoint = InputCheckpoint(), batchBytes: Int = defaultBatchBytes) throws {
+    /// How the normalize stage reads the export (nil with it off), for the other problems of an account that cannot be read.
+    let normalize: AccountNormalizer.Options?
+
+    public init(path: String, checkpoint: InputCheckpoint = InputCheckpoint(), batchBytes: Int = defaultBatchBytes,
+                normalize: AccountNormalizer.Options? = AccountNormalizer.Options(secondsMayPassForMilliseconds: true)) throws {
         self.path = path
+        self.normalize = normalize
         self.batchBytes = batchBytes
         fd = open(path, O_RDONLY)
         guard fd >= 0 else { throw InputError(path: path, message: "cannot open: \(String(cString: strerror(errno)))") }
@@ -122,7 +127,7 @@ public final class ExportJSONSource: AccountSource {
         emittedLast = isLast
         return ExportJSONBatch(
             path: path, bytes: buffer, boundaries: boundaries, partLines: partLines, baseOffset: batchOffset,
-            isLast: isLast, exportLayout: layout == .export, atArrayStart: batchOffset == prologueEnd,
+            isLast: isLast, exportLayout: layout == .export, atArrayStart: batchOffset == prologueEnd, normalize: normalize,
             checkpoint: InputCheckpoint(offset: offset, line: line, records: 0, state: layout.rawValue))
     }
 
