@@ -187,7 +187,8 @@ struct PipelineContext {
         for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + fileProblem(path)) }
         let phones = d.source.phoneDefault.map { phones in
             " (a phone number without a country code is taken for +\(phones.countryCode)"
-                + (phones.trunkPrefix.isEmpty ? ", whole)" : ", a leading \(phones.trunkPrefix) dropped)")
+                + (phones.countryCode == "1" ? (phones.trunkPrefix.isEmpty ? ", of 10 digits)" : ", of 10 digits, or 11 starting with 1)")
+                    : phones.trunkPrefix.isEmpty ? ", whole)" : " after its trunk prefix \(phones.trunkPrefix), which it must start with)")
         } ?? ""
         lines.append("normalize: " + (d.stages.normalize ? "on" + phones : "off"))
         lines.append("detect private relay: " + (d.stages.detectRelay ? "on" : "off"))

@@ -967,7 +967,7 @@ struct Binary {
         }
         let (code, output, report, phones) = try plan("  phone_country_code: 44\n  phone_trunk_prefix: 0")
         let (_, validated) = try Binary.run(["validate", data + "/pipeline.yaml"])
-        #expect(validated.contains("normalize: on (a phone number without a country code is taken for +44, a leading 0 dropped)"), "\(validated)")
+        #expect(validated.contains("normalize: on (a phone number without a country code is taken for +44 after its trunk prefix 0, which it must start with)"), "\(validated)")
         #expect(code == 1 && output.contains("5 accounts read, 1 quarantined"), "\(output)")
         #expect(phones == ["uk1": "+447911123456", "uk2": "+442079460958", "intl1": "+14155550100", "none1": "-"], "\(phones)")
         #expect(report.contains("| phone: country code added (source.phone_country_code) | 2 |"), "\(report)")

@@ -61,8 +61,9 @@ public struct SourceConfig: Sendable, Equatable {
 public struct PhoneDefault: Sendable, Equatable {
     /// The calling code, digits only: "44", "1".
     public var countryCode: String
-    /// What a caller inside the country dials before a national number ("0" in most countries, "1" in North America),
-    /// dropped from a number that starts with it; empty where there is none (Italy, Spain).
+    /// What a caller inside the country dials before a national number: "0" (most countries), which such a number must
+    /// start with, and which is dropped; "1" in North America, dropped when an 11-digit number starts with it; empty
+    /// where there is none (Italy, Spain). (`PhoneNormalizer.nationalNumber` has the rules.)
     public var trunkPrefix: String
 
     public init(countryCode: String, trunkPrefix: String) {
