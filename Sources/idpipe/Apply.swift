@@ -546,9 +546,11 @@ struct ApplyCommand {
             let importing = try ImportStep.prepare(context, run: run, store: store, statePath: statePath, out: out)
             let open = try store.actionStates().filter { _, states in states.open > 0 }
             // With an import, the name updates go in with the accounts: listed with it, not as actions of their own.
-            if !confirmed {
-                switch confirm(importing == nil ? open : open.filter { $0.key != .updateName },
-                               also: importing?.confirmationLine(into: context.definition.importTargetDescription ?? "", names: open[.updateName]?.open ?? 0)) {
+            let listed = importing == nil ? open : open.filter { $0.key != .updateName }
+            let importLine = importing?.confirmationLine(into: context.definition.importTargetDescription ?? "", names: open[.updateName]?.open ?? 0)
+            // Nothing to send (a plan of findings only, or one whose actions are all final): nothing to ask about.
+            if !confirmed && (!listed.isEmpty || importLine != nil) {
+                switch confirm(listed, also: importLine) {
                 case .yes: break
                 case .noTerminal:
                     throw fail("nothing was changed: apply changes accounts, and asks first on a terminal; pass --yes to carry out the plan in \(statePath)")

@@ -1623,6 +1623,7 @@ struct Binary {
 
     /// Apply asks on a terminal before it changes anything: an answer other than "yes" leaves the plan as it was and
     /// says so (it read "pass --yes", as if nobody had been asked); with no terminal to ask on, it says to pass --yes.
+    /// With nothing to send, it asks nothing (it asked to "apply these actions" and listed none).
     @Test func applyAsksOnATerminalAndAnAnswerOtherThanYesChangesNothing() throws {
         let out = Binary.temporaryDirectory()
         let (planCode, planOutput) = try Binary.run(["plan", "Pipelines/backfill-apple-names.yaml", "--out", out, "--as-of", asOf])
@@ -1637,6 +1638,11 @@ struct Binary {
         #expect(!asked.contains("pass --yes"), "\(asked)")
         let (_, status) = try Binary.run(["status", "--state", state])
         #expect(status.contains("status: planned") && status.contains("update-name: 23 planned"), "\(status)")
+        // A plan with nothing to send (findings only) is not asked about: it was asked to apply no action at all.
+        let review = Binary.temporaryDirectory()
+        try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--out", review, "--as-of", asOf])
+        let (reviewCode, reviewOutput) = try Binary.run(["apply", "--state", review + "/state.sqlite"])
+        #expect(reviewCode == 1 && reviewOutput.contains("apply: 0 accounts, 0 actions done") && !reviewOutput.contains("asks first"), "\(reviewOutput)")
     }
 
     @Test func theProgressLineIsOnlyOnATerminal() throws {
