@@ -94,6 +94,8 @@ struct PipelineContext {
 
     func openSource(_ checkpoint: InputCheckpoint, services: Services?) throws -> any AccountSource {
         let source = definition.source
+        // For a record a reader cannot read: what the normalize stage would also find in it (nothing with it off).
+        let normalize = definition.stages.normalize ? AccountNormalizer.Options(source: source) : nil
         switch source.format {
         case .identityToolkit:
             guard let client = services?.identityToolkit, let project = services?.projectId else {
@@ -104,10 +106,9 @@ struct PipelineContext {
             }
         case .authExportJSON:
             return try ExportJSONSource(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(ExportJSONSource.defaultBatchBytes),
-                                        normalize: definition.stages.normalize ? AccountNormalizer.Options(secondsMayPassForMilliseconds: true) : nil)
+                                        normalize: normalize)
         case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         case .mappedCSV:
-            let normalize = definition.stages.normalize ? AccountNormalizer.Options(secondsMayPassForMilliseconds: false, phones: source.phoneDefault) : nil
             return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, normalize: normalize,
                                         checkpoint: checkpoint,
                                         batchBytes: batchBytes(CSVSource.defaultBatchBytes))

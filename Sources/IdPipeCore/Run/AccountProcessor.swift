@@ -7,8 +7,8 @@ public struct AccountProcessor: Sendable {
     public let planner: Planner
     /// What the fast path (`plain`) needs from the pipeline.
     let rules: PlainRules
-    /// A table's times are in the unit its pipeline gives (`timestamp_format`); an export's may need the guess.
-    let guessesTimeUnit: Bool
+    /// How the normalize stage reads the source (`AccountNormalizer.Options(source:)`).
+    let normalizing: AccountNormalizer.Options
 
     public init(pipeline: PipelineDefinition, sideInputs: SideInputs, asOf: Int64) {
         self.pipeline = pipeline
@@ -16,7 +16,7 @@ public struct AccountProcessor: Sendable {
         self.selector = Selector(config: pipeline.selection, asOf: asOf, extraProtectedIds: sideInputs.protectedIds)
         self.planner = Planner(stages: pipeline.stages, asOf: asOf)
         self.rules = PlainRules(pipeline)
-        guessesTimeUnit = pipeline.source.format != .mappedCSV
+        normalizing = AccountNormalizer.Options(source: pipeline.source)
     }
 
     /// Takes the account over (`consuming`): it is normalized in place, not copied.
@@ -34,9 +34,9 @@ public struct AccountProcessor: Sendable {
         var repairs = RepairSet()
         if pipeline.stages.normalize {
             if normalized {
-                assert(Self.normalizes(to: account, guessesTimeUnit), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
-            } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs, secondsMayPassForMilliseconds: guessesTimeUnit,
-                                                                      phones: pipeline.source.phoneDefault) {
+                assert(Self.normalizes(to: account, normalizing.secondsMayPassForMilliseconds), "the fast path took \(account.localId) as normalized; the normalizer changes or rejects it")
+            } else if let issue = AccountNormalizer.normalize(&account, repairs: &repairs, secondsMayPassForMilliseconds: normalizing.secondsMayPassForMilliseconds,
+                                                                      phones: normalizing.phones) {
                 return .quarantined(QuarantineEntry(position: position, localId: rawId.isEmpty ? nil : rawId, issue: issue))
             }
         } else if rawId.isEmpty {

@@ -9,6 +9,12 @@ public enum AccountNormalizer {
             self.secondsMayPassForMilliseconds = secondsMayPassForMilliseconds
             self.phones = phones
         }
+
+        /// How the stage reads `source`: an export's times may be in seconds (none of its accounts is from before 1973),
+        /// a table's are in the unit its pipeline gives (`timestamp_format`); a table's phones may have a country.
+        public init(source: SourceConfig) {
+            self.init(secondsMayPassForMilliseconds: source.format != .mappedCSV, phones: source.phoneDefault)
+        }
     }
 
     /// Epoch-ms values below this (March 1973) are taken to be seconds.

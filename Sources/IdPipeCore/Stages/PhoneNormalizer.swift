@@ -43,7 +43,6 @@ public enum PhoneNormalizer {
                 case .success(let international): digits = international
                 case .failure(let reason): return .failure(reason)
                 }
-                guard digits.count <= 15 else { return .failure("is too long for E.164 with its country code (\(digits.count) digits)") }
                 // The one repair it names: its rewriting in E.164 goes with it.
                 repairs.insert(.phoneCountryCodeAdded)
                 return .success("+" + String(decoding: digits, as: UTF8.self))
@@ -70,7 +69,8 @@ public enum PhoneNormalizer {
     ///   written without its '+'), and after it have 7 to 11 digits.
     /// - A country with none (Italy, Spain): 7 to 11 digits, taken whole.
     /// A number that then starts with the country's own code is refused: it could be the code written without its '+',
-    /// or a national number that starts with the same digits (an Italian 393 mobile).
+    /// or a national number that starts with the same digits (an Italian 393 mobile). What it gives stays within
+    /// E.164's 15 digits: 3 of a code and 11 at most, or 1 and 10.
     static func nationalNumber(_ digits: [UInt8], _ country: PhoneDefault) -> Result<[UInt8], RecordIssueReason> {
         let named = "source.phone_country_code: \(country.countryCode)"
         let trunk = Array(country.trunkPrefix.utf8), code = Array(country.countryCode.utf8)

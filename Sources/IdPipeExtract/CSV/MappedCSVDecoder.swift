@@ -112,18 +112,18 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         }
         // Each field is read whatever the others gave (one that cannot be is left unset), so a row is fixed in one go.
         var issues: [RecordIssue] = []
-        func read<T>(_ value: () throws(RecordIssue) -> T, or unread: T) -> T {
-            do { return try value() } catch { issues.append(error); return unread }
+        func read<T>(_ reader: (String) throws(RecordIssue) -> T, _ field: String, or unread: T) -> T {
+            do { return try reader(field) } catch { issues.append(error); return unread }
         }
-        var account = Account(localId: read({ () throws(RecordIssue) in try text("localId") }, or: nil) ?? "")
-        account.email = read({ () throws(RecordIssue) in try text("email") }, or: nil)
-        account.displayName = read({ () throws(RecordIssue) in try text("displayName") }, or: nil)
-        account.photoUrl = read({ () throws(RecordIssue) in try text("photoUrl") }, or: nil)
-        account.phoneNumber = read({ () throws(RecordIssue) in try text("phoneNumber") }, or: nil)
-        account.emailVerified = read({ () throws(RecordIssue) in try flag("emailVerified") }, or: false)
-        account.disabled = read({ () throws(RecordIssue) in try flag("disabled") }, or: false)
-        account.createdAt = read({ () throws(RecordIssue) in try time("createdAt") }, or: nil)
-        account.lastSignedInAt = read({ () throws(RecordIssue) in try time("lastSignedInAt") }, or: nil)
+        var account = Account(localId: read(text, "localId", or: nil) ?? "")
+        account.email = read(text, "email", or: nil)
+        account.displayName = read(text, "displayName", or: nil)
+        account.photoUrl = read(text, "photoUrl", or: nil)
+        account.phoneNumber = read(text, "phoneNumber", or: nil)
+        account.emailVerified = read(flag, "emailVerified", or: false)
+        account.disabled = read(flag, "disabled", or: false)
+        account.createdAt = read(time, "createdAt", or: nil)
+        account.lastSignedInAt = read(time, "lastSignedInAt", or: nil)
         for (id, index) in providers where !record.fieldBytes(index).isEmpty {
             guard let rawId = record.field(index) else {
                 issues.append(RecordIssue(field: "providerUserInfo[\(account.providers.count)].rawId", reason: "is not valid UTF-8 (\(column(index)))"))
