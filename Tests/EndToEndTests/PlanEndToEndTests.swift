@@ -1334,6 +1334,45 @@ struct Binary {
         #expect(resumed.contains("--as-of 2020-01-01T00:00:00Z was not used: a resumed plan keeps the time it was started with (\(asOf))"), "\(resumed)")
     }
 
+    /// The run keeps the idpipe that planned it: status, plan.md and plan.json name it, and an interrupted plan that another
+    /// version started is not resumed (its first batches were planned by that version's rules), and status says so.
+    @Test func anInterruptedPlanIsResumedOnlyByTheVersionThatStartedIt() throws {
+        let out = Binary.temporaryDirectory()
+        let state = out + "/state.sqlite"
+        let plan = ["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", out, "--as-of", asOf]
+        let small = ["IDPIPE_BATCH_RECORDS": "50", "IDPIPE_BATCH_BYTES": "8192"]
+        let (stopped, _) = try Binary.run(plan, environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "1"]) { $1 })
+        #expect(stopped == 130)
+        let (_, ours) = try Binary.run(["status", "--state", state])
+        #expect(ours.contains("planned by: idpipe \(IdPipeVersion.text)\n") && ours.contains("finishes it"), "\(ours)")
+        let (marked, markOutput) = try Binary.run(["-c", """
+            import json, sqlite3, sys
+            db = sqlite3.connect(sys.argv[1])
+            record = json.loads(db.execute("SELECT record FROM run").fetchone()[0])
+            record["idpipeVersion"] = "0.3.9"
+            db.execute("UPDATE run SET record = ?", (json.dumps(record),)); db.commit()
+            print(db.execute("SELECT input FROM checkpoint").fetchone()[0])
+            """, state], executable: "/usr/bin/env", prefix: ["python3"])
+        #expect(marked == 0, "\(markOutput)")
+        let (_, theirs) = try Binary.run(["status", "--state", state])
+        #expect(theirs.contains("planned by: idpipe 0.3.9 (this is idpipe \(IdPipeVersion.text))"), "\(theirs)")
+        #expect(theirs.contains("(interrupted; only the idpipe that started it resumes it; or plan again into a new state store)"), "\(theirs)")
+        for command in [["resume", "--state", state], plan] {
+            let (refused, output) = try Binary.run(command, environment: small)
+            #expect(refused == 2 && output.contains("cannot resume: the interrupted plan was started by idpipe 0.3.9, and this is idpipe "
+                + "\(IdPipeVersion.text)"), "\(output)")
+        }
+        let (_, checkpoint) = try Binary.run(["-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT input FROM checkpoint').fetchone()[0])",
+                                              state], executable: "/usr/bin/env", prefix: ["python3"])
+        #expect(checkpoint == markOutput, "nothing more was read")
+
+        let fresh = Binary.temporaryDirectory()
+        let (planned, _) = try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", fresh, "--as-of", asOf])
+        #expect(planned == 1)
+        #expect(try String(contentsOfFile: fresh + "/plan.md", encoding: .utf8).contains("| Planned by | idpipe \(IdPipeVersion.text) |"))
+        #expect(try String(contentsOfFile: fresh + "/plan.json", encoding: .utf8).contains("\"idpipeVersion\": \"\(IdPipeVersion.text)\""))
+    }
+
     /// Planning into another pipeline's store names that pipeline (it said this pipeline file had changed).
     @Test func anotherPipelinesStoreIsNamed() throws {
         let out = Binary.temporaryDirectory()

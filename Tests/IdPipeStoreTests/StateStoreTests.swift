@@ -226,6 +226,32 @@ final class CountingFingerprint: InputFingerprint {
         #expect(throws: PlanError.self) { try PlanRunner.checkSameRun(try #require(try store.loadRun()), changed) }
     }
 
+    /// An interrupted plan is resumed only by the idpipe that started it, named in the refusal (a store from before the
+    /// version was kept has none); a finished one is not planned again, so another version reads it as it is.
+    @Test(arguments: ["0.1.0", nil] as [String?])
+    func anInterruptedPlanOfAnotherVersionIsNotResumed(version: String?) throws {
+        let store = try StateStore()
+        _ = try run(store, stopAfter: 1)
+        var record = try #require(try store.loadRun())
+        #expect(record.idpipeVersion == IdPipeVersion.text)
+        record.idpipeVersion = version
+        try store.saveRun(record)
+        let error = try #require(throws: PlanError.self) { try run(store) }
+        let started = version.map { "idpipe \($0)" } ?? "an idpipe before 0.4.0 (which did not record its version)"
+        #expect("\(error)" == "cannot resume: the interrupted plan was started by \(started), and this is idpipe \(IdPipeVersion.text); "
+            + "its report would mix what each planned; plan again into a new state store (--state, or --out), or finish this one with the "
+            + "idpipe that started it")
+        #expect(try store.loadCheckpoint()?.input.records == 8, "nothing more was read")
+
+        let finished = try StateStore()
+        _ = try run(finished)
+        var done = try #require(try finished.loadRun())
+        done.idpipeVersion = version
+        try finished.saveRun(done)
+        let again = try run(finished)
+        #expect(again.alreadyPlanned && again.run.idpipeVersion == version)
+    }
+
     /// `status` tells a run going on from one left midway by who holds the store's lock: the holder while a lock is
     /// held, nobody once it is let go (or when there never was a lock file, which asking does not make).
     @Test func theLockSaysWhoHoldsTheStore() throws {

@@ -66,6 +66,8 @@ public enum PlanError: Error, CustomStringConvertible {
     case changedSinceFinishedPlan(String)
     /// The store holds a plan of another pipeline (planning into it said the pipeline file had changed).
     case otherPipeline(name: String, path: String)
+    /// The store holds an interrupted plan that another idpipe started (`RunRecord.plannedBy`).
+    case interruptedByOtherVersion(plannedBy: String)
     case input(InputError)
 
     public var description: String {
@@ -75,6 +77,9 @@ public enum PlanError: Error, CustomStringConvertible {
             "the state store holds a finished plan, and \(what) changed since it was made; to plan again, give a new state store (--state, or --out)"
         case .otherPipeline(let name, let path):
             "the state store holds a plan of another pipeline, '\(name)' (\(path)); give this one a state store of its own (--state, or --out)"
+        case .interruptedByOtherVersion(let plannedBy):
+            "cannot resume: the interrupted plan was started by \(plannedBy), and this is idpipe \(IdPipeVersion.text); its report would "
+                + "mix what each planned; plan again into a new state store (--state, or --out), or finish this one with the idpipe that started it"
         case .input(let error): error.description
         }
     }
@@ -131,6 +136,9 @@ public final class PlanRunner {
                 try Self.checkSameRun(existing, newRun)
             } catch PlanError.changedSinceInterruptedRun(let what) where existing.status != .planning {
                 throw PlanError.changedSinceFinishedPlan(what)
+            }
+            if existing.status == .planning && existing.idpipeVersion != newRun.idpipeVersion {
+                throw PlanError.interruptedByOtherVersion(plannedBy: existing.plannedBy)
             }
             run = existing
             if existing.status != .planning {

@@ -62,6 +62,9 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var importSignerKeySHA256: String?
     /// Where the import goes, in words (`project P, tenant T`), for the reviewer (nil without `stages.import`).
     public var importTarget: String?
+    /// The idpipe that started the plan (`IdPipeVersion.text`; nil in a store planned before it was kept). Another
+    /// version does not resume it: the batches it read would be planned by one and the rest by the other.
+    public var idpipeVersion: String?
 
     /// The token the run's import file is staged under: `importFileToken`, or the creation time for a store made before.
     public var stagingToken: String { importFileToken ?? "\(createdAt)" }
@@ -81,6 +84,12 @@ public struct RunRecord: Sendable, Equatable, Codable {
         self.sourceSize = sourceSize
         self.sideInputSHA256 = sideInputSHA256
         self.guardVerdict = guardVerdict
+        idpipeVersion = IdPipeVersion.text
+    }
+
+    /// Which idpipe planned the run, in words: `idpipe 0.4.0`.
+    public var plannedBy: String {
+        idpipeVersion.map { "idpipe \($0)" } ?? "an idpipe before 0.4.0 (which did not record its version)"
     }
 
     /// Whether a report of this run shows personal data, `asked` being `--reveal-personal-data` now: a resumed plan, an
