@@ -75,7 +75,7 @@ struct Apply: ParsableCommand {
             when the plan was stopped by a guard, or when another idpipe process uses the state store. Every remote \
             action is recorded as sent before the call and as done/failed after it; interrupted (Ctrl-C, kill -9, \
             power loss), `idpipe resume --state DB` sends again only what was in flight and never repeats a done action. \
-            Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome. A migration whose pipeline has \
+            Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome (and OUT/quarantine.csv again). A migration whose pipeline has \
             stages.import has its import file, as reviewed, imported into services.google's project (accounts:batchCreate), \
             its requests recorded the same way.
             """)
@@ -392,7 +392,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             let what = tally.inputEndsEarly
                 ? "the input ends early (truncated?), and \(Console.count(accounts, "account")) \(accounts == 1 ? "was" : "were") quarantined"
                 : Console.quarantinedRows(tally.quarantineRows)
-            Console.error("idpipe: \(what); see the Quarantine section of \(out)/plan.md")
+            Console.error("idpipe: \(what); see the Quarantine section of \(out)/plan.md, or \(out)/quarantine.csv (a line per problem)")
             return Exit.doneWithFailures
         }
         return nil

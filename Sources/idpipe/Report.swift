@@ -11,7 +11,10 @@ struct Report: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The state store of the run.", valueName: "db"))
     var state: String
 
-    @Option(name: .long, help: "md (for reviewers), json (for machines) or csv (the action ledger); default: --output's extension, else md.")
+    @Option(name: .long, help: """
+        md (for reviewers), json (for machines), csv (the action ledger) or quarantine (the quarantined input rows, as CSV); \
+        default: --output's extension (.csv: the ledger), else md.
+        """)
     var format: String?
 
     @Option(name: .long, help: ArgumentHelp("Write to this file instead of standard output.", valueName: "file"))
@@ -27,18 +30,18 @@ struct Report: ParsableCommand {
     @Flag(name: .long, help: "Mask personal data even when the plan's reports showed it (a copy to share).")
     var maskPersonalData = false
 
-    /// The format `--output`'s extension names (.md, .json, .csv), if any.
+    /// The format `--output`'s extension names (.md, .json, .csv: the ledger), if any.
     private var outputFormat: ReportWriter.Format? {
         guard let output, let dot = output.lastIndex(of: "."), !output[dot...].contains("/") else { return nil }
-        return ReportWriter.Format(rawValue: output[output.index(after: dot)...].lowercased())
+        return ReportWriter.Format.allCases.first { $0 != .quarantine && $0.fileExtension == output[output.index(after: dot)...].lowercased() }
     }
 
     func validate() throws {
         if maskPersonalData && reportOptions.revealPersonalData { throw ValidationError("--mask-personal-data and --reveal-personal-data ask for opposite things: give one") }
-        if let format, ReportWriter.Format(rawValue: format) == nil { throw ValidationError("--format must be md, json or csv") }
+        if let format, ReportWriter.Format(rawValue: format) == nil { throw ValidationError("--format must be md, json, csv or quarantine") }
         // `--output r.json` wrote Markdown, and a machine reading it failed.
-        if let format, let named = outputFormat, named.rawValue != format {
-            throw ValidationError("--output \(output!) names a .\(named.rawValue) file, and --format is \(format): give one of them, or both alike")
+        if let format = format.flatMap(ReportWriter.Format.init(rawValue:)), let named = outputFormat, named.fileExtension != format.fileExtension {
+            throw ValidationError("--output \(output!) names a .\(named.fileExtension) file, and --format is \(format.rawValue): give one of them, or both alike")
         }
         guard (listLimit ?? 0) >= 0 else { throw ValidationError("--list-limit must be 0 or more") }
         try validatePaths(state: state, out: nil)

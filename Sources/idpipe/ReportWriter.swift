@@ -5,7 +5,7 @@ import IdPipeStore
 import Glibc
 #endif
 
-/// Writes the three reports of a run from its state store.
+/// Writes the reports of a run from its state store.
 struct ReportWriter {
     var store: StateStore
     let out: String
@@ -20,6 +20,11 @@ struct ReportWriter {
 
     enum Format: String, CaseIterable {
         case md, json, csv
+        /// The quarantined input rows (`quarantine.csv`).
+        case quarantine
+
+        /// The extension of its file: a `.csv` output is the ledger unless `--format quarantine` says otherwise.
+        var fileExtension: String { self == .quarantine ? "csv" : rawValue }
     }
 
     func fileName(_ format: Format) -> String {
@@ -31,6 +36,7 @@ struct ReportWriter {
         case .md: "\(stem).md"
         case .json: "\(stem).json"
         case .csv: "ledger.csv"
+        case .quarantine: "quarantine.csv"
         }
     }
 
@@ -39,9 +45,9 @@ struct ReportWriter {
         Format.allCases.map { "\(out)/\(fileName($0, stem: stem))" }
     }
 
-    /// The three files at once, each read on its own connection to the store. They replace the previous three only
-    /// when all three were rendered whole: one that fails leaves the others as they were too, never a new ledger
-    /// beside the plan it does not belong to.
+    /// The four files at once, each read on its own connection to the store. They replace the previous ones only when
+    /// all four were rendered whole: one that fails leaves the others as they were too, never a new ledger beside the
+    /// plan it does not belong to.
     func writeAll() throws -> [String] {
         let formats = Format.allCases
         let results = WorkerPool(width: formats.count).map(formats.count) { index -> Result<Rendered, any Error> in
@@ -154,6 +160,7 @@ struct ReportWriter {
         case .md: try MarkdownReport(source: source, masking: masking, listLimit: listLimit).render(into: &stream)
         case .json: try JSONReport(source: source, masking: masking).render(into: &stream)
         case .csv: try CSVLedger(source: source, masking: masking).render(into: &stream)
+        case .quarantine: try QuarantineCSV.render(source, masking: masking, into: &stream)
         }
     }
 }

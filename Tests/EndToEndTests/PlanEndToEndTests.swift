@@ -75,7 +75,7 @@ struct Binary {
         return text
     }
 
-    static let reportFiles = ["plan.md", "plan.json", "ledger.csv"]
+    static let reportFiles = ["plan.md", "plan.json", "ledger.csv", "quarantine.csv"]
 
     /// Expects each report in `out` to be the one in `reference`, byte for byte; `label` says which run `out` holds.
     func expectSameReports(_ reference: String, _ out: String, _ label: String, files: [String] = reportFiles,
@@ -120,6 +120,21 @@ struct Binary {
             let quarantine = try #require(plan["quarantine"] as? [[String: Any]])
             #expect(quarantine.count == 10)
             #expect(quarantine.allSatisfy { $0["file"] as? String == input && ($0["line"] as? Int ?? 0) > 0 }, "\(quarantine)")
+        }
+        // quarantine.csv: a line for each problem of each row of plan.json's quarantine, numbered within its row.
+        for (out, plan) in [(jsonOut, jsonPlan), (csvOut, csvPlan)] {
+            let quarantine = try #require(plan["quarantine"] as? [[String: Any]])
+            let expected = quarantine.flatMap { entry in
+                let issues = [(entry["field"], entry["reason"])] + ((entry["otherIssues"] as? [[String: Any]]) ?? []).map { ($0["field"], $0["reason"]) }
+                return issues.enumerated().map { index, issue in
+                    "\(entry["file"] as? String ?? ""):\(entry["line"] as? Int ?? 0) \(entry["uid"] as? String ?? "") \(index + 1) "
+                        + "\(issue.0 as? String ?? "") \(issue.1 as? String ?? "")"
+                }
+            }
+            let text = try String(contentsOfFile: out + "/quarantine.csv", encoding: .utf8)
+            #expect(text.hasPrefix("file,line,uid,problem,field,reason\n"))
+            let rows = LedgerRow.read(text).map { "\($0["file"]):\($0["line"]) \($0["uid"]) \($0["problem"]) \($0["field"]) \($0["reason"])" }
+            #expect(rows == expected && rows.count >= 10, "\(text)")
         }
     }
 
@@ -582,7 +597,8 @@ struct Binary {
         try """
             {"users": [
               {"localId": "jane.secret@example.com", "email": "jane@example.com", "disabled": true, "providerUserInfo": []},
-              {"localId": "+14155550123", "disabled": true, "providerUserInfo": []}
+              {"localId": "+14155550123", "disabled": true, "providerUserInfo": []},
+              {"localId": "mark.hidden@example.com", "email": "mark at example.com", "providerUserInfo": []}
             ]}
             """.write(toFile: folder + "/accounts.json", atomically: true, encoding: .utf8)
         try "version: 1\nname: ids\nsource: {path: accounts.json}\nselect: {disabled: true}\nstages: {delete: {when_not_revocable: delete}}\n"
@@ -590,11 +606,17 @@ struct Binary {
         for reveal in [false, true] {
             let out = Binary.temporaryDirectory()
             let (code, output) = try Binary.run(["plan", folder + "/pipeline.yaml", "--out", out, "--as-of", asOf] + (reveal ? ["--reveal-personal-data"] : []))
-            #expect(code == 0, "\(output)")
+            #expect(code == 1, "a row is quarantined: \(output)")
             for file in Self.reportFiles {
                 let text = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
-                #expect(text.contains("jane.secret") == reveal && text.contains("4155550123") == reveal, "\(file): \(text)")
-                if !reveal { #expect(text.contains("j•••@example.com") && text.contains("+1••"), "\(file): \(text)") }
+                // quarantine.csv has only the quarantined row; the other reports have all three.
+                let quarantineOnly = file == "quarantine.csv"
+                #expect(quarantineOnly || (text.contains("jane.secret") == reveal && text.contains("4155550123") == reveal), "\(file): \(text)")
+                if !reveal && !quarantineOnly { #expect(text.contains("j•••@example.com") && text.contains("+1••"), "\(file): \(text)") }
+                if file != "ledger.csv" {
+                    #expect(text.contains("mark.hidden") == reveal && text.contains("mark at example") == reveal, "\(file): \(text)")
+                    if !reveal { #expect(text.contains("m•••@example.com"), "\(file): \(text)") }
+                }
             }
         }
     }
@@ -674,7 +696,7 @@ struct Binary {
                 let (maskedCode, masked) = try Binary.run(["report", "--state", out + "/state.sqlite", "--mask-personal-data"])
                 #expect(maskedCode == 0 && !masked.contains("Personal data is shown") && masked.contains("•••"), "\(masked.prefix(500))")
             }
-            for (format, file) in [("md", "plan.md"), ("json", "plan.json"), ("csv", "ledger.csv")] {
+            for (format, file) in [("md", "plan.md"), ("json", "plan.json"), ("csv", "ledger.csv"), ("quarantine", "quarantine.csv")] {
                 let again = out + "/again." + format
                 // Without --list-limit, report takes the pipeline's (it took 50, whatever the plan had used).
                 let (reportCode, reportOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", format, "--output", again]
@@ -682,15 +704,17 @@ struct Binary {
                 #expect(reportCode == 0, "\(reportOutput)")
                 let planned = try String(contentsOfFile: "\(out)/\(file)", encoding: .utf8)
                 #expect(planned == (try String(contentsOfFile: again, encoding: .utf8)), "\(pipeline): \(file)")
-                #expect(planned.count > 1000)
+                #expect(planned.count > (format == "quarantine" ? 500 : 1000))
                 // Without --format, the output's name says it (`--output r.json` wrote Markdown); a name and a format that
-                // disagree are refused.
-                let named = out + "/named." + format.uppercased()
-                let (namedCode, namedOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--output", named] + flags)
+                // disagree are refused. A .csv is the ledger, unless --format says quarantine.
+                let fileExtension = format == "quarantine" ? "csv" : format
+                let named = out + "/named-\(format)." + fileExtension.uppercased()
+                let (namedCode, namedOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--output", named]
+                                                              + (format == "quarantine" ? ["--format", format] : []) + flags)
                 #expect(try namedCode == 0 && planned == String(contentsOfFile: named, encoding: .utf8), "\(namedOutput)")
                 let other = format == "md" ? "json" : "md"
                 let (clashCode, clashOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", other, "--output", named])
-                #expect(clashCode == 2 && clashOutput.contains("--output \(named) names a .\(format) file, and --format is \(other)"), "\(clashOutput)")
+                #expect(clashCode == 2 && clashOutput.contains("--output \(named) names a .\(fileExtension) file, and --format is \(other)"), "\(clashOutput)")
                 // Reports that show personal data are for their owner only, as the state store is.
                 if reveal || index == 3 {
                     for path in ["\(out)/\(file)", again] {

@@ -434,6 +434,37 @@ public struct CSVLedger {
     }
 }
 
+/// The quarantined input rows as CSV, one line per problem (a row's first problem first), for whoever fixes the source:
+/// plan.md lists the first `report.list_limit` rows, and plan.json keeps them among the accounts.
+public enum QuarantineCSV {
+    /// `problem`: the problem's number within its row (1 for its first), so that rows are counted by `problem == 1`.
+    public static let header = "file,line,uid,problem,field,reason"
+
+    public static func render(_ source: any ReportSource, masking: Masking, into out: inout some TextOutputStream) throws {
+        out.write(Self.header + "\n")
+        var buffer = ReportBuffer()
+        let comma = UInt8(ascii: ",")
+        try source.quarantine(limit: nil) { _, entry in
+            for (index, issue) in entry.issues.enumerated() {
+                CSVLedger.append(entry.position.file, to: &buffer.bytes)
+                buffer.bytes.append(comma)
+                CSVLedger.append(String(entry.position.line), to: &buffer.bytes)
+                buffer.bytes.append(comma)
+                CSVLedger.append(masking.quarantinedId(entry.localId) ?? "", to: &buffer.bytes)
+                buffer.bytes.append(comma)
+                CSVLedger.append(String(index + 1), to: &buffer.bytes)
+                buffer.bytes.append(comma)
+                CSVLedger.append(issue.field, to: &buffer.bytes)
+                buffer.bytes.append(comma)
+                CSVLedger.append(masking.quotedValues(in: issue.reason, field: issue.field), to: &buffer.bytes)
+                buffer.bytes.append(0x0A)
+            }
+            buffer.flush(whenFull: &out)
+        }
+        buffer.flush(&out)
+    }
+}
+
 /// JSON string literals, escaped by hand so the output is the same byte for byte on every run.
 public enum JSONText {
     public static func string(_ value: String?) -> String {

@@ -194,7 +194,7 @@ public struct MarkdownReport {
         if quarantined == 0 {
             out.write("No input row was quarantined.\n")
         } else {
-            out.write("These rows were not processed; fix them at the source and run again.\n\n")
+            out.write("These rows were not processed; fix them at the source and run again. quarantine.csv lists every one, a line per problem.\n\n")
             var rows: [[String]] = []
             var listed = 0
             // A row with several problems has a line for each.
@@ -206,7 +206,7 @@ public struct MarkdownReport {
                 }
             }
             table(&out, ["where", "uid", "field", "reason"], rows)
-            if quarantined > listed { out.write("\n… and \(quarantined - listed) more in the JSON report.\n") }
+            if quarantined > listed { out.write("\n… and \(quarantined - listed) more in quarantine.csv and the JSON report.\n") }
         }
         if applied != nil || data?.traffic.isEmpty == false { timing(&out, applied, importResent: imported?.resentRequests ?? 0, counting: data?.traffic ?? []) }
     }
