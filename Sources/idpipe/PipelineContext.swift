@@ -109,7 +109,8 @@ struct PipelineContext {
                                         normalize: normalize)
         case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         case .mappedCSV:
-            return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, normalize: normalize,
+            return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, zone: source.timestampZone,
+                                        normalize: normalize,
                                         checkpoint: checkpoint,
                                         batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         }
@@ -183,7 +184,9 @@ struct PipelineContext {
         if d.source.format == .identityToolkit {
             lines.append("extract: the live API (accounts:batchGet pages of 1000; the page token is checkpointed)")
         } else {
-            lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + fileProblem(sourcePath, isExport: true))
+            // A table's times written without a zone are read in the one it names.
+            let zone = d.source.timestampZone.map { " (times without a zone read in \($0.description))" } ?? ""
+            lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + zone + fileProblem(sourcePath, isExport: true))
         }
         for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + fileProblem(path)) }
         let phones = d.source.phoneDefault.map { phones in

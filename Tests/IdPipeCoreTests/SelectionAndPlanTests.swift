@@ -439,6 +439,29 @@ import IdPipeTestSupport
         }
     }
 
+    /// `timestamp_zone` is UTC or a fixed offset, for a mapped table's RFC 3339 times: a zone with summer time is refused
+    /// with what to do instead, and so is the key where no time could be without a zone.
+    @Test func aTimestampZoneIsForAMappedTablesDates() throws {
+        func source(_ keys: String, format: String = "mapped-csv") -> String {
+            "version: 1\nname: x\nsource:\n  path: a.csv\n  format: \(format)\n  mapping: {localId: id}\n\(keys)"
+        }
+        #expect(try PipelineDefinition.parse(yaml: source("  timestamp_zone: '+01:00'\n"), file: "p.yaml").source.timestampZone?.minutes == 60)
+        #expect(try PipelineDefinition.parse(yaml: source("  timestamp_zone: UTC\n"), file: "p.yaml").source.timestampZone?.minutes == 0)
+        #expect(try PipelineDefinition.parse(yaml: source(""), file: "p.yaml").source.timestampZone == nil)
+        let refused: [(String, String)] = [
+            (source("  timestamp_zone: Europe/Berlin\n"), "p.yaml:7: source.timestamp_zone: expected UTC or an offset such as +01:00 or -05:00, "
+                + "found 'Europe/Berlin': a zone with summer time has two offsets"),
+            (source("  timestamp_zone: '+1:00'\n"), "p.yaml:7: source.timestamp_zone: expected UTC or an offset of hours and minutes, two digits "
+                + "each (+01:00, -05:30), found '+1:00'"),
+            (source("  timestamp_format: epoch-ms\n  timestamp_zone: UTC\n"), "p.yaml:8: source.timestamp_zone: is for times written as dates"),
+            ("version: 1\nname: x\nsource:\n  path: a.json\n  timestamp_zone: UTC\n", "p.yaml:5: source.timestamp_zone: is for a mapped table"),
+        ]
+        for (yaml, expected) in refused {
+            let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: yaml, file: "p.yaml") }
+            #expect(error?.description.hasPrefix(expected) == true, "\(String(describing: error))")
+        }
+    }
+
     /// A YAML error quotes its line cut short: a line of 200 kB was printed whole.
     @Test func aYAMLErrorQuotesALongLineCutShort() {
         let yaml = "version: 1\nname: x\nsource: {path: a.json}\nstages: " + String(repeating: "[", count: 100_000) + "\n"
@@ -595,7 +618,10 @@ import IdPipeTestSupport
         ("2026-10-03T24:00:00Z", "its hour is over 23"), ("2026-10-03T12:60:00Z", "its minute is over 59"),
         ("2026-10-03T12:00:61Z", "its second is over 60"), ("2026-10-03T12:00:00+24:00", "its offset from UTC is out of range"),
         // The shape is judged first: a wrong month in a text cut short is named by its shape.
-        ("2024-13-01T00:00", Timestamp.Flaw.shape.rawValue), ("2026-10-03T12:00:00", Timestamp.Flaw.shape.rawValue),
+        ("2024-13-01T00:00", Timestamp.Flaw.shape.rawValue),
+        // A date and time with no zone (a SQL DATETIME) is named so: `source.timestamp_zone` reads it.
+        ("2026-10-03T12:00:00", Timestamp.Flaw.noOffset.rawValue), ("2026-10-03 12:00:00", Timestamp.Flaw.noOffset.rawValue),
+        ("2026-10-03 12:00:00.250", Timestamp.Flaw.noOffset.rawValue), ("2026-10-03 12:00", Timestamp.Flaw.shape.rawValue),
         ("2026-10-03 12:00:00Z", nil), ("2026-10-03T12:00:00.Z", Timestamp.Flaw.shape.rawValue),
         ("2026-10-03T12:00:00Zx", Timestamp.Flaw.shape.rawValue), ("1700000000", Timestamp.Flaw.shape.rawValue),
         ("", Timestamp.Flaw.shape.rawValue), ("yesterday", Timestamp.Flaw.shape.rawValue),
@@ -603,6 +629,30 @@ import IdPipeTestSupport
     func namesTheFlaw(text: String, expected: String?) {
         #expect(Timestamp.rfc3339Flaw(text) == expected)
         #expect((Timestamp.parseRFC3339(text) == nil) == (expected != nil))
+    }
+
+    /// A table's times without a zone (`source.timestamp_zone`) are read in the one given, a date alone at its midnight;
+    /// a time with its own Z or offset keeps it.
+    @Test(arguments: [
+        ("2026-10-03 12:00:00", "+02:00", 1_791_021_600_000 as Int64?), ("2026-10-03T12:00:00", "UTC", 1_791_028_800_000),
+        ("2026-10-03 12:00:00", "utc", 1_791_028_800_000), ("2026-10-03 12:00:00", "Z", 1_791_028_800_000),
+        ("2026-10-03 12:00:00.250", "-05:30", 1_791_048_600_250), ("2026-10-03T12:00:00Z", "+02:00", 1_791_028_800_000),
+        ("2026-10-03T14:00:00+02:00", "-05:00", 1_791_028_800_000), ("2026-10-03", "+02:00", 1_790_978_400_000),
+        ("2026-10-03", "+00:00", 1_790_985_600_000), ("2026-10-03 24:00:00", "+02:00", nil), ("2026-10-03 12:00", "+02:00", nil),
+    ] as [(String, String, Int64?)])
+    func readsTimesWithoutAZoneInTheTablesZone(text: String, zone: String, expected: Int64?) throws {
+        let zone = try #require(TimestampZone(zone))
+        #expect(Timestamp.parseRFC3339(text, zone: zone) == expected)
+        #expect((Timestamp.rfc3339Flaw(text, zone: zone) == nil) == (expected != nil))
+    }
+
+    @Test func aZoneIsUTCOrAnOffset() {
+        #expect(["UTC", "Z", "+00:00", "-00:00", "+02:00", "-05:30", "+14:00", "+23:59"].map { TimestampZone($0)?.minutes }
+                == [0, 0, 0, 0, 120, -330, 840, 1439])
+        #expect(["UTC", "+02:00", "-05:30"].map { TimestampZone($0)!.description } == ["UTC", "UTC+02:00", "UTC-05:30"])
+        for text in ["+1:00", "+0100", "+24:00", "+01:60", "01:00", "Europe/Berlin", "CET", "", "+01:00 "] {
+            #expect(TimestampZone(text) == nil, "\(text)")
+        }
     }
 
     @Test(arguments: [

@@ -471,6 +471,27 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(entry.reason == "'9223372036854775807' is not a time in epoch seconds (column \"since\")")
     }
 
+    /// A table's SQL DATETIME values (no zone) are quarantined with the key that reads them; given the zone, they are read
+    /// in it, and a time with its own offset keeps it.
+    @Test func datetimesWithoutAZoneAreReadInTheTablesZone() throws {
+        let text = "id,since\nu1,2026-10-03 12:00:00\nu2,2026-10-03T12:00:00+02:00\nu3,2026-10-03\n"
+        let path = TemporaryFile.write(text, name: "users.csv")
+        let mapping = ColumnMapping(columns: ["localId": "id", "createdAt": "since"], providers: [:])
+        let plain = try #require(try CSVSource.mapped(path: path, mapping: mapping, timestamps: .rfc3339).nextBatch(records: 10, parts: 1)).decode(part: 0)
+        #expect(summary(plain) == ["2:quarantine:createdAt", "3:u2", "4:u3"])
+        if case .malformed(let entry) = plain[0] {
+            #expect(entry.reason == "'2026-10-03 12:00:00' is not an RFC 3339 time (column \"since\"): it has no Z or offset from UTC after its time "
+                + "(a SQL DATETIME?): source.timestamp_zone says the zone the column was written in (UTC, or an offset such as +01:00)")
+        }
+        let zoned = try #require(try CSVSource.mapped(path: path, mapping: mapping, timestamps: .rfc3339, zone: TimestampZone("+01:00"))
+            .nextBatch(records: 10, parts: 1)).decode(part: 0)
+        let created = zoned.map { record -> Int64? in
+            guard case .account(let account, _) = record else { return nil }
+            return account.createdAt
+        }
+        #expect(created == [1_791_025_200_000, 1_791_021_600_000, 1_790_982_000_000])
+    }
+
     /// A table without a header row has data where the header should be: the error names the columns it found, with
     /// what looks like personal data masked (the first row's email and name went to stderr in clear).
     @Test func aMissingHeaderIsNamedWithoutPersonalData() throws {

@@ -1,3 +1,36 @@
+/// The zone a table's times without one were written in (`source.timestamp_zone`): UTC or a fixed offset. A zone
+/// with summer time has two offsets, and an hour of its autumn twice: it is not taken (its times are exported with
+/// their offset instead).
+public struct TimestampZone: Sendable, Equatable {
+    /// East of UTC: +120 for +02:00.
+    public let minutes: Int
+
+    /// `UTC`, `Z`, `+02:00`, `-05:30`, `+00:00`; nil for anything else (a zone's name).
+    public init?(_ text: String) {
+        let bytes = Array(text.utf8)
+        if text.uppercased() == "UTC" || text == "Z" {
+            minutes = 0
+            return
+        }
+        func digit(_ index: Int) -> Int? { bytes[index] >= 48 && bytes[index] <= 57 ? Int(bytes[index] - 48) : nil }
+        guard bytes.count == 6, bytes[0] == 43 || bytes[0] == 45, bytes[3] == 58, let h1 = digit(1), let h2 = digit(2), let m1 = digit(4),
+              let m2 = digit(5), h1 * 10 + h2 < 24, m1 * 10 + m2 < 60 else { return nil }
+        minutes = (bytes[0] == 43 ? 1 : -1) * ((h1 * 10 + h2) * 60 + m1 * 10 + m2)
+    }
+
+    /// As an RFC 3339 offset reads it.
+    var offset: (sign: Int, hours: Int, minutes: Int) {
+        (minutes < 0 ? -1 : 1, abs(minutes) / 60, abs(minutes) % 60)
+    }
+
+    /// `UTC`, or `UTC+02:00`.
+    public var description: String {
+        guard minutes != 0 else { return "UTC" }
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        return "UTC\(minutes < 0 ? "-" : "+")\(two(abs(minutes) / 60)):\(two(abs(minutes) % 60))"
+    }
+}
+
 /// Timestamps as epoch milliseconds, with an RFC 3339 reader and writer that need no Foundation.
 public enum Timestamp {
     /// `2026-10-03T12:00:00Z`, `2026-10-03T12:00:00.250+02:00`, or a date alone (`2026-10-03`, midnight UTC).
@@ -11,17 +44,32 @@ public enum Timestamp {
         return nil
     }
 
+    /// The same, except that a date and time written without Z or an offset (a SQL `DATETIME`, `2026-10-03 12:00:00`),
+    /// and a date alone, are read in `zone` (`source.timestamp_zone`) rather than refused (or, a date alone, taken
+    /// for UTC). A time with its own Z or offset keeps it.
+    public static func parseRFC3339(_ text: String, zone: TimestampZone?) -> Int64? {
+        text.withUTF8Bytes { bytes in
+            if case .time(let millis) = readRFC3339(bytes, zone: zone) { return millis }
+            return nil
+        }
+    }
+
     /// Why `text` is no RFC 3339 time, in words that show none of it (nil when it is one): a reviewer of a masked
     /// report sees `'####-##-##T##:##:##Z'` and needs to know which part is wrong.
     public static func rfc3339Flaw(_ text: String) -> String? {
+        rfc3339Flaw(text, zone: nil)
+    }
+
+    /// The same, for a time read in `zone` when it has none of its own (`parseRFC3339(_:zone:)`).
+    public static func rfc3339Flaw(_ text: String, zone: TimestampZone?) -> String? {
         text.withUTF8Bytes { bytes in
-            if case .flaw(let flaw) = readRFC3339(bytes) { return flaw.rawValue }
+            if case .flaw(let flaw) = readRFC3339(bytes, zone: zone) { return flaw.rawValue }
             return nil
         }
     }
 
     /// What is wrong with a text that is no RFC 3339 time.
-    enum Flaw: String {
+    public enum Flaw: String {
         case shape = "not written as 2026-11-21T00:00:00Z, with an optional fraction and Z or an offset, or as a date alone"
         case month = "its month is not 01 to 12"
         case day = "its day is not one of its month's"
@@ -29,6 +77,7 @@ public enum Timestamp {
         case minute = "its minute is over 59"
         case second = "its second is over 60"
         case offset = "its offset from UTC is out of range"
+        case noOffset = "it has no Z or offset from UTC after its time"
     }
 
     enum Reading {
@@ -36,7 +85,7 @@ public enum Timestamp {
         case flaw(Flaw)
     }
 
-    static func readRFC3339(_ bytes: UnsafeBufferPointer<UInt8>) -> Reading {
+    static func readRFC3339(_ bytes: UnsafeBufferPointer<UInt8>, zone: TimestampZone? = nil) -> Reading {
         func number(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= bytes.count else { return nil }
             var value = 0
@@ -51,10 +100,10 @@ public enum Timestamp {
         // The shape first, read whole: a text cut after a wrong month is no time by its shape as well.
         var clock: (hour: Int, minute: Int, second: Int, millis: Int, offset: (sign: Int, hours: Int, minutes: Int)?)?
         if bytes.count > 10 {
-            guard bytes.count >= 20, bytes[10] == 84 || bytes[10] == 116 || bytes[10] == 32, let hour = number(11, 2), bytes[13] == 58,
+            guard bytes.count >= 19, bytes[10] == 84 || bytes[10] == 116 || bytes[10] == 32, let hour = number(11, 2), bytes[13] == 58,
                   let minute = number(14, 2), bytes[16] == 58, let second = number(17, 2) else { return .flaw(.shape) }
             var index = 19, millis = 0
-            if bytes[index] == 46 {  // fraction: its first three digits
+            if index < bytes.count, bytes[index] == 46 {  // fraction: its first three digits
                 index += 1
                 let digits = index
                 var scale = 100
@@ -65,9 +114,11 @@ public enum Timestamp {
                 }
                 guard index > digits else { return .flaw(.shape) }
             }
-            guard index < bytes.count else { return .flaw(.shape) }
             var offset: (sign: Int, hours: Int, minutes: Int)?
-            if bytes[index] == 90 || bytes[index] == 122 {  // Z
+            if index == bytes.count {  // no zone of its own
+                guard let zone else { return .flaw(.noOffset) }
+                offset = zone.offset
+            } else if bytes[index] == 90 || bytes[index] == 122 {  // Z
                 guard index + 1 == bytes.count else { return .flaw(.shape) }
             } else {
                 guard bytes[index] == 43 || bytes[index] == 45, index + 6 == bytes.count, let hours = number(index + 1, 2),
@@ -79,7 +130,7 @@ public enum Timestamp {
         guard (1...12).contains(month) else { return .flaw(.month) }
         guard (1...daysIn(month: month, year: year)).contains(day) else { return .flaw(.day) }
         var millis = daysFromCivil(year: year, month: month, day: day) * 86_400_000
-        guard let clock else { return .time(Int64(millis)) }
+        guard let clock else { return .time(Int64(millis - (zone?.minutes ?? 0) * 60_000)) }
         guard clock.hour < 24 else { return .flaw(.hour) }
         guard clock.minute < 60 else { return .flaw(.minute) }
         guard clock.second < 61 else { return .flaw(.second) }

@@ -146,7 +146,7 @@ extension PipelineDefinition {
     }
 
     private static func decodeSource(_ node: ConfigNode) throws -> SourceConfig {
-        let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format", "phone_country_code", "phone_trunk_prefix"])
+        let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix"])
         if let formatNode = keys["format"], try formatNode.oneOf(SourceFormat.self) == .identityToolkit {
             if let pathNode = keys["path"] { throw pathNode.error("format identity-toolkit reads the live API and takes no path") }
             return SourceConfig(format: .identityToolkit, path: "", mapping: nil, timestampFormat: .epochMilliseconds)
@@ -171,7 +171,30 @@ extension PipelineDefinition {
             throw node.error("format mapped-csv needs a 'mapping' of account fields to column names")
         }
         let timestamps = try keys["timestamp_format"]?.oneOf(TimestampFormat.self) ?? (format == .mappedCSV ? .rfc3339 : .epochMilliseconds)
-        return SourceConfig(format: format, path: path, mapping: mapping, timestampFormat: timestamps, phoneDefault: try decodePhoneDefault(keys, format: format))
+        return SourceConfig(format: format, path: path, mapping: mapping, timestampFormat: timestamps,
+                            timestampZone: try keys["timestamp_zone"].map { try decodeTimestampZone($0, format: format, timestamps: timestamps) },
+                            phoneDefault: try decodePhoneDefault(keys, format: format))
+    }
+
+    /// `timestamp_zone`: UTC or a fixed offset, for a table's RFC 3339 column written without one (a SQL `DATETIME`).
+    private static func decodeTimestampZone(_ node: ConfigNode, format: SourceFormat, timestamps: TimestampFormat) throws -> TimestampZone {
+        guard format == .mappedCSV else {
+            throw node.error("is for a mapped table (format: mapped-csv): an export's times are epoch milliseconds, in UTC")
+        }
+        guard timestamps == .rfc3339 else {
+            throw node.error("is for times written as dates (timestamp_format: rfc3339): an epoch time is in UTC")
+        }
+        let text = try node.string().trimmingSpaces
+        guard let zone = TimestampZone(text) else {
+            // A zone's name (Europe/Berlin, CET, EST): its offset changes with summer time.
+            guard text.contains(where: \.isLetter) else {
+                throw node.error("expected UTC or an offset of hours and minutes, two digits each (+01:00, -05:30), found '\(text)'")
+            }
+            throw node.error("expected UTC or an offset such as +01:00 or -05:00, found '\(text)': a zone with summer time has two offsets, "
+                + "and an hour of its autumn twice, so its times cannot be told from the table; export them with their offset (MySQL: "
+                + "CONVERT_TZ(column, 'Europe/Berlin', '+00:00'), with timestamp_zone: UTC) or as epoch milliseconds")
+        }
+        return zone
     }
 
     /// `phone_country_code` with its `phone_trunk_prefix`, both or neither: a trunk prefix assumed wrongly gives another

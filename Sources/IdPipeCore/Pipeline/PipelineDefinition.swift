@@ -52,6 +52,9 @@ public struct SourceConfig: Sendable, Equatable {
     public var path: String
     public var mapping: ColumnMapping?
     public var timestampFormat: TimestampFormat
+    /// The zone a mapped table's times without one were written in (`source.timestamp_zone`); nil: such a time is
+    /// quarantined, and a date alone is midnight UTC.
+    public var timestampZone: TimestampZone? = nil
     /// A mapped table's country for the phone numbers it holds without a country code; nil: such a number is quarantined.
     public var phoneDefault: PhoneDefault? = nil
 }

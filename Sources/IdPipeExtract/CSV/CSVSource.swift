@@ -66,13 +66,15 @@ public final class CSVSource: AccountSource {
     /// A CSV with a header row, read through a column mapping. The header is read again on resume.
     /// `normalize`: how the normalize stage reads the table (nil with it off), for the other problems of a row that
     /// cannot be read.
-    public static func mapped(path: String, mapping: ColumnMapping, timestamps: TimestampFormat, normalize: AccountNormalizer.Options? = nil,
+    /// `zone`: where its times written without one were written (`source.timestamp_zone`).
+    public static func mapped(path: String, mapping: ColumnMapping, timestamps: TimestampFormat, zone: TimestampZone? = nil,
+                              normalize: AccountNormalizer.Options? = nil,
                               checkpoint: InputCheckpoint = InputCheckpoint(), batchBytes: Int = defaultBatchBytes) throws -> CSVSource {
         let headerReader = try readingCSV(path) { try CSVRecordReader(path: path) }
         guard case .record(let header)? = try headerReader.next() else {
             throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "expected a header row")
         }
-        let decoder = try MappedCSVDecoder(header: header, mapping: mapping, timestamps: timestamps, normalize: normalize, path: path)
+        let decoder = try MappedCSVDecoder(header: header, mapping: mapping, timestamps: timestamps, zone: zone, normalize: normalize, path: path)
         let start = checkpoint.offset > 0 ? checkpoint : InputCheckpoint(offset: header.endOffset, line: header.lastLine + 1)
         return try CSVSource(path: path, checkpoint: start, decoder: decoder, batchBytes: batchBytes)
     }

@@ -10,12 +10,15 @@ struct MappedCSVDecoder: CSVRecordDecoder {
     let providers: [(String, Int)]
     let headers: [String]
     let timestamps: TimestampFormat
+    /// The zone of its RFC 3339 times written without one; nil: such a time is quarantined.
+    let zone: TimestampZone?
     /// How the normalize stage reads the table, for the other problems of a row that cannot be read; nil with it off.
     let normalize: AccountNormalizer.Options?
     var idColumn: Int? { columns["localId"] }
     var fieldsAtLeast: Int? { width }
 
-    init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, normalize: AccountNormalizer.Options? = nil, path: String) throws {
+    init(header: CSVRecord, mapping: ColumnMapping, timestamps: TimestampFormat, zone: TimestampZone? = nil, normalize: AccountNormalizer.Options? = nil,
+         path: String) throws {
         // Trimmed, as the side-input tables' headers are.
         let headers = (0..<header.count).map { (header.field($0) ?? "").trimmingSpaces }
         self.headers = headers
@@ -49,6 +52,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         self.columns = columns
         providers = try mapping.providers.sorted { $0.key < $1.key }.map { ($0.key, try index($0.value, for: $0.key)) }
         self.timestamps = timestamps
+        self.zone = zone
         self.normalize = normalize
     }
 
@@ -84,7 +88,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             guard let value = try text(field) else { return nil }
             let parsed: Int64?
             switch timestamps {
-            case .rfc3339: parsed = Timestamp.parseRFC3339(value)
+            case .rfc3339: parsed = Timestamp.parseRFC3339(value, zone: zone)
             case .epochMilliseconds: parsed = Int64(value)
             case .epochSeconds:
                 // Seconds beyond what milliseconds can hold are no time (the product trapped).
@@ -95,7 +99,11 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             }
             guard let parsed else {
                 // Masked in a report, the value no longer says what is wrong with it: the flaw is named.
-                let flaw = timestamps == .rfc3339 ? Timestamp.rfc3339Flaw(value).map { ": \($0)" } ?? "" : ""
+                var flaw = timestamps == .rfc3339 ? Timestamp.rfc3339Flaw(value, zone: zone).map { ": \($0)" } ?? "" : ""
+                // A SQL DATETIME: the zone it was written in is the pipeline's to say.
+                if flaw == ": " + Timestamp.Flaw.noOffset.rawValue {
+                    flaw += " (a SQL DATETIME?): source.timestamp_zone says the zone the column was written in (UTC, or an offset such as +01:00)"
+                }
                 throw RecordIssue(field: field, reason: "\(Quoted.value(value)) is not \(timestamps.described) (\(column(columns[field]!)))\(flaw)")
             }
             // A number in the other unit: seconds read as milliseconds land in January 1970, milliseconds read as seconds
