@@ -75,7 +75,8 @@ struct Apply: ParsableCommand {
             when the plan was stopped by a guard, or when another idpipe process uses the state store. Every remote \
             action is recorded as sent before the call and as done/failed after it; interrupted (Ctrl-C, kill -9, \
             power loss), `idpipe resume --state DB` sends again only what was in flight and never repeats a done action. \
-            Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome (and OUT/quarantine.csv again). A migration whose pipeline has \
+            Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome (and OUT/quarantine.csv again); \
+            the plan's ledger, as reviewed, is kept as OUT/plan-ledger.csv. A migration whose pipeline has \
             stages.import has its import file, as reviewed, imported into services.google's project (accounts:batchCreate), \
             its requests recorded the same way.
             """)
@@ -609,6 +610,8 @@ struct ApplyCommand {
             // Asked to show personal data, an apply records it, so that its resume (after a kill) writes its reports alike.
             // The last session's stop is cleared as this one starts: killed, this one would show it as its own in `status`.
             if run.status != .applying || !run.showsPersonalData(asked: false) && reveal || run.applyStop != nil {
+                // Before the first action: from here on ledger.csv is apply's, and the reviewed one keeps another name.
+                if run.status == .planned { ReportWriter.keepReviewedLedger(out: out) }
                 run.status = .applying
                 run.applyStop = nil
                 if reveal { run.revealPersonalData = true }

@@ -40,9 +40,24 @@ struct ReportWriter {
         }
     }
 
-    /// The files the reports of `stem` write in `out` (each first as a staged file of a new name).
+    /// The files the reports of `stem` write in `out` (each first as a staged file of a new name); apply's reports, the
+    /// reviewed ledger it keeps too.
     static func outputs(out: String, stem: String) -> [String] {
-        Format.allCases.map { "\(out)/\(fileName($0, stem: stem))" }
+        Format.allCases.map { "\(out)/\(fileName($0, stem: stem))" } + (stem == "report" ? ["\(out)/\(reviewedLedger)"] : [])
+    }
+
+    /// The plan's ledger as it was reviewed: apply's ledger.csv, with the outcomes, takes its name.
+    static let reviewedLedger = "plan-ledger.csv"
+
+    /// As a run's apply starts (its first session), keeps the plan's ledger.csv in `out` as `plan-ledger.csv`, so the
+    /// outcomes do not replace what the reviewer approved. Nothing when there is none to keep (apply writing to another
+    /// folder, a ledger written through a link), or one was kept already; a rename that fails is said and changes nothing.
+    static func keepReviewedLedger(out: String) {
+        let ledger = "\(out)/\(fileName(.csv, stem: "plan"))", kept = "\(out)/\(reviewedLedger)"
+        guard case .file = FileInfo.kind(ledger), FileInfo.kind(kept) == .missing else { return }
+        if rename(ledger, kept) != 0 {
+            Console.error("idpipe: warning: could not keep the reviewed \(ledger) as \(kept) (\(String(cString: strerror(errno)))); apply's ledger replaces it")
+        }
     }
 
     /// The four files at once, each read on its own connection to the store. They replace the previous ones only when

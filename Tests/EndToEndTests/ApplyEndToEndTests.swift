@@ -238,8 +238,13 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let (resumed, resumedOutput) = try Binary.run(["resume", "--state", state])
         #expect(resumedOutput.contains("data: counting again 2 path deletions"), "\(resumedOutput)")
         #expect(resumed == 1, "resume counted and applied nothing, then: \(resumedOutput)")
+        #expect(!FileManager.default.fileExists(atPath: out + "/plan-ledger.csv"), "nothing applied, nothing kept")
+        let reviewed = try Data(contentsOf: URL(fileURLWithPath: out + "/ledger.csv"))
         let (applied, appliedOutput) = try Binary.run(["apply", "--state", state, "--yes"])
         #expect(applied == 1 && appliedOutput.contains("0 failed"), "the samples hold quarantined rows: \(appliedOutput)")
+        // The ledger the reviewer saw is kept, byte for byte, as apply's takes its name.
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/plan-ledger.csv")) == reviewed)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/ledger.csv")) != reviewed)
     }
 
     /// A plan stopped while counting the data to delete (SIGTERM, the sandbox slow to answer) exits 130; the next plan
@@ -321,6 +326,12 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(!FileManager.default.fileExists(atPath: out + "/state.sqlite.unsynced"), "apply syncs the plan's store first")
         #expect(ledger.count("identitytoolkit", "delete") == 10)
         #expect(ledger.count("apple", "revoke") == rows.filter { $0["action"] == "revoke-apple" && $0["state"] == "done" }.count)
+        // The plan's ledger, as reviewed, is kept beside apply's: the same actions, as planned.
+        let plannedLedger = LedgerRow.read(try String(contentsOfFile: out + "/plan-ledger.csv", encoding: .utf8))
+        let appliedLedger = LedgerRow.read(try String(contentsOfFile: out + "/ledger.csv", encoding: .utf8))
+        #expect(!plannedLedger.isEmpty && plannedLedger.map { [$0["sequence"], $0["uid"], $0["action"]] }
+                == appliedLedger.map { [$0["sequence"], $0["uid"], $0["action"]] })
+        #expect(!plannedLedger.contains { $0["state"] == "done" } && appliedLedger.contains { $0["state"] == "done" })
         let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
         #expect(report.contains("when_not_revocable: delete (revoke-apple not possible: no stored Apple token)"))
         #expect(!report.contains(#"r0ddef47b2c5"#), "no token in the report")
