@@ -635,16 +635,29 @@ struct Binary {
         let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
         #expect(report.contains("| matched: deletion requested | 6 |") && report.contains("**6 deletion requests of `inputs.deletion_requests` are within"))
         #expect(report.contains("### Deletion requested, not acted on (4)\n"), "\(report)")
-        #expect(report.contains("| kxNSVd2N6kjEfd7jdQtG8jgckJxF | o•••@icloud.com | app at 2026-08-22T05:08:41Z | apple.com |"), "\(report)")
+        // Each says why: the request waits out the grace period, until the day it is acted on.
+        #expect(report.contains("| kxNSVd2N6kjEfd7jdQtG8jgckJxF | o•••@icloud.com | app at 2026-08-22T05:08:41Z | within select.deletion_grace_days: "
+                                + "acted on from 2027-03-10T05:08:41Z | apple.com |"), "\(report)")
+        // A pipeline that does not select by request lists the requested accounts no other rule selects, and says why.
+        let unselected = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "deletion_requested: true", with: "disabled: true")
+        defer { Binary.removeVariant(unselected) }
+        let unselectedOut = Binary.temporaryDirectory()
+        try Binary.run(["plan", unselected, "--out", unselectedOut, "--as-of", asOf])
+        let unselectedReport = try String(contentsOfFile: unselectedOut + "/plan.md", encoding: .utf8)
+        #expect(unselectedReport.contains("### Deletion requested, not acted on (8)\n"), "\(unselectedReport)")
+        #expect(unselectedReport.contains("| 5oFEO4W43LmB436UVqHVkJfIvAud | w•••@example.org | apple:account-delete at 2026-03-04T07:01:56Z | "
+                                          + "select.deletion_requested is off | apple.com facebook.com |"), "\(unselectedReport)")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as! [String: Any]
         #expect((json["run"] as! [String: Any])["deletionRequestsInGrace"] as? Int == 6)
         let waiting = (json["accounts"] as! [[String: Any]]).filter { $0["deletionRequest"] is String && $0["selection"] as? String == "not-selected" }
         #expect(waiting.count == 4 && waiting.allSatisfy { ($0["actions"] as? [Any])?.isEmpty == true }, "\(waiting)")
+        #expect(waiting.allSatisfy { ($0["selectionDetail"] as? String)?.hasPrefix("within select.deletion_grace_days: acted on from 2027-") == true }, "\(waiting)")
         let (reportCode, fromStore) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "md"])
         #expect(reportCode == 0 && fromStore == report)
         // Cut short, the list sends to where the rest is: not the ledger, which has no line for an account with no action.
         let (_, short) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "md", "--list-limit", "1"])
-        #expect(short.contains("| app at 2026-08-22T05:08:41Z | apple.com |\n\n… and 3 more: see the JSON report.\n"), "\(short)")
+        #expect(short.contains("| app at 2026-08-22T05:08:41Z | within select.deletion_grace_days: acted on from 2027-03-10T05:08:41Z | apple.com |"
+                                + "\n\n… and 3 more: see the JSON report.\n"), "\(short)")
         let (_, none) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "md", "--list-limit", "0"])
         #expect(none.contains("### Deletion requested, not acted on (4)\n\n… all: see the JSON report.\n"), "\(none)")
         // With every request waiting, no account is selected: the section still says why.

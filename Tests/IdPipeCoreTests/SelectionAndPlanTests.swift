@@ -68,7 +68,8 @@ import IdPipeTestSupport
 
     /// A deletion request dated after the plan's time did not exist then: not honoured (it was, a clock or time zone
     /// off); one made at that very moment is.
-    @Test(arguments: [(Int64(0), SelectionOutcome.selected(.deletionRequested)), (1, .notSelected), (400 * day, .notSelected)])
+    @Test(arguments: [(Int64(0), SelectionOutcome.selected(.deletionRequested)), (1, .requestNotActedOn(why: "made after the plan's time")),
+                      (400 * day, .requestNotActedOn(why: "made after the plan's time"))])
     func aRequestAfterThePlansTimeIsNotHonoured(later: Int64, expected: SelectionOutcome) {
         let request = DeletionRequest(requestedAt: Self.asOf + later, source: "app")
         #expect(Self.selector(providers: []).select(Account(localId: "b", lastSignedInAt: Self.recent), deletionRequest: request) == expected)
@@ -76,8 +77,12 @@ import IdPipeTestSupport
 
     /// Within the grace period a request waits; one exactly as old as the grace period is acted on. The other rules
     /// are not delayed.
-    @Test(arguments: [(Int64(14 * day), SelectionOutcome.selected(.deletionRequested)), (14 * day - 1, .notSelected), (day, .notSelected),
-                      (0, .notSelected), (400 * day, .selected(.deletionRequested))])
+    /// The request says when it is acted on: 14 days after it was made, 2026-11-21 being the plan's time.
+    @Test(arguments: [(Int64(14 * day), SelectionOutcome.selected(.deletionRequested)),
+                      (14 * day - 1, .requestNotActedOn(why: "within select.deletion_grace_days: acted on from 2026-11-21T00:00:00Z")),
+                      (day, .requestNotActedOn(why: "within select.deletion_grace_days: acted on from 2026-12-04T00:00:00Z")),
+                      (0, .requestNotActedOn(why: "within select.deletion_grace_days: acted on from 2026-12-05T00:00:00Z")),
+                      (400 * day, .selected(.deletionRequested))])
     func aRequestWithinItsGracePeriodWaits(age: Int64, expected: SelectionOutcome) {
         var config = SelectionConfig()
         config.deletionRequested = true
@@ -87,7 +92,17 @@ import IdPipeTestSupport
         let request = DeletionRequest(requestedAt: Self.asOf - age, source: "app")
         #expect(selector.select(Account(localId: "b", lastSignedInAt: Self.recent), deletionRequest: request) == expected)
         #expect(selector.select(Account(localId: "c", lastSignedInAt: Self.recent, disabled: true), deletionRequest: request)
-                == .selected(expected == .notSelected ? .disabled : [.deletionRequested, .disabled]))
+                == .selected(expected.isSelected ? [.deletionRequested, .disabled] : .disabled))
+    }
+
+    /// A pipeline that does not select by request still names the accounts whose owners asked, and says why.
+    @Test func aRequestThePipelineDoesNotSelectBySaysSo() {
+        var config = SelectionConfig()
+        config.disabled = true
+        let request = DeletionRequest(requestedAt: Self.asOf - Self.day, source: "app")
+        #expect(Selector(config: config, asOf: Self.asOf).select(Account(localId: "b", lastSignedInAt: Self.recent), deletionRequest: request)
+                == .requestNotActedOn(why: "select.deletion_requested is off"))
+        #expect(Selector(config: config, asOf: Self.asOf).select(Account(localId: "b", lastSignedInAt: Self.recent), deletionRequest: nil) == .notSelected)
     }
 
     /// A protected account is never revoked or deleted, whatever selects it; it stays, so its name is still filled.

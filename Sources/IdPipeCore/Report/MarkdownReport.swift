@@ -123,8 +123,9 @@ public struct MarkdownReport {
                     + "old enough acts on \(waiting == 1 ? "it" : "them").\n")
             }
             try accountList(&out, totals, .requestNotActedOn, title: "Deletion requested, not acted on",
-                            columns: ["uid", "email", "request", "providers"]) { account, _ in
-                [masking.accountId(account.uid), masking.email(account.email), account.deletionRequest ?? "", account.providers]
+                            columns: ["uid", "email", "request", "why", "providers"]) { account, _ in
+                [masking.accountId(account.uid), masking.email(account.email), account.deletionRequest ?? "", account.selectionDetail ?? "",
+                 account.providers]
             }
             try accountList(&out, totals, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account, _ in
                 [masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? ""]

@@ -108,6 +108,7 @@ extension ReportAccount {
         case .selected(let reasons): ("selected", reasons.text)
         case .protected(let reasons, let why): ("protected", "\(why); matched: \(reasons.text)")
         case .filteredByProvider(let reasons): ("filtered-by-provider", reasons.text)
+        case .requestNotActedOn(let why): ("not-selected", why)
         }
     }
 

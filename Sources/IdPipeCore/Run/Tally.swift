@@ -109,7 +109,7 @@ public struct TallyCounter: Sendable {
             }
         }
         switch outcome.selection {
-        case .notSelected: break
+        case .notSelected, .requestNotActedOn: break
         case .selected(let reasons):
             slots[Slot.selected] += amount
             for label in reasons.labels { selectionReasons[label, default: 0] += amount }

@@ -27,6 +27,8 @@ public enum SelectionOutcome: Sendable, Equatable {
     case protected(SelectionReasons, why: String)
     /// A rule matched but the provider filter excludes the account.
     case filteredByProvider(SelectionReasons)
+    /// No rule matched, and the account's owner asked for its deletion: why the request is not acted on (yet).
+    case requestNotActedOn(why: String)
 
     public var isSelected: Bool {
         if case .selected = self { return true }
@@ -58,7 +60,7 @@ public struct Selector: Sendable {
     public func select(_ account: Account, deletionRequest: DeletionRequest?) -> SelectionOutcome {
         let reasons = reasons(deletionRequested: deletionRequest.map { $0.requestedAt <= requestsHonouredUntil } ?? false, disabled: account.disabled,
                               lastSignedInAt: account.lastSignedInAt, createdAt: account.createdAt)
-        guard !reasons.isEmpty else { return .notSelected }
+        guard !reasons.isEmpty else { return deletionRequest.map { .requestNotActedOn(why: whyNotActedOn($0)) } ?? .notSelected }
         if !config.providers.isEmpty && !config.providers.contains(where: account.isLinked(to:)) {
             return .filteredByProvider(reasons)
         }
@@ -68,6 +70,13 @@ public struct Selector: Sendable {
             return .protected(reasons, why: "protected email domain")
         }
         return .selected(reasons)
+    }
+
+    /// Why a deletion request selects no account, in words for the reviewer of the list of those not acted on.
+    func whyNotActedOn(_ request: DeletionRequest) -> String {
+        if !config.deletionRequested { return "select.deletion_requested is off" }
+        if request.requestedAt > asOf { return "made after the plan's time" }
+        return "within select.deletion_grace_days: acted on from \(Timestamp.formatRFC3339(request.requestedAt + asOf - requestsHonouredUntil))"
     }
 
     /// Whether the address is at a protected domain or at a subdomain of one (`corp.example` protects
