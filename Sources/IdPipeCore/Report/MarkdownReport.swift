@@ -50,8 +50,10 @@ public struct MarkdownReport {
             ["with no exported provider", "\(tally["accounts.no-providers"])"],
         ])
         if let unmatched = run.unmatchedSideInputIds {
+            // A scheduled cleanup's list of requests keeps those it carried out: their accounts are gone from later exports.
             out.write("\n**Side-input ids (and protected uids) that match no processed account** (an id not in the export, a "
-                + "quarantined account, or a mistyped id): their rows change nothing.\n\n")
+                + "quarantined account, or a mistyped id; a deletion request's account may have been deleted by an earlier run): "
+                + "their rows change nothing.\n\n")
             let first = run.unmatchedSideInputIdsFirst ?? [:]
             table(&out, ["side input", "ids", "the first of them"], unmatched.sorted { $0.key < $1.key }.map { role, count in
                 let named = first[role] ?? []
