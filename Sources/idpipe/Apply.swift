@@ -502,7 +502,9 @@ struct ApplyCommand {
             try store.makeDurable()
             guard var run = try store.loadRun() else { throw CommandError("\(statePath) holds no run") }
             switch run.status {
-            case .planning: throw CommandError("the plan in \(statePath) is not finished; \(Console.command(state: statePath)) completes it")
+            case .planning:
+                throw CommandError("the plan in \(statePath) is not finished; " + (run.resumesHere ? "\(Console.command(state: statePath)) completes it"
+                    : "it was started by \(run.plannedBy), which alone completes it (this is idpipe \(IdPipeVersion.text)); or plan again into a new state store"))
             case .stoppedByGuard: throw fail("the plan was stopped by a guard and may not be applied: \(run.guardVerdict ?? "")", code: Exit.stoppedByGuard)
             case .applied:
                 // With the pipeline's report settings, as the apply that finished used them (the defaults, said so, when
@@ -610,8 +612,11 @@ struct ApplyCommand {
             // Asked to show personal data, an apply records it, so that its resume (after a kill) writes its reports alike.
             // The last session's stop is cleared as this one starts: killed, this one would show it as its own in `status`.
             if run.status != .applying || !run.showsPersonalData(asked: false) && reveal || run.applyStop != nil {
-                // Before the first action: from here on ledger.csv is apply's, and the reviewed one keeps another name.
-                if run.status == .planned { ReportWriter.keepReviewedLedger(out: out) }
+                // Before the first action: from here on ledger.csv is apply's, and the reviewed one is kept beside it.
+                if run.status == .planned {
+                    let writer = ReportWriter(store: store, out: out, reveal: run.showsPersonalData(asked: false), listLimit: definition.report.listLimit)
+                    Console.out("report: \(try writer.writeReviewedLedger()) (the plan's ledger, as reviewed)")
+                }
                 run.status = .applying
                 run.applyStop = nil
                 if reveal { run.revealPersonalData = true }
@@ -706,7 +711,7 @@ struct ApplyCommand {
             Console.error("idpipe: \(Console.count(refused, "account")) of the import file refused by the API; see the Import section of \(out)/report.md")
         }
         if quarantined > 0 {
-            Console.error("idpipe: \(Console.quarantinedRows(quarantined)) by the plan and not acted on; see the Quarantine section of \(out)/report.md")
+            Console.error("idpipe: \(Console.quarantinedRows(quarantined)) by the plan and not acted on; see the Quarantine section of \(out)/report.md, or \(out)/quarantine.csv")
         }
         if failed > 0 || quarantined > 0 || refused > 0 { throw Exit.doneWithFailures }
     }

@@ -13,7 +13,7 @@ struct Report: ParsableCommand {
 
     @Option(name: .long, help: """
         md (for reviewers), json (for machines), csv (the action ledger) or quarantine (the quarantined input rows, as CSV); \
-        default: --output's extension (.csv: the ledger), else md.
+        default: --output's extension (.csv: the ledger, or the quarantine when the file's name has 'quarantine' in it), else md.
         """)
     var format: String?
 
@@ -30,10 +30,14 @@ struct Report: ParsableCommand {
     @Flag(name: .long, help: "Mask personal data even when the plan's reports showed it (a copy to share).")
     var maskPersonalData = false
 
-    /// The format `--output`'s extension names (.md, .json, .csv: the ledger), if any.
+    /// The format `--output`'s extension names (.md, .json, .csv: the ledger, or the quarantine when the file's name says
+    /// so, as the plan's quarantine.csv does: written again there, the ledger replaced it), if any.
     private var outputFormat: ReportWriter.Format? {
         guard let output, let dot = output.lastIndex(of: "."), !output[dot...].contains("/") else { return nil }
-        return ReportWriter.Format.allCases.first { $0 != .quarantine && $0.fileExtension == output[output.index(after: dot)...].lowercased() }
+        let name = output.split(separator: "/").last.map { $0.lowercased() } ?? ""
+        return ReportWriter.Format.allCases.first { format in
+            format.fileExtension == output[output.index(after: dot)...].lowercased() && (format == .quarantine) == (format.fileExtension == "csv" && name.contains("quarantine"))
+        }
     }
 
     func validate() throws {
@@ -53,6 +57,12 @@ struct Report: ParsableCommand {
             let store = try StateStore(path: state)
             let run = try store.loadRun()
             let planned = run?.listLimit
+            // plan.md says so in its text; the JSON, the ledger and the quarantine file read as whole (a quarantine of its
+            // header alone as "nothing quarantined").
+            if let run, run.status == .planning {
+                Console.error("idpipe: warning: the plan is not finished (interrupted, or still running): the report covers the input read so far; "
+                    + (run.resumesHere ? "\(Console.command(state: state)) finishes it" : "it was started by \(run.plannedBy), which alone finishes it"))
+            }
             // As the plan's reports were written: with the pipeline's report settings, unless told to mask.
             let reveal = !maskPersonalData && run?.showsPersonalData(asked: reportOptions.revealPersonalData) ?? reportOptions.revealPersonalData
             // Shown unasked, it is said, on stderr: a copy made to share would hold personal data without a word.

@@ -46,18 +46,15 @@ struct ReportWriter {
         Format.allCases.map { "\(out)/\(fileName($0, stem: stem))" } + (stem == "report" ? ["\(out)/\(reviewedLedger)"] : [])
     }
 
-    /// The plan's ledger as it was reviewed: apply's ledger.csv, with the outcomes, takes its name.
+    /// The plan's ledger as it was reviewed, kept beside apply's ledger.csv (`writeReviewedLedger`).
     static let reviewedLedger = "plan-ledger.csv"
 
-    /// As a run's apply starts (its first session), keeps the plan's ledger.csv in `out` as `plan-ledger.csv`, so the
-    /// outcomes do not replace what the reviewer approved. Nothing when there is none to keep (apply writing to another
-    /// folder, a ledger written through a link), or one was kept already; a rename that fails is said and changes nothing.
-    static func keepReviewedLedger(out: String) {
-        let ledger = "\(out)/\(fileName(.csv, stem: "plan"))", kept = "\(out)/\(reviewedLedger)"
-        guard case .file = FileInfo.kind(ledger), FileInfo.kind(kept) == .missing else { return }
-        if rename(ledger, kept) != 0 {
-            Console.error("idpipe: warning: could not keep the reviewed \(ledger) as \(kept) (\(String(cString: strerror(errno)))); apply's ledger replaces it")
-        }
+    /// Writes the plan's ledger to `out/plan-ledger.csv` from the store, as a run's apply starts (its first session, every
+    /// action still as planned): the same file the plan wrote as ledger.csv, which apply's outcomes then replace. From
+    /// the store rather than that file, which may be in another folder or not the plan's (another run's, or anything
+    /// named so); masked as the plan's reports were.
+    func writeReviewedLedger() throws -> String {
+        try write(.csv, to: "\(out)/\(Self.reviewedLedger)")
     }
 
     /// The four files at once, each read on its own connection to the store. They replace the previous ones only when

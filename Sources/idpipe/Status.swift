@@ -27,7 +27,7 @@ struct Status: ParsableCommand {
             Console.out("pipeline: \(run.pipelineName) (\(SideInputReader.resolve(run.pipelinePath, base)))")
             Console.out("input: \(run.sourceFormat == SourceFormat.identityToolkit.rawValue ? run.sourcePath : SideInputReader.resolve(run.sourcePath, base))")
             Console.out("as of: \(Timestamp.formatRFC3339(run.asOf))")
-            Console.out("planned by: \(run.plannedBy)" + (run.idpipeVersion == IdPipeVersion.text ? "" : " (this is idpipe \(IdPipeVersion.text))"))
+            Console.out("planned by: \(run.plannedBy)" + (run.resumesHere ? "" : " (this is idpipe \(IdPipeVersion.text))"))
             // A run going on holds the store's lock: "running" and who, else a plan or apply left midway was stopped.
             let holder = StateLock.holder(statePath: state)
             let resume = Console.command(state: state)
@@ -45,7 +45,7 @@ struct Status: ParsableCommand {
                 // A plan that `run --yes` started is applied by resume once finished: said before it changes anything.
                 let then = Console.thenApplies(run, "it")
                 // Another idpipe's plan is not resumed by this one (`PlanError.interruptedByOtherVersion`).
-                let next = run.idpipeVersion == IdPipeVersion.text ? "\(resume) finishes it\(then)"
+                let next = run.resumesHere ? "\(resume) finishes it\(then)"
                     : "only the idpipe that started it resumes it; or plan again into a new state store"
                 Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input"
                     + (holder == nil ? " (interrupted; \(next))" : ""))

@@ -240,9 +240,12 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(resumed == 1, "resume counted and applied nothing, then: \(resumedOutput)")
         #expect(!FileManager.default.fileExists(atPath: out + "/plan-ledger.csv"), "nothing applied, nothing kept")
         let reviewed = try Data(contentsOf: URL(fileURLWithPath: out + "/ledger.csv"))
+        // A plan-ledger.csv already there (another run's, say) is replaced, not taken for this plan's.
+        try Data("sequence,uid\n1,another-run\n".utf8).write(to: URL(fileURLWithPath: out + "/plan-ledger.csv"))
         let (applied, appliedOutput) = try Binary.run(["apply", "--state", state, "--yes"])
         #expect(applied == 1 && appliedOutput.contains("0 failed"), "the samples hold quarantined rows: \(appliedOutput)")
-        // The ledger the reviewer saw is kept, byte for byte, as apply's takes its name.
+        #expect(appliedOutput.contains("report: \(out)/plan-ledger.csv (the plan's ledger, as reviewed)"), "\(appliedOutput)")
+        // The ledger the reviewer saw is kept, byte for byte, as apply's replaces it.
         #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/plan-ledger.csv")) == reviewed)
         #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/ledger.csv")) != reviewed)
     }

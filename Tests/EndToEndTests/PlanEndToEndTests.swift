@@ -721,9 +721,9 @@ struct Binary {
                 // Without --format, the output's name says it (`--output r.json` wrote Markdown); a name and a format that
                 // disagree are refused. A .csv is the ledger, unless --format says quarantine.
                 let fileExtension = format == "quarantine" ? "csv" : format
+                // (A .csv named for the quarantine is the quarantine: `--output OUT/quarantine.csv` wrote the ledger over it.)
                 let named = out + "/named-\(format)." + fileExtension.uppercased()
-                let (namedCode, namedOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--output", named]
-                                                              + (format == "quarantine" ? ["--format", format] : []) + flags)
+                let (namedCode, namedOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--output", named] + flags)
                 #expect(try namedCode == 0 && planned == String(contentsOfFile: named, encoding: .utf8), "\(namedOutput)")
                 let other = format == "md" ? "json" : "md"
                 let (clashCode, clashOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", other, "--output", named])
@@ -1394,11 +1394,23 @@ struct Binary {
         let (_, theirs) = try Binary.run(["status", "--state", state])
         #expect(theirs.contains("planned by: idpipe 0.3.9 (this is idpipe \(IdPipeVersion.text))"), "\(theirs)")
         #expect(theirs.contains("(interrupted; only the idpipe that started it resumes it; or plan again into a new state store)"), "\(theirs)")
+        // A store copied without its mark of an unsynced plan: the refusal writes none (the next plan would start it over).
+        try? FileManager.default.removeItem(atPath: state + ".unsynced")
         for command in [["resume", "--state", state], plan] {
             let (refused, output) = try Binary.run(command, environment: small)
             #expect(refused == 2 && output.contains("cannot resume: the interrupted plan was started by idpipe 0.3.9, and this is idpipe "
                 + "\(IdPipeVersion.text)"), "\(output)")
+            #expect(!FileManager.default.fileExists(atPath: state + ".unsynced"), "\(command)")
         }
+        // Apply and the reports say who finishes it, not `resume` (which refuses).
+        let (applyCode, applyOutput) = try Binary.run(["apply", "--state", state, "--yes"])
+        #expect(applyCode == 2 && applyOutput.contains("is not finished; it was started by idpipe 0.3.9, which alone completes it (this is idpipe "
+            + "\(IdPipeVersion.text)); or plan again into a new state store"), "\(applyOutput)")
+        let (_, incomplete) = try Binary.run(["report", "--state", state, "--format", "md"])
+        #expect(incomplete.contains("Only the idpipe that started it, idpipe 0.3.9, finishes it.") && !incomplete.contains("`idpipe resume` finishes it"),
+                "\(incomplete)")
+        #expect(incomplete.contains("idpipe: warning: the plan is not finished (interrupted, or still running): the report covers the input read "
+            + "so far; it was started by idpipe 0.3.9, which alone finishes it"), "\(incomplete)")
         let (_, checkpoint) = try Binary.run(["-c", "import sqlite3, sys; print(sqlite3.connect(sys.argv[1]).execute('SELECT input FROM checkpoint').fetchone()[0])",
                                               state], executable: "/usr/bin/env", prefix: ["python3"])
         #expect(checkpoint == markOutput, "nothing more was read")

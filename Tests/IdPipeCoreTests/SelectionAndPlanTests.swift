@@ -79,7 +79,8 @@ import IdPipeTestSupport
     /// are not delayed.
     /// The request says when it is acted on: 14 days after it was made, 2026-11-21 being the plan's time.
     @Test(arguments: [(Int64(14 * day), SelectionOutcome.selected(.deletionRequested)),
-                      (14 * day - 1, .requestNotActedOn(why: "within select.deletion_grace_days: acted on from 2026-11-21T00:00:00Z")),
+                      // 1 ms short of 14 days at the plan's time: acted on from the next second (to the second, rounded up).
+                      (14 * day - 1, .requestNotActedOn(why: "within select.deletion_grace_days: acted on from 2026-11-21T00:00:01Z")),
                       (day, .requestNotActedOn(why: "within select.deletion_grace_days: acted on from 2026-12-04T00:00:00Z")),
                       (0, .requestNotActedOn(why: "within select.deletion_grace_days: acted on from 2026-12-05T00:00:00Z")),
                       (400 * day, .selected(.deletionRequested))])
@@ -465,9 +466,13 @@ import IdPipeTestSupport
         #expect(try PipelineDefinition.parse(yaml: source(""), file: "p.yaml").source.timestampZone == nil)
         let refused: [(String, String)] = [
             (source("  timestamp_zone: Europe/Berlin\n"), "p.yaml:7: source.timestamp_zone: expected UTC or an offset such as +01:00 or -05:00, "
-                + "found 'Europe/Berlin': a zone with summer time has two offsets"),
+                + "found 'Europe/Berlin': a zone is given by its offset"),
             (source("  timestamp_zone: '+1:00'\n"), "p.yaml:7: source.timestamp_zone: expected UTC or an offset of hours and minutes, two digits "
-                + "each (+01:00, -05:30), found '+1:00'"),
+                + "each, from -12:00 to +14:00 (+01:00, -05:30), found '+1:00'"),
+            // The live API's accounts are read as they are: a file source's keys did nothing there, without a word.
+            ("version: 1\nname: x\nsource:\n  format: identity-toolkit\n  timestamp_zone: UTC\n",
+             "p.yaml:5: source.timestamp_zone: is for a file source; format identity-toolkit reads the live API's accounts as they are"),
+            ("version: 1\nname: x\nsource:\n  format: identity-toolkit\n  mapping: {localId: id}\n", "p.yaml:5: source.mapping: is for a file source"),
             (source("  timestamp_format: epoch-ms\n  timestamp_zone: UTC\n"), "p.yaml:8: source.timestamp_zone: is for times written as dates"),
             ("version: 1\nname: x\nsource:\n  path: a.json\n  timestamp_zone: UTC\n", "p.yaml:5: source.timestamp_zone: is for a mapped table"),
         ]
@@ -619,6 +624,10 @@ import IdPipeTestSupport
         // An offset of 24 hours or 60 minutes or more is none (`+99:99` was taken, and moved --as-of by four days).
         ("2026-10-03T12:00:00+23:59", 1_790_942_460_000), ("2026-10-03T12:00:00+99:99", nil), ("2026-10-03T12:00:00+24:00", nil),
         ("2026-10-03T12:00:00-05:60", nil),
+        // Offsets as PostgreSQL writes a timestamptz (hours alone), and without the colon.
+        ("2026-10-03 14:00:00+02", 1_791_028_800_000), ("2026-10-03T14:00:00.250+0200", 1_791_028_800_250),
+        ("2026-10-03T07:00:00-05", 1_791_028_800_000), ("2026-10-03T12:00:00+2", nil), ("2026-10-03T12:00:00+02:0", nil),
+        ("2026-10-03T12:00:00+020", nil), ("2026-10-03T12:00:00+02:000", nil),
     ])
     func parses(text: String, expected: Int64?) {
         #expect(Timestamp.parseRFC3339(text) == expected)
@@ -662,10 +671,11 @@ import IdPipeTestSupport
     }
 
     @Test func aZoneIsUTCOrAnOffset() {
-        #expect(["UTC", "Z", "+00:00", "-00:00", "+02:00", "-05:30", "+14:00", "+23:59"].map { TimestampZone($0)?.minutes }
-                == [0, 0, 0, 0, 120, -330, 840, 1439])
+        #expect(["UTC", "utc", "GMT", "Z", "z", "+00:00", "-00:00", "+02:00", "-05:30", "+14:00", "-12:00"].map { TimestampZone($0)?.minutes }
+                == [0, 0, 0, 0, 0, 0, 0, 120, -330, 840, -720])
         #expect(["UTC", "+02:00", "-05:30"].map { TimestampZone($0)!.description } == ["UTC", "UTC+02:00", "UTC-05:30"])
-        for text in ["+1:00", "+0100", "+24:00", "+01:60", "01:00", "Europe/Berlin", "CET", "", "+01:00 "] {
+        // No zone is further from UTC than -12:00 and +14:00: +23:59 moved every time by a day.
+        for text in ["+1:00", "+0100", "+24:00", "+23:59", "+14:30", "-12:30", "+01:60", "01:00", "Europe/Berlin", "CET", "UTC+1", "", "+01:00 "] {
             #expect(TimestampZone(text) == nil, "\(text)")
         }
     }

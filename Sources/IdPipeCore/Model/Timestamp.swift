@@ -5,17 +5,20 @@ public struct TimestampZone: Sendable, Equatable {
     /// East of UTC: +120 for +02:00.
     public let minutes: Int
 
-    /// `UTC`, `Z`, `+02:00`, `-05:30`, `+00:00`; nil for anything else (a zone's name).
+    /// `UTC` (or `GMT`, `Z`, in any case), or an offset from `-12:00` to `+14:00` (those zones have): `+02:00`, `-05:30`;
+    /// nil for anything else (a zone's name, `+1:00`).
     public init?(_ text: String) {
         let bytes = Array(text.utf8)
-        if text.uppercased() == "UTC" || text == "Z" {
+        if ["UTC", "GMT", "Z"].contains(text.uppercased()) {
             minutes = 0
             return
         }
         func digit(_ index: Int) -> Int? { bytes[index] >= 48 && bytes[index] <= 57 ? Int(bytes[index] - 48) : nil }
         guard bytes.count == 6, bytes[0] == 43 || bytes[0] == 45, bytes[3] == 58, let h1 = digit(1), let h2 = digit(2), let m1 = digit(4),
-              let m2 = digit(5), h1 * 10 + h2 < 24, m1 * 10 + m2 < 60 else { return nil }
-        minutes = (bytes[0] == 43 ? 1 : -1) * ((h1 * 10 + h2) * 60 + m1 * 10 + m2)
+              let m2 = digit(5), m1 * 10 + m2 < 60 else { return nil }
+        let minutes = (bytes[0] == 43 ? 1 : -1) * ((h1 * 10 + h2) * 60 + m1 * 10 + m2)
+        guard (-12 * 60...14 * 60).contains(minutes) else { return nil }
+        self.minutes = minutes
     }
 
     /// As an RFC 3339 offset reads it.
@@ -33,7 +36,8 @@ public struct TimestampZone: Sendable, Equatable {
 
 /// Timestamps as epoch milliseconds, with an RFC 3339 reader and writer that need no Foundation.
 public enum Timestamp {
-    /// `2026-10-03T12:00:00Z`, `2026-10-03T12:00:00.250+02:00`, or a date alone (`2026-10-03`, midnight UTC).
+    /// `2026-10-03T12:00:00Z`, `2026-10-03T12:00:00.250+02:00`, or a date alone (`2026-10-03`, midnight UTC); a space for
+    /// the T, and an offset of hours alone (`+02`, as PostgreSQL writes it) or without its colon (`+0200`), are taken too.
     public static func parseRFC3339(_ text: String) -> Int64? {
         text.withUTF8Bytes(parseRFC3339)
     }
@@ -121,8 +125,11 @@ public enum Timestamp {
             } else if bytes[index] == 90 || bytes[index] == 122 {  // Z
                 guard index + 1 == bytes.count else { return .flaw(.shape) }
             } else {
-                guard bytes[index] == 43 || bytes[index] == 45, index + 6 == bytes.count, let hours = number(index + 1, 2),
-                      bytes[index + 3] == 58, let minutes = number(index + 4, 2) else { return .flaw(.shape) }
+                // +02:00, and as PostgreSQL writes a timestamptz, +02 (and ISO 8601's +0200).
+                let length = bytes.count - index
+                guard bytes[index] == 43 || bytes[index] == 45, length == 3 || length == 5 || length == 6, let hours = number(index + 1, 2),
+                      length == 3 || length == 6 && bytes[index + 3] == 58 || length == 5 else { return .flaw(.shape) }
+                guard let minutes = length == 3 ? 0 : number(index + (length == 6 ? 4 : 3), 2) else { return .flaw(.shape) }
                 offset = (bytes[index] == 43 ? 1 : -1, hours, minutes)
             }
             clock = (hour, minute, second, millis, offset)

@@ -149,6 +149,10 @@ extension PipelineDefinition {
         let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix"])
         if let formatNode = keys["format"], try formatNode.oneOf(SourceFormat.self) == .identityToolkit {
             if let pathNode = keys["path"] { throw pathNode.error("format identity-toolkit reads the live API and takes no path") }
+            // Read by the file readers only: with the live API they did nothing, without a word.
+            for key in ["mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix"] {
+                if let node = keys[key] { throw node.error("is for a file source; format identity-toolkit reads the live API's accounts as they are") }
+            }
             return SourceConfig(format: .identityToolkit, path: "", mapping: nil, timestampFormat: .epochMilliseconds)
         }
         guard let pathNode = keys["path"] else { throw node.error("missing key 'path'") }
@@ -186,13 +190,13 @@ extension PipelineDefinition {
         }
         let text = try node.string().trimmingSpaces
         guard let zone = TimestampZone(text) else {
-            // A zone's name (Europe/Berlin, CET, EST): its offset changes with summer time.
+            // A zone's name (Europe/Berlin, CET, EST): most such names stand for a zone with summer time.
             guard text.contains(where: \.isLetter) else {
-                throw node.error("expected UTC or an offset of hours and minutes, two digits each (+01:00, -05:30), found '\(text)'")
+                throw node.error("expected UTC or an offset of hours and minutes, two digits each, from -12:00 to +14:00 (+01:00, -05:30), found '\(text)'")
             }
-            throw node.error("expected UTC or an offset such as +01:00 or -05:00, found '\(text)': a zone with summer time has two offsets, "
-                + "and an hour of its autumn twice, so its times cannot be told from the table; export them with their offset (MySQL: "
-                + "CONVERT_TZ(column, 'Europe/Berlin', '+00:00'), with timestamp_zone: UTC) or as epoch milliseconds")
+            throw node.error("expected UTC or an offset such as +01:00 or -05:00, found '\(text)': a zone is given by its offset, as a name "
+                + "may stand for one with summer time, whose times a table cannot tell apart (its autumn hour comes twice); a column "
+                + "written in such a zone is exported with each time's offset (PostgreSQL's timestamptz writes it), or as epoch milliseconds")
         }
         return zone
     }

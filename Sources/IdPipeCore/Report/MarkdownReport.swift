@@ -38,7 +38,8 @@ public struct MarkdownReport {
         }
         if run.status == .planning {
             out.write("\n**Incomplete:** the plan stopped before the end of its input (interrupted, or still running); the counts and "
-                + "lists below cover only the accounts read so far. `idpipe resume` finishes it.\n")
+                + "lists below cover only the accounts read so far. "
+                + (run.resumesHere ? "`idpipe resume` finishes it.\n" : "Only the idpipe that started it, \(run.plannedBy), finishes it.\n"))
         }
 
         section(&out, "Summary")

@@ -137,9 +137,7 @@ public final class PlanRunner {
             } catch PlanError.changedSinceInterruptedRun(let what) where existing.status != .planning {
                 throw PlanError.changedSinceFinishedPlan(what)
             }
-            if existing.status == .planning && existing.idpipeVersion != newRun.idpipeVersion {
-                throw PlanError.interruptedByOtherVersion(plannedBy: existing.plannedBy)
-            }
+            try Self.checkResumable(existing)
             run = existing
             if existing.status != .planning {
                 let saved = try store.loadCheckpoint()
@@ -430,6 +428,11 @@ public final class PlanRunner {
         beforePublishing?()
         try sink?.publish(recordedLength: recordedLength, required: true)
         return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, reportBodiesComplete: follower != nil)
+    }
+
+    /// An interrupted plan is resumed only by the idpipe that started it: its first batches were planned by that one's rules.
+    public static func checkResumable(_ existing: RunRecord) throws {
+        if existing.status == .planning && !existing.resumesHere { throw PlanError.interruptedByOtherVersion(plannedBy: existing.plannedBy) }
     }
 
     static func checkSameRun(_ existing: RunRecord, _ new: RunRecord) throws {

@@ -76,7 +76,9 @@ public struct Selector: Sendable {
     func whyNotActedOn(_ request: DeletionRequest) -> String {
         if !config.deletionRequested { return "select.deletion_requested is off" }
         if request.requestedAt > asOf { return "made after the plan's time" }
-        return "within select.deletion_grace_days: acted on from \(Timestamp.formatRFC3339(request.requestedAt + asOf - requestsHonouredUntil))"
+        // Shown to the second, rounded up: rounded down, a request 1 ms too young read as acted on from the plan's own time.
+        let from = request.requestedAt + asOf - requestsHonouredUntil
+        return "within select.deletion_grace_days: acted on from \(Timestamp.formatRFC3339((from + 999).floorDiv(1000) * 1000))"
     }
 
     /// Whether the address is at a protected domain or at a subdomain of one (`corp.example` protects

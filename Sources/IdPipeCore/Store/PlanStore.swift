@@ -87,6 +87,10 @@ public struct RunRecord: Sendable, Equatable, Codable {
         idpipeVersion = IdPipeVersion.text
     }
 
+    /// Whether this idpipe may resume the run's plan when it is interrupted: only the version that started it does
+    /// (`PlanError.interruptedByOtherVersion`).
+    public var resumesHere: Bool { idpipeVersion == IdPipeVersion.text }
+
     /// Which idpipe planned the run, in words: `idpipe 0.4.0`.
     public var plannedBy: String {
         idpipeVersion.map { "idpipe \($0)" } ?? "an idpipe before 0.4.0 (which did not record its version)"
