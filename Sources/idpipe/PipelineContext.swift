@@ -185,15 +185,11 @@ struct PipelineContext {
             lines.append("extract: the live API (accounts:batchGet pages of 1000; the page token is checkpointed)")
         } else {
             // A table's times written without a zone are read in the one it names.
-            let zone = d.source.timestampZone.map { " (times without a zone read in \($0.description))" } ?? ""
+            let zone = d.source.zoneAssumption.map { " (\($0))" } ?? ""
             lines.append("extract: \(d.source.format.rawValue) from \(sourcePath)" + zone + fileProblem(sourcePath, isExport: true))
         }
         for (role, path) in sideInputPaths { lines.append("  side input \(role): \(path)" + fileProblem(path)) }
-        let phones = d.source.phoneDefault.map { phones in
-            " (a phone number without a country code is taken for +\(phones.countryCode)"
-                + (phones.countryCode == "1" ? (phones.trunkPrefix.isEmpty ? ", of 10 digits)" : ", of 10 digits, or 11 starting with 1)")
-                    : phones.trunkPrefix.isEmpty ? ", whole)" : " after its trunk prefix \(phones.trunkPrefix), which it must start with)")
-        } ?? ""
+        let phones = d.source.phoneAssumption.map { " (\($0))" } ?? ""
         lines.append("normalize: " + (d.stages.normalize ? "on" + phones : "off"))
         lines.append("detect private relay: " + (d.stages.detectRelay ? "on" : "off"))
         lines.append("backfill names: " + (d.stages.backfillNames.map { "from " + $0.map(\.description).joined(separator: ", then ") } ?? "off"))

@@ -173,6 +173,7 @@ struct PlanExecution {
         run.importTarget = definition.importTargetDescription
         run.revealPersonalData = reveal || definition.report.revealPersonalData || existing?.revealPersonalData == true ? true : nil
         run.guardLimits = definition.guards.limits
+        run.sourceAssumptions = definition.source.assumptions
         if definition.selection.deletionRequested {
             // One pass: requests dated after the plan, and those within the grace period.
             let until = definition.selection.requestsHonouredUntil(asOf: planAsOf)

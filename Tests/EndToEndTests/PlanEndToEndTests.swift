@@ -1008,6 +1008,12 @@ struct Binary {
         #expect(code == 1 && output.contains("5 accounts read, 1 quarantined"), "\(output)")
         #expect(phones == ["uk1": "+447911123456", "uk2": "+442079460958", "intl1": "+14155550100", "none1": "-"], "\(phones)")
         #expect(report.contains("| phone: country code added (source.phone_country_code) | 2 |"), "\(report)")
+        // The reviewer sees what the plan took for granted.
+        #expect(report.contains("| Input read with | a phone number without a country code is taken for +44 after its trunk prefix 0, which it must "
+                                + "start with |"), "\(report)")
+        let (_, _, zoned, _) = try plan("  phone_country_code: 44\n  phone_trunk_prefix: 0\n  timestamp_zone: '+01:00'")
+        #expect(zoned.contains("| Input read with | a time without a zone is read in UTC+01:00; a phone number without a country code is taken "
+                               + "for +44 after its trunk prefix 0, which it must start with |"), "\(zoned)")
         #expect(report.contains("| phone: rewritten in E.164 | 1 |"), "\(report)")
         #expect(report.contains("### Accounts written to the import file with repaired values (3)"), "\(report)")
         let listed = report.split(separator: "\n").filter { $0.contains("phone: country code added (source.phone_country_code) | a@") || $0.contains("| uk2 |") }

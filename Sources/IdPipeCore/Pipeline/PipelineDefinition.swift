@@ -57,6 +57,26 @@ public struct SourceConfig: Sendable, Equatable {
     public var timestampZone: TimestampZone? = nil
     /// A mapped table's country for the phone numbers it holds without a country code; nil: such a number is quarantined.
     public var phoneDefault: PhoneDefault? = nil
+
+    /// How phone numbers without a country code are completed, in words (`validate`, and the reviewer's plan.md).
+    public var phoneAssumption: String? {
+        phoneDefault.map { phones in
+            "a phone number without a country code is taken for +\(phones.countryCode)"
+                + (phones.countryCode == "1" ? (phones.trunkPrefix.isEmpty ? ", of 10 digits" : ", of 10 digits, or 11 starting with 1")
+                    : phones.trunkPrefix.isEmpty ? ", whole" : " after its trunk prefix \(phones.trunkPrefix), which it must start with")
+        }
+    }
+
+    /// How times without a zone are read, in words.
+    public var zoneAssumption: String? {
+        timestampZone.map { "a time without a zone is read in \($0.description)" }
+    }
+
+    /// What the plan takes for granted about the source's values, for its reviewer; nil when nothing.
+    public var assumptions: String? {
+        let all = [zoneAssumption, phoneAssumption].compactMap { $0 }
+        return all.isEmpty ? nil : all.joined(separator: "; ")
+    }
 }
 
 /// The country of a table's phone numbers written without a country code (`source.phone_country_code` and

@@ -28,6 +28,7 @@ public struct MarkdownReport {
         table(&out, ["", ""], [
             ["Pipeline", "`\(run.pipelinePath)` (sha256 \(run.pipelineSHA256.prefix(12)))"],
             ["Input", "`\(run.sourcePath)` (\(run.sourceFormat), \(run.sourceSize) bytes, sha256 \(run.sourceSHA256.map { String($0.prefix(12)) } ?? "not finished"))"],
+        ] + (run.sourceAssumptions.map { [["Input read with", $0]] } ?? []) + [
             ["As of", Timestamp.formatRFC3339(run.asOf)],
             ["Planned by", run.plannedBy],
             ["Status", run.status.rawValue + (run.applyStop.map { " (last apply stopped: \($0))" } ?? "")],

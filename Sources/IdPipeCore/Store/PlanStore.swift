@@ -62,6 +62,9 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var importSignerKeySHA256: String?
     /// Where the import goes, in words (`project P, tenant T`), for the reviewer (nil without `stages.import`).
     public var importTarget: String?
+    /// What the plan took for granted about the source's values (`SourceConfig.assumptions`): a time without a zone read in
+    /// one, a phone number completed with a country code; nil when nothing (or in a store planned before it was kept).
+    public var sourceAssumptions: String?
     /// The idpipe that started the plan (`IdPipeVersion.text`; nil in a store planned before it was kept). Another
     /// version does not resume it: the batches it read would be planned by one and the rest by the other.
     public var idpipeVersion: String?
