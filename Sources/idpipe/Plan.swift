@@ -16,9 +16,10 @@ struct Plan: ParsableCommand {
             With Firestore, Realtime Database or Storage paths in stages.delete, it reads each planned path (with \
             services.google's credentials) and reports how many documents, nodes and objects each would delete. \
             Writes OUT/plan.md (for a reviewer), OUT/plan.json (for machines), OUT/ledger.csv (one line per planned action), \
-            OUT/quarantine.csv (one line per problem of each quarantined input row) and, for migrations, the auth:import file. Interrupted (Ctrl-C, kill -9), the same command resumes from \
-            the last checkpoint and ends with the same report. The plan leaves syncing its state store to the system \
-            until it is whole; after a power loss or a crash of the system before that, the same command plans again \
+            OUT/quarantine.csv (one line per problem of each quarantined input row) and, for migrations, the auth:import \
+            file. Interrupted (Ctrl-C, kill -9), the same command (of the same idpipe version) resumes from the last \
+            checkpoint and ends with the same report. The plan leaves syncing its state store to the system until it is \
+            whole; after a power loss or a crash of the system before that, the same command plans again \
             from the start.
             """)
 
