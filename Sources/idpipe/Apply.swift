@@ -504,7 +504,7 @@ struct ApplyCommand {
             switch run.status {
             case .planning:
                 throw CommandError("the plan in \(statePath) is not finished; " + (run.resumesHere ? "\(Console.command(state: statePath)) completes it"
-                    : "it was started by \(run.plannedBy), which alone completes it (this is idpipe \(IdPipeVersion.text)); or plan again into a new state store"))
+                    : "it was started by \(run.plannedBy); only that idpipe completes it (this is idpipe \(IdPipeVersion.text)), or plan again into a new state store"))
             case .stoppedByGuard: throw fail("the plan was stopped by a guard and may not be applied: \(run.guardVerdict ?? "")", code: Exit.stoppedByGuard)
             case .applied:
                 // With the pipeline's report settings, as the apply that finished used them (the defaults, said so, when
@@ -613,9 +613,11 @@ struct ApplyCommand {
             // The last session's stop is cleared as this one starts: killed, this one would show it as its own in `status`.
             if run.status != .applying || !run.showsPersonalData(asked: false) && reveal || run.applyStop != nil {
                 // Before the first action: from here on ledger.csv is apply's, and the reviewed one is kept beside it.
+                // In the plan's folder, whose ledger.csv a later session may replace (this one may write its reports elsewhere).
                 if run.status == .planned {
                     let writer = ReportWriter(store: store, out: out, reveal: run.showsPersonalData(asked: false), listLimit: definition.report.listLimit)
-                    Console.out("report: \(try writer.writeReviewedLedger()) (the plan's ledger, as reviewed)")
+                    let folder = run.reportFolder.flatMap { FileInfo.kind($0) == .folder ? $0 : nil } ?? out
+                    Console.out("report: \(try writer.writeReviewedLedger(in: folder)) (the plan's ledger, as reviewed)")
                 }
                 run.status = .applying
                 run.applyStop = nil

@@ -60,8 +60,9 @@ struct Report: ParsableCommand {
             // plan.md says so in its text; the JSON, the ledger and the quarantine file read as whole (a quarantine of its
             // header alone as "nothing quarantined").
             if let run, run.status == .planning {
-                Console.error("idpipe: warning: the plan is not finished (interrupted, or still running): the report covers the input read so far; "
-                    + (run.resumesHere ? "\(Console.command(state: state)) finishes it" : "it was started by \(run.plannedBy), which alone finishes it"))
+                let next = StateLock.holder(statePath: state).map { "it is being planned now (\($0))" }
+                    ?? (run.resumesHere ? "\(Console.command(state: state)) finishes it" : "it was started by \(run.plannedBy); only that idpipe finishes it")
+                Console.error("idpipe: warning: the plan is not finished: the report covers the input read so far; " + next)
             }
             // As the plan's reports were written: with the pipeline's report settings, unless told to mask.
             let reveal = !maskPersonalData && run?.showsPersonalData(asked: reportOptions.revealPersonalData) ?? reportOptions.revealPersonalData

@@ -49,12 +49,12 @@ struct ReportWriter {
     /// The plan's ledger as it was reviewed, kept beside apply's ledger.csv (`writeReviewedLedger`).
     static let reviewedLedger = "plan-ledger.csv"
 
-    /// Writes the plan's ledger to `out/plan-ledger.csv` from the store, as a run's apply starts (its first session, every
-    /// action still as planned): the same file the plan wrote as ledger.csv, which apply's outcomes then replace. From
-    /// the store rather than that file, which may be in another folder or not the plan's (another run's, or anything
-    /// named so); masked as the plan's reports were.
-    func writeReviewedLedger() throws -> String {
-        try write(.csv, to: "\(out)/\(Self.reviewedLedger)")
+    /// Writes the plan's ledger as `plan-ledger.csv` in `folder` from the store, as a run's apply starts (its first session,
+    /// every action still as planned): the same file the plan wrote as ledger.csv, which apply's outcomes replace in any
+    /// later session that writes its reports there. From the store rather than that file, which may not be the plan's
+    /// (another run's, or anything so named); masked as the plan's reports were.
+    func writeReviewedLedger(in folder: String) throws -> String {
+        try write(.csv, to: "\(folder)/\(Self.reviewedLedger)")
     }
 
     /// The four files at once, each read on its own connection to the store. They replace the previous ones only when
@@ -127,6 +127,10 @@ struct ReportWriter {
     /// Renders one report to its staged file (or through its target); see `write`.
     func stage(_ format: Format, to path: String? = nil) throws -> Rendered {
         let target = path ?? "\(out)/\(fileName(format))"
+        // Written through a link to the store (or its WAL), the report replaced it.
+        if let identity = FileInfo.identity(target), StateStore.databaseFiles(at: store.path).contains(where: { FileInfo.identity($0) == identity }) {
+            throw CommandError("cannot write \(target): it is the state store the report is read from (or its WAL)")
+        }
         if case .notGiven(let descriptor) = FileInfo.kind(target) {
             throw CommandError("cannot write \(target): descriptor \(descriptor) was not open when idpipe started; open it in the shell (\(descriptor)> file)")
         }

@@ -242,12 +242,25 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let reviewed = try Data(contentsOf: URL(fileURLWithPath: out + "/ledger.csv"))
         // A plan-ledger.csv already there (another run's, say) is replaced, not taken for this plan's.
         try Data("sequence,uid\n1,another-run\n".utf8).write(to: URL(fileURLWithPath: out + "/plan-ledger.csv"))
-        let (applied, appliedOutput) = try Binary.run(["apply", "--state", state, "--yes"])
+        // Applied with its reports in another folder: the reviewed ledger is kept in the plan's, where a later session
+        // without --out writes apply's ledger.csv.
+        let elsewhere = Binary.temporaryDirectory()
+        let (applied, appliedOutput) = try Binary.run(["apply", "--state", state, "--yes", "--out", elsewhere])
         #expect(applied == 1 && appliedOutput.contains("0 failed"), "the samples hold quarantined rows: \(appliedOutput)")
         #expect(appliedOutput.contains("report: \(out)/plan-ledger.csv (the plan's ledger, as reviewed)"), "\(appliedOutput)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: elsewhere + "/ledger.csv")) != reviewed)
+        let (again, _) = try Binary.run(["apply", "--state", state, "--yes"])
+        #expect(again == 1)
         // The ledger the reviewer saw is kept, byte for byte, as apply's replaces it.
         #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/plan-ledger.csv")) == reviewed)
         #expect(try Data(contentsOf: URL(fileURLWithPath: out + "/ledger.csv")) != reviewed)
+        // A report written through a link to the store would replace the store: refused, the store left whole.
+        try FileManager.default.removeItem(atPath: elsewhere + "/report.md")
+        try FileManager.default.createSymbolicLink(atPath: elsewhere + "/report.md", withDestinationPath: state)
+        let (linked, linkedOutput) = try Binary.run(["apply", "--state", state, "--yes", "--out", elsewhere])
+        #expect(linked == 2 && linkedOutput.contains("cannot write \(elsewhere)/report.md: it is the state store the report is read from"), "\(linkedOutput)")
+        let (statusCode, statusOutput) = try Binary.run(["status", "--state", state])
+        #expect(statusCode == 0 && statusOutput.contains("status: applied"), "\(statusOutput)")
     }
 
     /// A plan stopped while counting the data to delete (SIGTERM, the sandbox slow to answer) exits 130; the next plan

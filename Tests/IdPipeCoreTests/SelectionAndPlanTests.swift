@@ -464,15 +464,23 @@ import IdPipeTestSupport
         #expect(try PipelineDefinition.parse(yaml: source("  timestamp_zone: '+01:00'\n"), file: "p.yaml").source.timestampZone?.minutes == 60)
         #expect(try PipelineDefinition.parse(yaml: source("  timestamp_zone: UTC\n"), file: "p.yaml").source.timestampZone?.minutes == 0)
         #expect(try PipelineDefinition.parse(yaml: source(""), file: "p.yaml").source.timestampZone == nil)
+        // epoch-ms says what an export's times are: accepted there.
+        #expect(try PipelineDefinition.parse(yaml: "version: 1\nname: x\nsource:\n  path: a.json\n  timestamp_format: epoch-ms\n", file: "p.yaml")
+                .source.timestampFormat == .epochMilliseconds)
         let refused: [(String, String)] = [
             (source("  timestamp_zone: Europe/Berlin\n"), "p.yaml:7: source.timestamp_zone: expected UTC or an offset such as +01:00 or -05:00, "
                 + "found 'Europe/Berlin': a zone is given by its offset"),
             (source("  timestamp_zone: '+1:00'\n"), "p.yaml:7: source.timestamp_zone: expected UTC or an offset of hours and minutes, two digits "
                 + "each, from -12:00 to +14:00 (+01:00, -05:30), found '+1:00'"),
-            // The live API's accounts are read as they are: a file source's keys did nothing there, without a word.
+            (source("  timestamp_zone: UTC+1\n"), "p.yaml:7: source.timestamp_zone: expected UTC or an offset alone, found 'UTC+1': write +01:00"),
+            // The live API's accounts are read as they are: a mapped table's keys did nothing there, without a word.
             ("version: 1\nname: x\nsource:\n  format: identity-toolkit\n  timestamp_zone: UTC\n",
-             "p.yaml:5: source.timestamp_zone: is for a file source; format identity-toolkit reads the live API's accounts as they are"),
-            ("version: 1\nname: x\nsource:\n  format: identity-toolkit\n  mapping: {localId: id}\n", "p.yaml:5: source.mapping: is for a file source"),
+             "p.yaml:5: source.timestamp_zone: is for a mapped table (format: mapped-csv); format identity-toolkit reads the live API's accounts as they are"),
+            ("version: 1\nname: x\nsource:\n  format: identity-toolkit\n  mapping: {localId: id}\n", "p.yaml:5: source.mapping: is for a mapped table"),
+            ("version: 1\nname: x\nsource:\n  format: identity-toolkit\n  timestamp_format: epoch-s\n", "p.yaml:5: source.timestamp_format: is for a mapped table"),
+            // An export's times are epoch milliseconds: another unit was ignored, without a word.
+            ("version: 1\nname: x\nsource:\n  path: a.json\n  timestamp_format: epoch-s\n",
+             "p.yaml:5: source.timestamp_format: is for a mapped table (format: mapped-csv): an export's times are epoch milliseconds"),
             (source("  timestamp_format: epoch-ms\n  timestamp_zone: UTC\n"), "p.yaml:8: source.timestamp_zone: is for times written as dates"),
             ("version: 1\nname: x\nsource:\n  path: a.json\n  timestamp_zone: UTC\n", "p.yaml:5: source.timestamp_zone: is for a mapped table"),
         ]
@@ -671,11 +679,12 @@ import IdPipeTestSupport
     }
 
     @Test func aZoneIsUTCOrAnOffset() {
-        #expect(["UTC", "utc", "GMT", "Z", "z", "+00:00", "-00:00", "+02:00", "-05:30", "+14:00", "-12:00"].map { TimestampZone($0)?.minutes }
-                == [0, 0, 0, 0, 0, 0, 0, 120, -330, 840, -720])
+        #expect(["UTC", "utc", "GMT", "Z", "z", "+00:00", "-00:00", "+02:00", "-05:30", "+14:00", "-12:00", "+0200", "+02", "-0530"]
+                    .map { TimestampZone($0)?.minutes } == [0, 0, 0, 0, 0, 0, 0, 120, -330, 840, -720, 120, 120, -330])
         #expect(["UTC", "+02:00", "-05:30"].map { TimestampZone($0)!.description } == ["UTC", "UTC+02:00", "UTC-05:30"])
         // No zone is further from UTC than -12:00 and +14:00: +23:59 moved every time by a day.
-        for text in ["+1:00", "+0100", "+24:00", "+23:59", "+14:30", "-12:30", "+01:60", "01:00", "Europe/Berlin", "CET", "UTC+1", "", "+01:00 "] {
+        for text in ["+1:00", "+010", "+24:00", "+23:59", "+14:30", "-12:30", "+01:60", "01:00", "Europe/Berlin", "CET", "UTC+1", "", "+01:00 ", "Z+01",
+                     "+01:00Z", "+"] {
             #expect(TimestampZone(text) == nil, "\(text)")
         }
     }

@@ -5,18 +5,17 @@ public struct TimestampZone: Sendable, Equatable {
     /// East of UTC: +120 for +02:00.
     public let minutes: Int
 
-    /// `UTC` (or `GMT`, `Z`, in any case), or an offset from `-12:00` to `+14:00` (those zones have): `+02:00`, `-05:30`;
-    /// nil for anything else (a zone's name, `+1:00`).
+    /// `UTC` (or `GMT`, `Z`, in any case), or an offset from `-12:00` to `+14:00` (those zones have), written as a time's
+    /// offset is read: `+02:00`, `+0200`, `+02`, `-05:30`; nil for anything else (a zone's name, `+1:00`).
     public init?(_ text: String) {
-        let bytes = Array(text.utf8)
         if ["UTC", "GMT", "Z"].contains(text.uppercased()) {
             minutes = 0
             return
         }
-        func digit(_ index: Int) -> Int? { bytes[index] >= 48 && bytes[index] <= 57 ? Int(bytes[index] - 48) : nil }
-        guard bytes.count == 6, bytes[0] == 43 || bytes[0] == 45, bytes[3] == 58, let h1 = digit(1), let h2 = digit(2), let m1 = digit(4),
-              let m2 = digit(5), m1 * 10 + m2 < 60 else { return nil }
-        let minutes = (bytes[0] == 43 ? 1 : -1) * ((h1 * 10 + h2) * 60 + m1 * 10 + m2)
+        // Read as the offset of midnight, 1 January 2000 (946,684,800,000 ms at UTC): one reader of offsets for both.
+        let reading = ("2000-01-01T00:00:00" + text).withUTF8Bytes { Timestamp.readRFC3339($0) }
+        guard text.utf8.first == 43 || text.utf8.first == 45, case .time(let millis) = reading else { return nil }
+        let minutes = Int(946_684_800_000 - millis) / 60_000
         guard (-12 * 60...14 * 60).contains(minutes) else { return nil }
         self.minutes = minutes
     }

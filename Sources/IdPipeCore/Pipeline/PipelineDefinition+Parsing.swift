@@ -149,9 +149,11 @@ extension PipelineDefinition {
         let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix"])
         if let formatNode = keys["format"], try formatNode.oneOf(SourceFormat.self) == .identityToolkit {
             if let pathNode = keys["path"] { throw pathNode.error("format identity-toolkit reads the live API and takes no path") }
-            // Read by the file readers only: with the live API they did nothing, without a word.
+            // Read by a mapped table's reader only: with the live API they did nothing, without a word.
             for key in ["mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix"] {
-                if let node = keys[key] { throw node.error("is for a file source; format identity-toolkit reads the live API's accounts as they are") }
+                if let node = keys[key], key != "timestamp_format" || (try? node.oneOf(TimestampFormat.self)) != .epochMilliseconds {
+                    throw node.error("is for a mapped table (format: mapped-csv); format identity-toolkit reads the live API's accounts as they are")
+                }
             }
             return SourceConfig(format: .identityToolkit, path: "", mapping: nil, timestampFormat: .epochMilliseconds)
         }
@@ -175,6 +177,10 @@ extension PipelineDefinition {
             throw node.error("format mapped-csv needs a 'mapping' of account fields to column names")
         }
         let timestamps = try keys["timestamp_format"]?.oneOf(TimestampFormat.self) ?? (format == .mappedCSV ? .rfc3339 : .epochMilliseconds)
+        // An export's times are epoch milliseconds whatever the key said (another unit was ignored, without a word).
+        if let node = keys["timestamp_format"], format != .mappedCSV, timestamps != .epochMilliseconds {
+            throw node.error("is for a mapped table (format: mapped-csv): an export's times are epoch milliseconds")
+        }
         return SourceConfig(format: format, path: path, mapping: mapping, timestampFormat: timestamps,
                             timestampZone: try keys["timestamp_zone"].map { try decodeTimestampZone($0, format: format, timestamps: timestamps) },
                             phoneDefault: try decodePhoneDefault(keys, format: format))
@@ -190,6 +196,14 @@ extension PipelineDefinition {
         }
         let text = try node.string().trimmingSpaces
         guard let zone = TimestampZone(text) else {
+            // UTC+1, GMT+01:00: the offset alone is what is asked for.
+            let upper = text.uppercased()
+            let offset = String(text.dropFirst(3))
+            // (UTC+1: an hour of one digit, which an offset writes with two.)
+            if ["UTC", "GMT"].contains(where: upper.hasPrefix),
+               let zone = TimestampZone(offset) ?? (offset.count == 2 ? TimestampZone(offset.prefix(1) + "0" + offset.suffix(1)) : nil) {
+                throw node.error("expected UTC or an offset alone, found '\(text)': write \(zone.description.dropFirst(3))")
+            }
             // A zone's name (Europe/Berlin, CET, EST): most such names stand for a zone with summer time.
             guard text.contains(where: \.isLetter) else {
                 throw node.error("expected UTC or an offset of hours and minutes, two digits each, from -12:00 to +14:00 (+01:00, -05:30), found '\(text)'")

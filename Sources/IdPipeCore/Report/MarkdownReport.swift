@@ -40,7 +40,7 @@ public struct MarkdownReport {
         if run.status == .planning {
             out.write("\n**Incomplete:** the plan stopped before the end of its input (interrupted, or still running); the counts and "
                 + "lists below cover only the accounts read so far. "
-                + (run.resumesHere ? "`idpipe resume` finishes it.\n" : "Only the idpipe that started it, \(run.plannedBy), finishes it.\n"))
+                + (run.resumesHere ? "`idpipe resume` finishes it.\n" : "It was started by \(run.plannedBy); only that idpipe finishes it.\n"))
         }
 
         section(&out, "Summary")
