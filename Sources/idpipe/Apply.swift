@@ -76,7 +76,7 @@ struct Apply: ParsableCommand {
             action is recorded as sent before the call and as done/failed after it; interrupted (Ctrl-C, kill -9, \
             power loss), `idpipe resume --state DB` sends again only what was in flight and never repeats a done action. \
             Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome (and OUT/quarantine.csv again); \
-            the plan's ledger, as reviewed, is kept as OUT/plan-ledger.csv. A migration whose pipeline has \
+            the plan's ledger, as reviewed, is kept as plan-ledger.csv in the plan's folder. A migration whose pipeline has \
             stages.import has its import file, as reviewed, imported into services.google's project (accounts:batchCreate), \
             its requests recorded the same way.
             """)
@@ -503,8 +503,10 @@ struct ApplyCommand {
             guard var run = try store.loadRun() else { throw CommandError("\(statePath) holds no run") }
             switch run.status {
             case .planning:
-                throw CommandError("the plan in \(statePath) is not finished; " + (run.resumesHere ? "\(Console.command(state: statePath)) completes it"
-                    : "it was started by \(run.plannedBy); only that idpipe completes it (this is idpipe \(IdPipeVersion.text)), or plan again into a new state store"))
+                throw CommandError("the plan in \(statePath) is not finished; " + (run.resumesHere
+                    ? "\(Console.command(state: statePath)) completes it"
+                    : "it was started by \(run.plannedBy); only that idpipe completes it (this is idpipe \(IdPipeVersion.text)), or plan again "
+                        + "into a new state store"))
             case .stoppedByGuard: throw fail("the plan was stopped by a guard and may not be applied: \(run.guardVerdict ?? "")", code: Exit.stoppedByGuard)
             case .applied:
                 // With the pipeline's report settings, as the apply that finished used them (the defaults, said so, when
@@ -713,7 +715,8 @@ struct ApplyCommand {
             Console.error("idpipe: \(Console.count(refused, "account")) of the import file refused by the API; see the Import section of \(out)/report.md")
         }
         if quarantined > 0 {
-            Console.error("idpipe: \(Console.quarantinedRows(quarantined)) by the plan and not acted on; see the Quarantine section of \(out)/report.md, or \(out)/quarantine.csv")
+            Console.error("idpipe: \(Console.quarantinedRows(quarantined)) by the plan and not acted on; see the Quarantine section of "
+                + "\(out)/report.md, or \(out)/quarantine.csv")
         }
         if failed > 0 || quarantined > 0 || refused > 0 { throw Exit.doneWithFailures }
     }

@@ -35,8 +35,9 @@ struct Report: ParsableCommand {
     private var outputFormat: ReportWriter.Format? {
         guard let output, let dot = output.lastIndex(of: "."), !output[dot...].contains("/") else { return nil }
         let name = output.split(separator: "/").last.map { $0.lowercased() } ?? ""
+        let named = output[output.index(after: dot)...].lowercased()
         return ReportWriter.Format.allCases.first { format in
-            format.fileExtension == output[output.index(after: dot)...].lowercased() && (format == .quarantine) == (format.fileExtension == "csv" && name.contains("quarantine"))
+            format.fileExtension == named && (format == .quarantine) == (named == "csv" && name.contains("quarantine"))
         }
     }
 

@@ -23,7 +23,7 @@ struct ReportWriter {
         /// The quarantined input rows (`quarantine.csv`).
         case quarantine
 
-        /// The extension of its file: a `.csv` output is the ledger unless `--format quarantine` says otherwise.
+        /// The extension of its file: a `.csv` output is the ledger unless its name or `--format` says quarantine.
         var fileExtension: String { self == .quarantine ? "csv" : rawValue }
     }
 

@@ -46,7 +46,7 @@ struct Status: ParsableCommand {
                 let then = Console.thenApplies(run, "it")
                 // Another idpipe's plan is not resumed by this one (`PlanError.interruptedByOtherVersion`).
                 let next = run.resumesHere ? "\(resume) finishes it\(then)"
-                    : "only the idpipe that started it resumes it; or plan again into a new state store"
+                    : "started by \(run.plannedBy): only that idpipe finishes it, or plan again into a new state store"
                 Console.out("progress: \(checkpoint?.input.records ?? 0) records, \(percent) % of the input"
                     + (holder == nil ? " (interrupted; \(next))" : ""))
             }

@@ -1399,7 +1399,8 @@ struct Binary {
         #expect(marked == 0, "\(markOutput)")
         let (_, theirs) = try Binary.run(["status", "--state", state])
         #expect(theirs.contains("planned by: idpipe 0.3.9 (this is idpipe \(IdPipeVersion.text))"), "\(theirs)")
-        #expect(theirs.contains("(interrupted; only the idpipe that started it resumes it; or plan again into a new state store)"), "\(theirs)")
+        #expect(theirs.contains("(interrupted; started by idpipe 0.3.9: only that idpipe finishes it, or plan again into a new state store)"),
+                "\(theirs)")
         // A store copied without its mark of an unsynced plan: the refusal writes none (the next plan would start it over).
         try? FileManager.default.removeItem(atPath: state + ".unsynced")
         for command in [["resume", "--state", state], plan] {

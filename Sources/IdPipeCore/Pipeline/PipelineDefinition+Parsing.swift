@@ -151,8 +151,10 @@ extension PipelineDefinition {
             if let pathNode = keys["path"] { throw pathNode.error("format identity-toolkit reads the live API and takes no path") }
             // Read by a mapped table's reader only: with the live API they did nothing, without a word.
             for key in ["mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix"] {
+                // (epoch-ms says what the API's times are: taken, as on an export.)
                 if let node = keys[key], key != "timestamp_format" || (try? node.oneOf(TimestampFormat.self)) != .epochMilliseconds {
-                    throw node.error("is for a mapped table (format: mapped-csv); format identity-toolkit reads the live API's accounts as they are")
+                    throw node.error("is for a mapped table (format: mapped-csv); format identity-toolkit reads the live API's accounts "
+                        + "as they are")
                 }
             }
             return SourceConfig(format: .identityToolkit, path: "", mapping: nil, timestampFormat: .epochMilliseconds)
@@ -206,7 +208,8 @@ extension PipelineDefinition {
             }
             // A zone's name (Europe/Berlin, CET, EST): most such names stand for a zone with summer time.
             guard text.contains(where: \.isLetter) else {
-                throw node.error("expected UTC or an offset of hours and minutes, two digits each, from -12:00 to +14:00 (+01:00, -05:30), found '\(text)'")
+                throw node.error("expected UTC or an offset of hours and minutes, two digits each, from -12:00 to +14:00 (+01:00, -05:30), "
+                    + "found '\(text)'")
             }
             throw node.error("expected UTC or an offset such as +01:00 or -05:00, found '\(text)': a zone is given by its offset, as a name "
                 + "may stand for one with summer time, whose times a table cannot tell apart (its autumn hour comes twice); a column "

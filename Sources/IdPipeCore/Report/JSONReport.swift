@@ -51,7 +51,8 @@ public struct JSONReport {
         let fields: [(String, String?)] = [
             ("pipeline", run.pipelineName), ("pipelinePath", run.pipelinePath), ("pipelineSha256", run.pipelineSHA256),
             ("input", run.sourcePath), ("inputFormat", run.sourceFormat), ("inputSha256", run.sourceSHA256),
-            ("asOf", Timestamp.formatRFC3339(run.asOf)), ("status", run.status.rawValue), ("guard", run.guardVerdict), ("idpipeVersion", run.idpipeVersion), ("sourceAssumptions", run.sourceAssumptions),
+            ("asOf", Timestamp.formatRFC3339(run.asOf)), ("status", run.status.rawValue), ("guard", run.guardVerdict),
+            ("idpipeVersion", run.idpipeVersion), ("sourceAssumptions", run.sourceAssumptions),
         ]
         out.write(fields.map { "\"\($0.0)\": \(JSONText.string($0.1))" }.joined(separator: ", "))
         out.write(", \"inputBytes\": \(run.sourceSize), \"personalDataMasked\": \(!masking.reveal)")
