@@ -719,7 +719,7 @@ struct Binary {
                 #expect(planned == (try String(contentsOfFile: again, encoding: .utf8)), "\(pipeline): \(file)")
                 #expect(planned.count > (format == "quarantine" ? 500 : 1000))
                 // Without --format, the output's name says it (`--output r.json` wrote Markdown); a name and a format that
-                // disagree are refused. A .csv is the ledger, unless --format says quarantine.
+                // disagree are refused. A .csv is the ledger, unless its name or --format says quarantine.
                 let fileExtension = format == "quarantine" ? "csv" : format
                 // (A .csv named for the quarantine is the quarantine: `--output OUT/quarantine.csv` wrote the ledger over it.)
                 let named = out + "/named-\(format)." + fileExtension.uppercased()
