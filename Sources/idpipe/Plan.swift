@@ -117,10 +117,7 @@ struct PlanExecution {
         let store = try StateStore(path: statePath)
         let existing = try store.loadRun()
         // Refused before anything is written (the mark of a plan not yet synced), as the plan itself would refuse them.
-        if let existing {
-            guard existing.pipelineName == definition.name else { throw PlanError.otherPipeline(name: existing.pipelineName, path: existing.pipelinePath) }
-            try PlanRunner.checkResumable(existing)
-        }
+        if let existing { try PlanRunner.checkPlannable(existing, pipelineName: definition.name) }
         // An interrupted migration goes on with the import file it left in its plan's folder (given another --out, it
         // found none there and refused the run as changed).
         if let existing, existing.status == .planning || StateStore.hasUnsyncedWrites(at: statePath),

@@ -34,11 +34,9 @@ struct Report: ParsableCommand {
     /// so, as the plan's quarantine.csv does: written again there, the ledger replaced it), if any.
     private var outputFormat: ReportWriter.Format? {
         guard let output, let dot = output.lastIndex(of: "."), !output[dot...].contains("/") else { return nil }
-        let name = output.split(separator: "/").last.map { $0.lowercased() } ?? ""
         let named = output[output.index(after: dot)...].lowercased()
-        return ReportWriter.Format.allCases.first { format in
-            format.fileExtension == named && (format == .quarantine) == (named == "csv" && name.contains("quarantine"))
-        }
+        if named == "csv" { return (output.split(separator: "/").last ?? "").lowercased().contains("quarantine") ? .quarantine : .csv }
+        return ReportWriter.Format(rawValue: named).flatMap { $0 == .quarantine ? nil : $0 }
     }
 
     func validate() throws {

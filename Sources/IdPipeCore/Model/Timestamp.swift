@@ -28,8 +28,7 @@ public struct TimestampZone: Sendable, Equatable {
     /// `UTC`, or `UTC+02:00`.
     public var description: String {
         guard minutes != 0 else { return "UTC" }
-        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        return "UTC\(minutes < 0 ? "-" : "+")\(two(abs(minutes) / 60)):\(two(abs(minutes) % 60))"
+        return "UTC\(minutes < 0 ? "-" : "+")\(Timestamp.twoDigits(abs(minutes) / 60)):\(Timestamp.twoDigits(abs(minutes) % 60))"
     }
 }
 
@@ -163,10 +162,9 @@ public enum Timestamp {
         let rest = seconds - days * 86_400
         let (year, month, day) = civilFromDays(days)
         guard (1000...9999).contains(year) else {
-            func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
             // RFC 3339 writes four digits: year 0 is 0000, as it was read.
             let shown = (0..<1000).contains(year) ? String(repeating: "0", count: 4 - String(year).count) + String(year) : String(year)
-            return "\(shown)-\(two(month))-\(two(day))T\(two(rest / 3600)):\(two(rest / 60 % 60)):\(two(rest % 60))Z"
+            return "\(shown)-\(twoDigits(month))-\(twoDigits(day))T\(twoDigits(rest / 3600)):\(twoDigits(rest / 60 % 60)):\(twoDigits(rest % 60))Z"
         }
         // Digit by digit into the string's own storage: interpolating six numbers cost about 5,000 instructions.
         return String(unsafeUninitializedCapacity: 20) { text in
@@ -187,6 +185,9 @@ public enum Timestamp {
             return 20
         }
     }
+
+    /// `7` as `07`.
+    static func twoDigits(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
 
     // Howard Hinnant's days-from-civil algorithms.
     public static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {

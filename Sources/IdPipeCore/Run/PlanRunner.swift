@@ -132,12 +132,12 @@ public final class PlanRunner {
         var checkpoint = PlanCheckpoint(input: InputCheckpoint(), inputPrefixSHA256: "", tally: Tally(), nextSequence: 0, importFileLength: 0)
         var resumed = false
         if let existing = try store.loadRun() {
+            try Self.checkPlannable(existing, pipelineName: newRun.pipelineName)
             do {
                 try Self.checkSameRun(existing, newRun)
             } catch PlanError.changedSinceInterruptedRun(let what) where existing.status != .planning {
                 throw PlanError.changedSinceFinishedPlan(what)
             }
-            try Self.checkResumable(existing)
             run = existing
             if existing.status != .planning {
                 let saved = try store.loadCheckpoint()
@@ -430,13 +430,16 @@ public final class PlanRunner {
         return PlanResult(run: run, tally: tally, alreadyPlanned: false, resumed: resumed, reportBodiesComplete: follower != nil)
     }
 
-    /// An interrupted plan is resumed only by the idpipe that started it: its first batches were planned by that one's rules.
-    public static func checkResumable(_ existing: RunRecord) throws {
+    /// Whether the store's run may be planned into by `pipelineName`, known before the new run's inputs are read (the
+    /// command asks before it writes to the store): it is that pipeline's, and an interrupted plan is resumed only by the
+    /// idpipe that started it, its first batches having been planned by that one's rules.
+    public static func checkPlannable(_ existing: RunRecord, pipelineName: String) throws {
+        if existing.pipelineName != pipelineName { throw PlanError.otherPipeline(name: existing.pipelineName, path: existing.pipelinePath) }
         if existing.status == .planning && !existing.resumesHere { throw PlanError.interruptedByOtherVersion(plannedBy: existing.plannedBy) }
     }
 
+    /// The rest of the run must be the same: its pipeline file and inputs (after `checkPlannable`).
     static func checkSameRun(_ existing: RunRecord, _ new: RunRecord) throws {
-        if existing.pipelineName != new.pipelineName { throw PlanError.otherPipeline(name: existing.pipelineName, path: existing.pipelinePath) }
         if existing.pipelineSHA256 != new.pipelineSHA256 {
             throw PlanError.changedSinceInterruptedRun("the pipeline file \(new.pipelinePath)")
         }

@@ -99,11 +99,11 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             }
             guard let parsed else {
                 // Masked in a report, the value no longer says what is wrong with it: the flaw is named.
-                var flaw = timestamps == .rfc3339 ? Timestamp.rfc3339Flaw(value, zone: zone).map { ": \($0)" } ?? "" : ""
+                let named = timestamps == .rfc3339 ? Timestamp.rfc3339Flaw(value, zone: zone) : nil
                 // A SQL DATETIME: the zone it was written in is the pipeline's to say.
-                if flaw == ": " + Timestamp.Flaw.noOffset.rawValue {
-                    flaw += " (a SQL DATETIME?): source.timestamp_zone says the zone the column was written in (UTC, or an offset such as +01:00)"
-                }
+                let hint = named == Timestamp.Flaw.noOffset.rawValue
+                    ? " (a SQL DATETIME?): source.timestamp_zone says the zone the column was written in (UTC, or an offset such as +01:00)" : ""
+                let flaw = named.map { ": \($0)\(hint)" } ?? ""
                 throw RecordIssue(field: field, reason: "\(Quoted.value(value)) is not \(timestamps.described) (\(column(columns[field]!)))\(flaw)")
             }
             // A number in the other unit: seconds read as milliseconds land in January 1970, milliseconds read as seconds
