@@ -110,7 +110,7 @@ struct PipelineContext {
         case .authExportCSV: return try CSVSource.authExport(path: sourcePath, checkpoint: checkpoint, batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         case .mappedCSV:
             return try CSVSource.mapped(path: sourcePath, mapping: source.mapping!, timestamps: source.timestampFormat, zone: source.timestampZone,
-                                        normalize: normalize,
+                                        nullCells: source.nullCells, normalize: normalize,
                                         checkpoint: checkpoint,
                                         batchBytes: batchBytes(CSVSource.defaultBatchBytes))
         }

@@ -436,17 +436,24 @@ struct Binary {
             #expect(try Self.stagedImportFiles(out).isEmpty)
         }
         #expect(try FileManager.default.contentsOfDirectory(atPath: secure).isEmpty)
-        // A name the run writes itself is refused before anything is written.
-        // (A name not ending in .json is refused for that first.)
+        // A name the run writes itself is refused before anything is written: a report's by the pipeline file's check
+        // (which validate makes too). (A name not ending in .json is refused for that first.)
         for name in ["plan.json", "report.json", "state.sqlite", "plan.md", "ledger.csv", "state.sqlite-wal", "state.sqlite-journal"] {
             let clash = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "import_json: cleaned-accounts.json", with: "import_json: \(name)")
             defer { Binary.removeVariant(clash) }
             let clashOut = Binary.temporaryDirectory()
             let (code, output) = try Binary.run(["plan", clash, "--out", clashOut, "--as-of", asOf])
-            let said = name.hasSuffix(".json") ? "output.import_json: \(clashOut)/\(name) is also" : "'\(name)' does not end in .json"
+            let said = name.hasSuffix(".json") ? "output.import_json: '\(name)' is the name of a report the run writes in the same folder"
+                : "'\(name)' does not end in .json"
             #expect(code == 2 && output.contains(said), "\(name): \(output)")
             #expect(!FileManager.default.fileExists(atPath: clashOut + "/state.sqlite"), "\(name)")
         }
+        // A state store given the import file's name is refused as the run starts.
+        let stateOut = Binary.temporaryDirectory()
+        let (stateCode, stateOutput) = try Binary.run(plan + ["--out", stateOut, "--state", stateOut + "/cleaned-accounts.json"])
+        #expect(stateCode == 2 && stateOutput.contains("output.import_json: \(stateOut)/cleaned-accounts.json is also \(stateOut)/cleaned-accounts.json, "
+            + "which this run writes"), "\(stateOutput)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: stateOut).isEmpty)
     }
 
     /// Stopped right after the batch that ends the input (its checkpoint is at the end, the run not yet marked planned),
@@ -958,7 +965,7 @@ struct Binary {
         #expect(quarantine == [
             "\(rows.count + 2) createdAt: 'l••• t•••' is not an RFC 3339 time (column \"signup_date\"): "
                 + "not written as 2026-11-21T00:00:00Z, with an optional fraction and Z or an offset, or as a date alone",
-            "\(rows.count + 3) disabled: 'm•••' is not true or false (column \"is_disabled\")",
+            "\(rows.count + 3) disabled: 'm•••' is not true or false (column \"is_disabled\"): true/false, 1/0, yes/no, y/n or t/f are read, in any letter case",
         ], "\(quarantine)")
     }
 

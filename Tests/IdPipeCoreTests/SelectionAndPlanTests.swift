@@ -490,6 +490,39 @@ import IdPipeTestSupport
         }
     }
 
+    /// `null_values` names a table's NULL texts (one or a list); `\N` is the default. A mapping makes a .csv a mapped table.
+    @Test func aTablesNullValuesAreNamedInThePipeline() throws {
+        func parse(_ keys: String, path: String = "a.csv") throws -> SourceConfig {
+            try PipelineDefinition.parse(yaml: "version: 1\nname: x\nsource:\n  path: \(path)\n  mapping: {localId: id}\n\(keys)", file: "p.yaml").source
+        }
+        let plain = try parse("")
+        #expect(plain.format == .mappedCSV, "a .csv with a mapping is a mapped table, not an export refused for having one")
+        #expect(plain.nullCells == ["\\N"] && plain.assumptions == nil)
+        let listed = try parse("  null_values: ['\\N', NULL]\n")
+        #expect(listed.nullCells == ["\\N", "NULL"])
+        #expect(listed.assumptions == "a cell that is \\N or NULL is read as empty (NULL)")
+        #expect(try parse("  null_values: \\N\n").nullCells == ["\\N"], "one text alone, unquoted")
+        #expect(try parse("  null_values: []\n").nullCells.isEmpty, "none: \\N is then a text")
+        let refused: [(String, String)] = [
+            ("version: 1\nname: x\nsource:\n  path: a.csv\n  mapping: {localId: id}\n  null_values: ['']\n",
+             "p.yaml:6: source.null_values[0]: an empty cell is no value already"),
+            // In double quotes YAML takes \N for U+0085.
+            ("version: 1\nname: x\nsource:\n  path: a.csv\n  mapping: {localId: id}\n  null_values: [\"\\N\"]\n",
+             "p.yaml:6: source.null_values[0]: in double quotes YAML reads \\N as a line end (U+0085): write '\\N' in single quotes"),
+            ("version: 1\nname: x\nsource:\n  path: a.json\n  null_values: [NULL]\n", "p.yaml:5: source.null_values: is for a mapped table"),
+            ("version: 1\nname: x\nsource:\n  format: identity-toolkit\n  null_values: [NULL]\n", "p.yaml:5: source.null_values: is for a mapped table"),
+            ("version: 1\nname: x\nsource:\n  path: a.json\n  mapping: {localId: id}\n", "p.yaml:5: source.mapping: a mapping is only for format: mapped-csv"),
+            // validate said valid; plan then refused it, as plan.json is written in the same folder.
+            ("version: 1\nname: x\nsource: {path: a.json}\noutput: {import_json: plan.json}\n",
+             "p.yaml:4: output.import_json: 'plan.json' is the name of a report the run writes in the same folder (plan.json, report.json)"),
+            ("version: 1\nname: x\nsource: {path: a.json}\noutput: {import_json: report.json}\n", "p.yaml:4: output.import_json: 'report.json' is the name"),
+        ]
+        for (yaml, expected) in refused {
+            let error = #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: yaml, file: "p.yaml") }
+            #expect(error?.description.hasPrefix(expected) == true, "\(String(describing: error))")
+        }
+    }
+
     /// A YAML error quotes its line cut short: a line of 200 kB was printed whole.
     @Test func aYAMLErrorQuotesALongLineCutShort() {
         let yaml = "version: 1\nname: x\nsource: {path: a.json}\nstages: " + String(repeating: "[", count: 100_000) + "\n"

@@ -471,6 +471,76 @@ func summary(_ records: [DecodedRecord]) -> [String] {
         #expect(entry.reason == "'9223372036854775807' is not a time in epoch seconds (column \"since\")")
     }
 
+    /// PostgreSQL's `EXTRACT(EPOCH FROM …)` writes seconds with a fraction: cut to the millisecond, not refused.
+    @Test func epochSecondsWithAFractionAreCutToTheMillisecond() throws {
+        let text = "id,since\nu1,1551699296.5\nu2,1551699296.123456\nu3,1551699296.\nu4,1.5e9\nu5,-1.25\nu6,.5\n"
+        let path = TemporaryFile.write(text, name: "users.csv")
+        let mapping = ColumnMapping(columns: ["localId": "id", "createdAt": "since"], providers: [:])
+        let records = try #require(try CSVSource.mapped(path: path, mapping: mapping, timestamps: .epochSeconds).nextBatch(records: 10, parts: 1)).decode(part: 0)
+        #expect(summary(records) == ["2:u1", "3:u2", "4:quarantine:createdAt", "5:quarantine:createdAt", "6:u5", "7:quarantine:createdAt"])
+        let times = records.compactMap { record -> Int64? in
+            guard case .account(let account, _) = record else { return nil }
+            return account.createdAt
+        }
+        #expect(times == [1_551_699_296_500, 1_551_699_296_123, -1_250])
+    }
+
+    /// A table's NULL: `\N` (MySQL's INTO OUTFILE, PostgreSQL's text COPY) is no value by default, other texts when the
+    /// pipeline lists them. NULL written as a word and not listed, and MySQL's zero date, are quarantined with that said:
+    /// they went into the import file as a name and as Apple and Facebook sign-ins. A Facebook id must be digits; t/f are flags.
+    @Test func aTablesNullIsNoValue() throws {
+        let text = """
+            id,mail,name,apple,fb,since,off
+            u1,a@example.com,\\N,\\N,\\N,\\N,\\N
+            u2,b@example.com,NULL,,,,t
+            u3,c@example.com,,null,12 345,0000-00-00 00:00:00,f
+            u4,d@example.com,,001234.abc.0001,1234,,
+
+            """
+        let path = TemporaryFile.write(text, name: "users.csv")
+        let mapping = ColumnMapping(columns: ["localId": "id", "email": "mail", "displayName": "name", "createdAt": "since", "disabled": "off"],
+                                    providers: ["apple.com": "apple", "facebook.com": "fb"])
+        func read(_ nulls: [String]) throws -> [DecodedRecord] {
+            try #require(try CSVSource.mapped(path: path, mapping: mapping, timestamps: .rfc3339, nullCells: nulls).nextBatch(records: 10, parts: 1))
+                .decode(part: 0)
+        }
+        let byDefault = try read(SourceConfig.defaultNullValues)
+        #expect(summary(byDefault) == ["2:u1", "3:quarantine:displayName", "4:quarantine:createdAt", "5:u4"])
+        if case .account(let u1, _) = byDefault[0] {
+            #expect(u1.displayName == nil && u1.providers.isEmpty && u1.createdAt == nil && !u1.disabled, "\(u1)")
+        }
+        if case .malformed(let u2) = byDefault[1] {
+            #expect(u2.reason == "holds the text NULL (column \"name\"): if the table writes NULL so, list it in source.null_values to read it as no value")
+        }
+        if case .malformed(let u3) = byDefault[2] {
+            #expect(([RecordIssue(field: u3.field, reason: u3.reason)] + u3.otherIssues).map { "\($0.field): \($0.reason)" } == [
+                "createdAt: is MySQL's zero date, 0000-00-00 00:00:00 (column \"since\"): no date; if the table writes no date so, list it in "
+                    + "source.null_values to read it as none",
+                "providerUserInfo[0].rawId: holds the text null (column \"apple\"): if the table writes NULL so, list it in source.null_values to read it as no value",
+                "providerUserInfo[1].rawId: '12 345' is not a Facebook user id, which is digits only (column \"fb\")",
+            ])
+        }
+        if case .account(let u4, _) = byDefault[3] {
+            // A link has no email of its own: the account's was copied to the Apple link, a guess that went into the import file.
+            #expect(u4.providers.map { "\($0.providerId) \($0.rawId) \($0.email ?? "-")" } == ["apple.com 001234.abc.0001 -", "facebook.com 1234 -"])
+        }
+        // Listed, NULL and the zero date are no value too, and \N is a text again: refused as a flag, a time and a Facebook id.
+        let listed = try read(["NULL", "null", "0000-00-00 00:00:00"])
+        #expect(summary(listed) == ["2:quarantine:disabled", "3:u2", "4:quarantine:providerUserInfo[0].rawId", "5:u4"])
+        if case .account(let u2, _) = listed[1] { #expect(u2.displayName == nil && u2.disabled) }
+        if case .malformed(let u3) = listed[2] { #expect(u3.otherIssues.isEmpty, "only the Facebook id: \(u3)") }
+    }
+
+    /// Every mapped name the header lacks is named at once (one a run took a plan for each).
+    @Test func everyMissingColumnIsNamedAtOnce() throws {
+        let path = TemporaryFile.write("ID,Email,name\nu1,a@example.com,Ann\n", name: "users.csv")
+        let mapping = ColumnMapping(columns: ["localId": "id", "email": "email", "displayName": "full_name"], providers: [:])
+        #expect { try CSVSource.mapped(path: path, mapping: mapping, timestamps: .rfc3339) } throws: { error in
+            "\(error)".hasSuffix(":1: the mapping names 3 columns the header does not have: 'full_name' for displayName, 'email' for email (it has 'Email'), "
+                + "'id' for localId (it has 'ID'); names are matched as written, letter case included; the header has: ID, Email, name")
+        }
+    }
+
     /// A table's SQL DATETIME values (no zone) are quarantined with the key that reads them; given the zone, they are read
     /// in it, and a time with its own offset keeps it.
     @Test func datetimesWithoutAZoneAreReadInTheTablesZone() throws {

@@ -146,11 +146,12 @@ extension PipelineDefinition {
     }
 
     private static func decodeSource(_ node: ConfigNode) throws -> SourceConfig {
-        let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix"])
+        let keys = try node.mapping(allowed: ["format", "path", "mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix",
+                                              "null_values"])
         if let formatNode = keys["format"], try formatNode.oneOf(SourceFormat.self) == .identityToolkit {
             if let pathNode = keys["path"] { throw pathNode.error("format identity-toolkit reads the live API and takes no path") }
             // Read by a mapped table's reader only: with the live API they did nothing, without a word.
-            for key in ["mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix"] {
+            for key in ["mapping", "timestamp_format", "timestamp_zone", "phone_country_code", "phone_trunk_prefix", "null_values"] {
                 // (epoch-ms says what the API's times are: taken, as on an export.)
                 if let node = keys[key], key != "timestamp_format" || (try? node.oneOf(TimestampFormat.self)) != .epochMilliseconds {
                     throw node.error("is for a mapped table (format: mapped-csv); format identity-toolkit reads the live API's accounts "
@@ -164,6 +165,9 @@ extension PipelineDefinition {
         let format: SourceFormat
         if let formatNode = keys["format"] {
             format = try formatNode.oneOf(SourceFormat.self)
+        } else if keys["mapping"] != nil && !path.lowercased().hasSuffix(".json") {
+            // A column mapping is for a table with a header: an export's .csv has none.
+            format = .mappedCSV
         } else if path.lowercased().hasSuffix(".json") {
             format = .authExportJSON
         } else if path.lowercased().hasSuffix(".csv") {
@@ -185,7 +189,24 @@ extension PipelineDefinition {
         }
         return SourceConfig(format: format, path: path, mapping: mapping, timestampFormat: timestamps,
                             timestampZone: try keys["timestamp_zone"].map { try decodeTimestampZone($0, format: format, timestamps: timestamps) },
-                            phoneDefault: try decodePhoneDefault(keys, format: format))
+                            phoneDefault: try decodePhoneDefault(keys, format: format),
+                            nullValues: try keys["null_values"].map { try decodeNullValues($0, format: format) })
+    }
+
+    /// `null_values`: the texts a table's cells hold for NULL.
+    private static func decodeNullValues(_ node: ConfigNode, format: SourceFormat) throws -> [String] {
+        guard format == .mappedCSV else {
+            throw node.error("is for a mapped table (format: mapped-csv): an export leaves a field without a value empty")
+        }
+        // One text alone is a list of one.
+        let items = node.node.sequence == nil ? [node] : try node.list()
+        return try items.map { item in
+            let text = try item.string()
+            guard !text.isEmpty else { throw item.error("an empty cell is no value already: list only the texts that stand for NULL") }
+            // In double quotes, YAML reads \N as one character (U+0085, a line end).
+            guard text != "\u{85}" else { throw item.error("in double quotes YAML reads \\N as a line end (U+0085): write '\\N' in single quotes, or \\N alone") }
+            return text
+        }
     }
 
     /// `timestamp_zone`: UTC or a fixed offset, for a table's RFC 3339 column written without one (a SQL `DATETIME`).
@@ -530,6 +551,11 @@ extension PipelineDefinition {
         // `firebase auth:import` takes the format from the extension: JSON written as `x.csv` would be read as CSV.
         guard name.lowercased().hasSuffix(".json") else {
             throw item.error("'\(name)' does not end in .json: the import file is JSON, and firebase auth:import reads a file by its extension")
+        }
+        // The plan's and apply's JSON reports are written in the same folder (plan refused it; validate said valid).
+        guard !OutputConfig.reportFileNames.contains(name) else {
+            throw item.error("'\(name)' is the name of a report the run writes in the same folder (\(OutputConfig.reportFileNames.joined(separator: ", "))): "
+                + "choose another name")
         }
         return OutputConfig(importJSON: name, allowDuplicateEmails: try keys["allow_duplicate_emails"]?.bool() ?? false)
     }

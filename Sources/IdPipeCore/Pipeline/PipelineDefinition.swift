@@ -57,6 +57,15 @@ public struct SourceConfig: Sendable, Equatable {
     public var timestampZone: TimestampZone? = nil
     /// A mapped table's country for the phone numbers it holds without a country code; nil: such a number is quarantined.
     public var phoneDefault: PhoneDefault? = nil
+    /// The texts a mapped table writes in a cell for NULL (`source.null_values`), as the pipeline gives them; nil: the
+    /// default, `nullCells`.
+    public var nullValues: [String]? = nil
+
+    /// MySQL's `SELECT … INTO OUTFILE` and PostgreSQL's text `COPY` write NULL as `\N`, which no field holds as a value.
+    public static let defaultNullValues = ["\\N"]
+
+    /// The cell texts a mapped table's reader takes for an empty cell: no value.
+    public var nullCells: [String] { nullValues ?? Self.defaultNullValues }
 
     /// How phone numbers without a country code are completed, in words (`validate`, and the reviewer's plan.md).
     public var phoneAssumption: String? {
@@ -72,9 +81,15 @@ public struct SourceConfig: Sendable, Equatable {
         timestampZone.map { "a time without a zone is read in \($0.description)" }
     }
 
+    /// Which cells are read as no value, in words, when the pipeline names them.
+    public var nullAssumption: String? {
+        guard let nullValues, !nullValues.isEmpty else { return nil }
+        return "a cell that is " + nullValues.joined(separator: " or ") + " is read as empty (NULL)"
+    }
+
     /// What the plan takes for granted about the source's values, for its reviewer; nil when nothing.
     public var assumptions: String? {
-        let all = [zoneAssumption, phoneAssumption].compactMap { $0 }
+        let all = [zoneAssumption, phoneAssumption, nullAssumption].compactMap { $0 }
         return all.isEmpty ? nil : all.joined(separator: "; ")
     }
 }
@@ -307,6 +322,10 @@ public struct OutputConfig: Sendable, Equatable {
     /// Whether the import file may hold two accounts with one email: for a project whose sign-in settings allow it
     /// (Identity Platform's `signIn.allowDuplicateEmails`). Off, the later account is quarantined (`ImportKeys`).
     public var allowDuplicateEmails = false
+
+    /// The JSON reports a plan and an apply write in the output folder, which the import file shares: the names the idpipe
+    /// command's `ReportWriter` gives them (whose run also refuses any of its files as the import file's name).
+    public static let reportFileNames = ["plan.json", "report.json"]
 
     public init(importJSON: String? = nil, allowDuplicateEmails: Bool = false) {
         self.importJSON = importJSON

@@ -67,14 +67,16 @@ public final class CSVSource: AccountSource {
     /// `normalize`: how the normalize stage reads the table (nil with it off), for the other problems of a row that
     /// cannot be read.
     /// `zone`: where its times written without one were written (`source.timestamp_zone`).
+    /// `nullCells`: the texts its cells hold for NULL (`source.null_values`).
     public static func mapped(path: String, mapping: ColumnMapping, timestamps: TimestampFormat, zone: TimestampZone? = nil,
-                              normalize: AccountNormalizer.Options? = nil,
+                              nullCells: [String] = SourceConfig.defaultNullValues, normalize: AccountNormalizer.Options? = nil,
                               checkpoint: InputCheckpoint = InputCheckpoint(), batchBytes: Int = defaultBatchBytes) throws -> CSVSource {
         let headerReader = try readingCSV(path) { try CSVRecordReader(path: path) }
         guard case .record(let header)? = try headerReader.next() else {
             throw InputError(path: path, position: SourcePosition(file: path, line: 1), message: "expected a header row")
         }
-        let decoder = try MappedCSVDecoder(header: header, mapping: mapping, timestamps: timestamps, zone: zone, normalize: normalize, path: path)
+        let decoder = try MappedCSVDecoder(header: header, mapping: mapping, timestamps: timestamps, zone: zone, nullCells: nullCells,
+                                             normalize: normalize, path: path)
         let start = checkpoint.offset > 0 ? checkpoint : InputCheckpoint(offset: header.endOffset, line: header.lastLine + 1)
         return try CSVSource(path: path, checkpoint: start, decoder: decoder, batchBytes: batchBytes)
     }

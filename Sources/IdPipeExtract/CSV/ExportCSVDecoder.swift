@@ -200,12 +200,14 @@ extension ExportCSVDecoder {
 
 enum CSVFields {
     /// Field names are the account's (as in the JSON export); the column (`column 3`, `column "is_disabled"`) goes in the reason.
-    /// True or false, whatever the letter case; legacy tables also write yes/no and y/n.
+    /// True or false, whatever the letter case; legacy tables also write yes/no, y/n, and t/f (PostgreSQL's COPY).
     static func bool(_ text: String?, field: String, column: String) throws(RecordIssue) -> Bool {
         switch text?.lowercased() {
-        case nil, "false", "0", "no", "n": return false
-        case "true", "1", "yes", "y": return true
-        case _?: throw RecordIssue(field: field, reason: "\(Quoted.value(text ?? "")) is not true or false (\(column))")
+        case nil, "false", "0", "no", "n", "f": return false
+        case "true", "1", "yes", "y", "t": return true
+        case _?:
+            throw RecordIssue(field: field, reason: "\(Quoted.value(text ?? "")) is not true or false (\(column)): "
+                + "true/false, 1/0, yes/no, y/n or t/f are read, in any letter case")
         }
     }
 
