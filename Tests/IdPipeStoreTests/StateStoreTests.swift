@@ -117,14 +117,14 @@ final class CountingFingerprint: InputFingerprint {
         }
     }
 
-    func run(_ store: StateStore, stopAfter: Int? = nil) throws -> PlanResult {
+    func run(_ store: StateStore, stopAfter: Int? = nil, accounts list: [Account]? = nil) throws -> PlanResult {
         let pipeline = try self.pipeline
         let processor = AccountProcessor(pipeline: pipeline, sideInputs: SideInputs(), asOf: asOf)
         let runner = PlanRunner(pipeline: pipeline, processor: processor, store: store, workers: 2, logger: Logger(label: "test"))
         runner.shouldStop = { batches in stopAfter.map { batches >= $0 } ?? false }
         let record = RunRecord(pipelineName: "t", pipelinePath: "t.yaml", pipelineSHA256: "p", asOf: asOf, createdAt: 0, status: .planning,
                                sourcePath: "list", sourceFormat: "list", sourceSize: 50, sideInputSHA256: [:])
-        let all = accounts
+        let all = list ?? accounts
         return try runner.plan(run: record, openSource: { ListSource(all, size: 8, from: $0) }, fingerprint: CountingFingerprint(),
                                sink: nil, clock: { 0 })
     }
@@ -201,6 +201,24 @@ final class CountingFingerprint: InputFingerprint {
         let again = try run(store)
         #expect(again.alreadyPlanned)
         #expect(again.tally["accounts.read"] == 50)
+    }
+
+    /// A row quarantined for its own problems whose id an earlier account has: the duplicate is its first problem, the
+    /// others after it (fixed, they only met the duplicate in the next plan), and counted as such, across a resume too.
+    @Test(arguments: [nil, 1]) func aQuarantinedRowWithAnEarlierAccountsIdIsADuplicateFirst(stopAfter: Int?) throws {
+        var list = accounts
+        list[17].email = "user17@@example.com"  // u3 again, with an email no one can have
+        list[30].email = "user30@@example.com"  // its own id: quarantined for the email alone
+        let store = try StateStore()
+        if let stopAfter { _ = try run(store, stopAfter: stopAfter, accounts: list) }
+        let result = try run(store, accounts: list)
+        var rows: [String] = []
+        try store.quarantine(limit: nil) { _, entry in
+            rows.append(([entry.localId ?? "", entry.field] + entry.otherIssues.map(\.field)).joined(separator: " "))
+        }
+        #expect(rows == ["u3 localId email", "u30 email"])
+        #expect(result.tally["accounts.quarantined"] == 2)
+        #expect(result.tally["quarantine.field.localId"] == 1 && result.tally["quarantine.field.email"] == 1, "\(result.tally.counts)")
     }
 
     @Test func duplicateIdsAreRememberedAcrossAResume() throws {

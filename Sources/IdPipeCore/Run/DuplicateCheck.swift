@@ -49,6 +49,12 @@ final class DuplicateCheck {
         return !repeated.contains(hash) || repeatedAccepted.insert(hash)
     }
 
+    /// Whether an id with this hash was accepted already; nothing is accepted. (After the survey, only the hashes that repeat
+    /// are held: any other is no earlier account's.)
+    func contains(_ hash: UInt64) -> Bool {
+        all?.contains(hash) ?? repeatedAccepted.contains(hash)
+    }
+
     /// Reads ahead what inserting these will read (`IdHashSet.warm`).
     func warm(_ upcoming: some Sequence<UInt64>) {
         all?.warm(upcoming)

@@ -273,7 +273,16 @@ public final class PlanRunner {
                     case .fatal(let error):
                         throw PlanError.input(error)
                     case .quarantined(let entry):
-                        next.quarantine.append((sequence, parts[index].quarantine[entry]))
+                        var row = parts[index].quarantine[entry]
+                        // A row with an earlier account's id: that comes first, its own problems after it. Fixed, they would
+                        // only have met this one next; and the guard on ids given twice sees it (`repeatedIdVerdict`).
+                        if let id = row.localId, duplicates.contains(IdHash.of(id)) {
+                            counter.count(row, by: -1)
+                            row = QuarantineEntry(position: row.position, localId: id, field: "localId", reason: Self.repeatedIdReason,
+                                                  otherIssues: [RecordIssue(field: row.field, reason: row.reason)] + row.otherIssues)
+                            counter.count(row)
+                        }
+                        next.quarantine.append((sequence, row))
                     case .plain(let entry, let hash):
                         if duplicates.insert(hash) {
                             next.newIdHashes.append(hash)

@@ -80,10 +80,10 @@ public struct TallyCounter: Sendable {
     private var nameMisses: [String: Int] = [:]
     private var selectionReasons: [String: Int] = [:]
 
-    /// Counts a quarantined row.
-    public mutating func count(_ entry: QuarantineEntry) {
-        slots[Slot.quarantined] += 1
-        keyed["quarantine.field." + Self.fieldFamily(entry.field), default: 0] += 1
+    /// Counts a quarantined row; `by: -1` takes back one counted before (a row whose first problem turns out to be another).
+    public mutating func count(_ entry: QuarantineEntry, by amount: Int = 1) {
+        slots[Slot.quarantined] += amount
+        keyed["quarantine.field." + Self.fieldFamily(entry.field), default: 0] += amount
     }
 
     /// Counts an account; `by: -1` takes back one counted before (an account that turns out to be a duplicate).
