@@ -412,7 +412,24 @@ public final class SandboxService: Sendable {
                 ]))
             }
         case ("POST", "/__sandbox/faults"):
-            guard let body = try? SJSON.parse(request.body) else { return .json(400, .object([("error", .string("not JSON"))])) }
+            guard let body = try? SJSON.parse(request.body), let members = body.members else {
+                return .json(400, .object([("error", .string("not a JSON object"))]))
+            }
+            // A misspelt key set no fault, and the answer said ok: a test then measured a run without faults.
+            let known = ["status503", "status500", "status429", "drop", "burst429", "burst_length", "retry_after", "latency_ms", "seed"]
+            if let unknown = members.first(where: { !known.contains($0.0) }) {
+                return .json(400, .object([("error", .string("unknown fault '\(unknown.0)'; the faults are: \(known.joined(separator: ", "))"))]))
+            }
+            let probabilities = ["status503", "status500", "status429", "drop", "burst429"]
+            for (key, value) in members {
+                if probabilities.contains(key) {
+                    guard let chance = Double(value.scalarText ?? ""), (0...1).contains(chance) else {
+                        return .json(400, .object([("error", .string("\(key) is a probability, from 0 to 1"))]))
+                    }
+                } else if (value.int ?? -1) < 0 {
+                    return .json(400, .object([("error", .string("\(key) is a whole number, 0 or more"))]))
+                }
+            }
             var faults = SandboxConfig.Faults()
             faults.status503 = Double(body["status503"]?.scalarText ?? "") ?? 0
             faults.status500 = Double(body["status500"]?.scalarText ?? "") ?? 0

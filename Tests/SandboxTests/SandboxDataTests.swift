@@ -32,6 +32,22 @@ import Testing
         #expect(kept.status == 200, "users/u1 is still there")
     }
 
+    /// A misspelt fault was taken as no fault, and answered ok: a test meant to run under faults ran without them.
+    @Test func theFaultsEndpointRefusesWhatItDoesNotKnow() throws {
+        let service = try service()
+        let unknown = send(service, "POST", "/__sandbox/faults", body: #"{"fault503": 1}"#)
+        #expect(unknown.status == 400 && unknown.body.contains("unknown fault 'fault503'") && unknown.body.contains("status503"), "\(unknown.body)")
+        #expect(send(service, "POST", "/__sandbox/faults", body: #"{"status503": 1.5}"#).status == 400)
+        #expect(send(service, "POST", "/__sandbox/faults", body: #"{"latency_ms": -1}"#).status == 400)
+        #expect(send(service, "POST", "/__sandbox/faults", body: "[]").status == 400)
+        #expect(send(service, "GET", documents + "/users/u1").status == 200, "no fault was set by the refused requests")
+        #expect(send(service, "POST", "/__sandbox/faults", body: #"{"status503": 1, "seed": 7}"#).status == 200)
+        #expect(send(service, "GET", documents + "/users/u1").status == 503)
+        // The faults not given are off.
+        #expect(send(service, "POST", "/__sandbox/faults", body: "{}").status == 200)
+        #expect(send(service, "GET", documents + "/users/u1").status == 200)
+    }
+
     @Test func listingsSeeSubcollectionsAndACommitDeletesDocuments() throws {
         let service = try service()
         #expect(send(service, "POST", documents + "/users/u1:listCollectionIds", body: "{}").body.contains(#""collectionIds":["chats"]"#))
