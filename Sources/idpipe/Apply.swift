@@ -661,8 +661,8 @@ struct ApplyCommand {
                     + "\(progress.deleted) accounts deleted, in \(formatSeconds(wallClockSeconds() - started))"
                     + (resent > 0 ? "; \(resent) actions in flight at the last stop were sent again" : "") + ".")
             }
-            if sessions > 1 {
-                let states = try store.actionStates()
+            // (None when the run has no action, only an import: its line said it all.)
+            if sessions > 1, case let states = try store.actionStates(), !states.isEmpty {
                 let total = { (state: ActionState) in states.values.reduce(0) { $0 + ($1[state] ?? 0) } }
                 Console.out("all \(sessions) sessions: \(total(.done)) actions done, \(total(.failed)) failed, "
                     + "\(states[.deleteAccount]?[.done] ?? 0) accounts deleted.")

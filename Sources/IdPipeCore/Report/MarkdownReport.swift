@@ -273,9 +273,14 @@ public struct MarkdownReport {
         if summary.open > 0 {
             out.write("**\(summary.open) actions are still open** (planned, or sent without a recorded answer): `idpipe resume` continues.\n\n")
         }
-        table(&out, ["action", "service"] + ActionState.allCases.map(\.rawValue), summary.kinds.map { figures in
-            ["`\(figures.kind.rawValue)`", figures.kind.service] + ActionState.allCases.map { "\(figures.states[$0] ?? 0)" }
-        })
+        // A migration that only imports: a table of no rows read as a report cut short.
+        if summary.kinds.isEmpty {
+            out.write("No account had an action of its own (a name to update, a token to revoke, data or an account to delete).\n")
+        } else {
+            table(&out, ["action", "service"] + ActionState.allCases.map(\.rawValue), summary.kinds.map { figures in
+                ["`\(figures.kind.rawValue)`", figures.kind.service] + ActionState.allCases.map { "\(figures.states[$0] ?? 0)" }
+            })
+        }
         if !summary.policies.isEmpty {
             out.write("\n### Deletions, and the rule that let each through or held it back\n\n")
             table(&out, ["action", "state", "rule", "accounts"], summary.policies.map { ["`\($0.kind)`", $0.state, $0.policy, "\($0.count)"] })
