@@ -162,6 +162,22 @@ import Testing
         #expect(stub.requests.count == 1)
     }
 
+    /// The check of the hook's address sends its HEAD again after a connection dropped or timed out (sent once, one
+    /// dropped connection stopped an apply before it began), and gives up after three with the last error.
+    @Test func theHooksCheckTriesAgainWhenNoAnswerCame() async throws {
+        let url = "https://app.example.com/hooks/delete"
+        let flaky = StubTransport([.failure(.connectionClosed), .failure(.timedOut), .response(HTTPResponse(status: 405, json: "{}"))])
+        let hook = try DataWebhookClient(url: url, secret: nil, channel: channel(flaky, service: "data-webhook"))
+        #expect(try await hook.probe(pause: .milliseconds(1)) == 405)
+        #expect(flaky.requests.map(\.method) == ["HEAD", "HEAD", "HEAD"])
+        let down = StubTransport([.failure(.connectionClosed), .failure(.connectionClosed), .failure(.connectionClosed), .response(HTTPResponse(status: 200, json: "{}"))])
+        let unreachable = try DataWebhookClient(url: url, secret: nil, channel: channel(down, service: "data-webhook"))
+        await #expect(throws: ConnectorError.unavailable(service: "data-webhook", message: "https://app.example.com: the connection closed before a response (3 attempts)")) {
+            _ = try await unreachable.probe(pause: .milliseconds(1))
+        }
+        #expect(down.requests.count == 3)
+    }
+
     /// The hook's answer to a refusal is the app's own text about its user: only its size is kept (a name, an address
     /// and a phone number went into the reports in clear, beside the account's masked fields).
     @Test func aRefusalsBodyIsNotKept() async throws {

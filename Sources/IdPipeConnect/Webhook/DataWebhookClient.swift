@@ -29,15 +29,24 @@ public final class DataWebhookClient: Sendable {
         return object.encoded()
     }
 
-    /// Whether anything answers at the hook's address (`validate --check-services`): one HEAD request, which a hook
-    /// takes for no deletion, sent past the channel's retries (a 503 or a 429 is an answer too, where the channel would
-    /// try again, for minutes after a Retry-After). Its status is returned; the secret is not checked by it.
-    public func probe() async throws -> Int {
+    /// Whether anything answers at the hook's address (`validate --check-services`, and apply before it starts): a HEAD
+    /// request, which a hook takes for no deletion, sent past the channel's retries (a 503 or a 429 is an answer too,
+    /// where the channel would try again, for minutes after a Retry-After). Its status is returned; the secret is not
+    /// checked by it. A request with no answer (a dropped connection, a timeout) is sent again, up to `attempts` in all:
+    /// sent once, one dropped connection stopped an apply before it began.
+    public func probe(attempts: Int = 3, pause: Duration = .milliseconds(500)) async throws -> Int {
         let request = HTTPRequest(method: "HEAD", url: url, headers: [("User-Agent", IdPipeProduct.userAgent)], timeout: .seconds(10))
-        do throws(TransportError) {
-            return try await channel.transport.send(request).status
-        } catch {
-            throw ConnectorError.unavailable(service: channel.service, message: "\(ServiceChannel.origin(url)): \(error)")
+        var attempt = 1
+        while true {
+            do throws(TransportError) {
+                return try await channel.transport.send(request).status
+            } catch {
+                guard attempt < attempts else {
+                    throw ConnectorError.unavailable(service: channel.service, message: "\(ServiceChannel.origin(url)): \(error) (\(attempts) attempts)")
+                }
+            }
+            try await Task.sleep(for: pause * attempt)
+            attempt += 1
         }
     }
 
