@@ -327,6 +327,28 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(again == 1 && againOutput.contains("0 failed") && againOutput.contains("10 accounts deleted"), "\(againOutput)")
     }
 
+    /// A key or secret file that cannot be read (a path mistyped) stops the run before anything is recorded: it failed
+    /// once the plan was recorded, as its data were to be counted, and the corrected pipeline was then refused as a change
+    /// to the finished plan, so a nightly job stayed stuck until its folder was removed by hand.
+    @Test func aSecretFileThatCannotBeReadStopsTheRunBeforeAnythingIsRecorded() throws {
+        let (sandbox, pipeline) = try sampleCleanup()
+        defer { Binary.removeVariant(pipeline) }
+        let path = Binary.root.appendingPathComponent(pipeline).path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let secretLine = try #require(text.split(separator: "\n").first { $0.contains("app_secret_file:") })
+        try text.replacingOccurrences(of: String(secretLine), with: String(secretLine) + ".typo").write(toFile: path, atomically: true, encoding: .utf8)
+        let out = Binary.temporaryDirectory()
+        for command in [["plan"], ["run", "--yes"]] {
+            let (code, output) = try Binary.run([command[0], pipeline] + command.dropFirst() + ["--out", out, "--as-of", asOf])
+            #expect(code == 2 && output.contains("services.facebook.app_secret_file") && !output.contains("accounts read"), "\(command): \(output)")
+            #expect(!FileManager.default.fileExists(atPath: out + "/state.sqlite"), "\(command): nothing recorded")
+        }
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        let (fixed, fixedOutput) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
+        #expect(fixed == 1 && fixedOutput.contains("0 failed") && fixedOutput.contains("10 accounts deleted"), "\(fixedOutput)")
+        #expect(!SandboxLedger(try sandbox.ledger()).changes.isEmpty)
+    }
+
     @Test func sampleCleanupRevokesBeforeDeletingAndDoesEachEffectOnce() throws {
         let (sandbox, pipeline) = try sampleCleanup()
         defer { Binary.removeVariant(pipeline) }
