@@ -281,9 +281,17 @@ public final class ApplyRunner: Sendable {
             try await close(open, .blocked, reason: reason, policy: policy)
         case .allow(let policy):
             if stopping { return giveBackReservation() }
-            // The webhook and each configured store at once; the account only once all of them are done.
-            try await Self.concurrently(&actions, where: { $0.kind.isDataDeletion }) { action in
+            // The app's webhook first, then each configured store at once, once the hook has answered (done or failed):
+            // sent together, a hook that reads the user's documents (a billing customer's id) raced their deletion. The
+            // account only once all of them are done.
+            try await Self.concurrently(&actions, where: { $0.kind == .deleteData }) { action in
                 try await self.deleteData(action, uid: account.uid, policy: policy)
+            }
+            // (A stop after the hook leaves the stores planned, for resume.)
+            if !stopping {
+                try await Self.concurrently(&actions, where: { $0.kind.isDataDeletion && $0.kind != .deleteData }) { action in
+                    try await self.deleteData(action, uid: account.uid, policy: policy)
+                }
             }
             if actions.contains(where: { $0.kind.isDataDeletion && $0.isOpen }) {
                 // A stop kept one from starting: it stays planned with the account's deletion, for resume (the place

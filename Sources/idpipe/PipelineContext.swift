@@ -215,7 +215,9 @@ struct PipelineContext {
         if let delete = d.stages.delete {
             var what: [String] = []
             if delete.dataWebhook != nil { what.append("data through the webhook") }
-            for kind in delete.pathKinds { what.append(Planner.pathDetail(kind, delete)) }
+            // The stores' paths go at once.
+            let paths = delete.pathKinds.map { Planner.pathDetail($0, delete) }
+            if !paths.isEmpty { what.append(paths.joined(separator: " and ") + (paths.count > 1 ? " (at once)" : "")) }
             if delete.accounts { what.append("accounts (batch delete)") }
             lines.append("delete: " + what.joined(separator: ", then ") + "; when a revocation is not possible: \(delete.whenNotRevocable.rawValue)"
                 + ", when one fails: \(delete.whenRevocationFails.rawValue)")

@@ -1,3 +1,4 @@
+import Foundation
 import IdPipeConnect
 import Logging
 import Synchronization
@@ -167,6 +168,26 @@ final class RecordingEffects: RemoteEffects {
         let (second, _) = try await runner(store, sideInputs, again).apply(command: "test")
         #expect(second == .completed(failed: 0))
         #expect(again.log.isEmpty)
+    }
+
+    /// The app's webhook has answered before a store's paths are deleted (sent together, a hook that read the user's
+    /// documents raced their deletion), however slow it is; a hook that fails does not keep the stores' deletions back.
+    @Test(arguments: [false, true]) func theWebhookAnswersBeforeTheStoresAreDeleted(hookFails: Bool) async throws {
+        let (store, sideInputs) = try plannedStore(firestore: true)
+        let effects = RecordingEffects(errorOnData: hookFails ? .rejected(service: "data-webhook", code: "HTTP 409", message: "") : nil,
+                                       beforeData: { _ in Thread.sleep(forTimeInterval: 0.02) })  // a slow hook
+        _ = try await runner(store, sideInputs, effects).apply(command: "test")
+        let log = effects.log
+        let firestore = log.filter { $0.hasPrefix("delete-firestore ") }
+        #expect(firestore.count == 10, "\(log)")
+        // (A failed hook records no "data" line.)
+        for line in firestore where !hookFails {
+            let uid = line.dropFirst("delete-firestore ".count)
+            #expect(try #require(log.firstIndex(of: "data \(uid)")) < log.firstIndex(of: line)!, "\(uid)")
+        }
+        if hookFails {
+            #expect(try states(store).filter { $0.key.hasSuffix(" delete-data") }.values.allSatisfy { $0 == "failed" })
+        }
     }
 
     /// A stop that comes while an account's data is deleted leaves its account deletion planned, for resume: it is a
