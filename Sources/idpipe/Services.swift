@@ -232,12 +232,7 @@ final class Services {
             // A refresh grant with a token Apple never issued: invalid_grant proves the client secret was accepted. Any
             // other answer (a 404 or a 400 from a wrong endpoint, a 5xx) says nothing of the secret.
             probe("apple") {
-                do {
-                    _ = try await apple.refresh(refreshToken: "idpipe-connectivity-check")
-                    return "client secret accepted"
-                } catch ConnectorError.rejected(_, "invalid_grant", _) {
-                    return "client secret accepted (the probe token was refused, as expected)"
-                }
+                try await apple.checkClientSecret() ? "client secret accepted (the probe token was refused, as expected)" : "client secret accepted"
             }
         }
         if let facebook, wanted("facebook") {

@@ -28,6 +28,23 @@ import Testing
         #expect(try apple.clientSecret() == secret)
     }
 
+    /// The check of the client secret takes Apple's invalid_grant for the answer it expects: not counted as a failed
+    /// request (every clean apply's report showed one Apple failure). A refused secret still stops, and counts.
+    @Test func theClientSecretsCheckIsNoFailure() async throws {
+        let key = try SigningKey(pem: try TestKeys.ecP256().privatePEM, algorithm: .es256)
+        let credentials = try AppleCredentials(teamId: "TEAM123456", keyId: "KEY1234567", clientId: "com.example.app", key: key)
+        let stub = StubTransport(json: (400, #"{"error":"invalid_grant"}"#), (400, #"{"error":"invalid_client"}"#))
+        let appleChannel = channel(stub, service: "apple")
+        let apple = AppleClient(credentials: credentials, endpoint: try Endpoint(AppleClient.productionBase, service: "apple"), channel: appleChannel)
+        #expect(try await apple.checkClientSecret())
+        #expect(appleChannel.stats.failures == 0 && appleChannel.stats.requests == 1)
+        #expect(FormBody.decode(try #require(stub.requests.first).bodyText).first { $0.0 == "grant_type" }?.1 == "refresh_token")
+        await #expect { _ = try await apple.checkClientSecret() } throws: { error in
+            (error as? ConnectorError)?.stopsRun == true && "\(error)".contains("invalid_client")
+        }
+        #expect(appleChannel.stats.failures == 1)
+    }
+
     @Test func revokeSendsTheFormApplesDocumentsAsk() async throws {
         let stub = StubTransport([.response(HTTPResponse(status: 200))])
         let apple = try client(stub)

@@ -95,6 +95,16 @@ public final class AppleClient: Sendable {
         try await token([("grant_type", "refresh_token"), ("refresh_token", refreshToken)])
     }
 
+    /// The check of the client secret (validate's and apply's, before anything is sent): a refresh grant for a token Apple
+    /// never issued. Apple's `invalid_grant` proves the secret was accepted; it is the answer expected, not a failed
+    /// request (every clean apply's report showed one Apple failure). Any other answer says nothing of the secret.
+    /// Returns whether the token was refused so (a 200 is no refusal, and no failure either).
+    public func checkClientSecret() async throws -> Bool {
+        let response = try await post("/auth/token", [("grant_type", "refresh_token"), ("refresh_token", "idpipe-connectivity-check")],
+                                      expectedError: "invalid_grant")
+        return response.status != 200
+    }
+
     /// `POST /auth/revoke`. A 200 means "revoked, or already invalid" (RFC 7009 §2.2): Apple cannot tell which.
     public func revoke(token: String, hint: AppleTokenTypeHint) async throws {
         _ = try await post("/auth/revoke", [("token", token), ("token_type_hint", hint.rawValue)])
@@ -109,7 +119,8 @@ public final class AppleClient: Sendable {
                                   expiresIn: body["expires_in"]?.int ?? 0, idToken: body["id_token"]?.string)
     }
 
-    private func post(_ path: String, _ fields: [(String, String)], singleUse: Bool = false) async throws -> HTTPResponse {
+    /// `expectedError`: an OAuth error code that is the answer expected (`checkClientSecret`): returned as a success.
+    private func post(_ path: String, _ fields: [(String, String)], singleUse: Bool = false, expectedError: String? = nil) async throws -> HTTPResponse {
         let service = channel.service
         let url = endpoint.url(path)
         // A single-use request refused after it was sent more than once (a 5xx, or a connection that failed in a way
@@ -133,6 +144,7 @@ public final class AppleClient: Sendable {
                         + "is services.apple.endpoint Apple's?"))
                 }
                 switch error {
+                case expectedError: return .success
                 case "invalid_client", "unauthorized_client", "unsupported_grant_type", "invalid_scope":
                     // Wrong team, key, client id or secret: every account would fail the same way.
                     return .fail(.configuration(service: service, message: "\(path): \(error) (check team_id, key_id, client_id and the .p8 key)"))
