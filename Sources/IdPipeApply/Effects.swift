@@ -102,6 +102,13 @@ public final class LiveEffects: RemoteEffects {
             guard now - token.capturedAt < Planner.authorizationCodeLifetimeMs else {
                 return .notPossible("authorization code expired before apply (captured \(Timestamp.formatRFC3339(token.capturedAt)))")
             }
+            // Captured after now: its age is not known. A failure (when_revocation_fails, which keeps the account by
+            // default), not "not possible": a code of 2030, refused by Apple, let its account go under when_not_revocable.
+            if Planner.capturedTooLate(token, now: now) {
+                throw ConnectorError.rejected(service: "apple", code: "code-captured-later",
+                                              message: "the stored authorization code was captured at \(Timestamp.formatRFC3339(token.capturedAt)), "
+                                                + "after now: a clock or stored-tokens file error; not sent")
+            }
             let tokens: AppleTokenResponse
             do {
                 tokens = try await client.exchange(code: token.token.value)

@@ -63,5 +63,14 @@ func aNameOfNothingVisibleIsNoName(current: String) async throws {
             "\(error)".contains("which the interrupted send may have used") && !"\(error)".contains("c-1")
         }
         #expect(transport.sent.withLock { $0 } == 2)
+        // Captured later than now, beyond what clocks a little apart explain: not sent, and a failure (the account kept
+        // by default), where Apple's refusal made it "not revocable" and let the account go.
+        let later = StoredAppleToken(kind: .authorizationCode, token: Secret(value: "c-2", fingerprint: "f01"), capturedAt: now + 3_600_000)
+        await #expect {
+            _ = try await effects.revokeApple(later, now: now, resent: false)
+        } throws: { error in
+            (error as? ConnectorError).map { !$0.stopsRun } == true && "\(error)".contains("code-captured-later") && !"\(error)".contains("c-2")
+        }
+        #expect(transport.sent.withLock { $0 } == 2, "nothing sent for it")
     }
 }

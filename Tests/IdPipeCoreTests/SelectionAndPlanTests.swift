@@ -263,6 +263,9 @@ import IdPipeTestSupport
         // still fresh when apply ran was never exchanged, and with when_not_revocable: delete its account was deleted).
         (.authorizationCode, -1, .planned, nil),
         (.refreshToken, -86_400_000, .planned, nil),
+        // Later than a code lives, it is said (a code of 2030 went unremarked).
+        (.authorizationCode, -300_001, .planned, "authorization code captured after the plan's time (at 2026-11-21T00:05:00Z): apply judges its "
+            + "age as it sends, and fails it if it is later than then (a clock or file error)"),
     ])
     func appleRevocation(kind: AppleTokenKind?, age: Int64, state: ActionState, reason: String?) {
         let credentials = kind.map { StoredCredentials(apple: StoredAppleToken(kind: $0, token: secret("t"), capturedAt: asOf - age)) }

@@ -59,6 +59,12 @@ public struct Planner: Sendable {
     }
 
     static let facebookDetail = "DELETE /{app-scoped id}/permissions with the app token"
+
+    /// Whether an authorization code was captured later than `now` by more than a code lives (clocks a little apart
+    /// are not that far).
+    public static func capturedTooLate(_ token: StoredAppleToken, now: Int64) -> Bool {
+        token.capturedAt - now > authorizationCodeLifetimeMs
+    }
     /// Said of a revocation whose only ground is the stored-tokens file.
     static let storedOnly = " (from the stored-tokens file: the account has no such login)"
 
@@ -74,6 +80,13 @@ public struct Planner: Sendable {
         // A code lives 5 minutes: at 5:00 it is gone.
         if token.kind == .authorizationCode && asOf - token.capturedAt >= Self.authorizationCodeLifetimeMs {
             return PlannedAction(kind: .revokeApple, state: .notPossible, detail: detail, reason: "authorization code older than 5 minutes")
+        }
+        // Captured after the plan's time, by more than a code lives: planned, as apply judges a code's age when it sends
+        // (a plan given an earlier --as-of), with that said for the reviewer: a code of 2030 went unremarked.
+        if token.kind == .authorizationCode, Self.capturedTooLate(token, now: asOf) {
+            return PlannedAction(kind: .revokeApple, state: .planned, detail: detail,
+                                 reason: "authorization code captured after the plan's time (at \(Timestamp.formatRFC3339(token.capturedAt))): "
+                                    + "apply judges its age as it sends, and fails it if it is later than then (a clock or file error)")
         }
         return PlannedAction(kind: .revokeApple, state: .planned, detail: detail)
     }
