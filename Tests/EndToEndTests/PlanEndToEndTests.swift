@@ -642,6 +642,9 @@ struct Binary {
         let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
         #expect(report.contains("| matched: deletion requested | 6 |") && report.contains("**6 deletion requests of `inputs.deletion_requests` are within"))
         #expect(report.contains("### Deletion requested, not acted on (4)\n"), "\(report)")
+        // 6 against a list of 4 read as a mistake (review): the other two name no processed account, which is said.
+        #expect(report.contains("The count is of the input's requests: those of processed accounts are in the list below, the others name no "
+                                + "processed account"), "\(report)")
         // Each says why: the request waits out the grace period, until the day it is acted on.
         #expect(report.contains("| kxNSVd2N6kjEfd7jdQtG8jgckJxF | o•••@icloud.com | app at 2026-08-22T05:08:41Z | within select.deletion_grace_days: "
                                 + "acted on from 2027-03-10T05:08:41Z | apple.com |"), "\(report)")
