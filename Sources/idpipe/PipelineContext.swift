@@ -214,10 +214,15 @@ struct PipelineContext {
         }
         if let delete = d.stages.delete {
             var what: [String] = []
-            if delete.dataWebhook != nil { what.append("data through the webhook") }
+            if delete.dataWebhook != nil {
+                // Unsigned, the hook cannot tell idpipe's deletions from anyone's requests (a secret from the environment counts).
+                let variable = d.services.webhook?.secretEnv ?? WebhookServiceConfig().secretEnv
+                let signed = d.services.webhook?.secretFile != nil || !(ProcessEnvironment.value(variable) ?? "").isEmpty
+                what.append("data through the webhook" + (signed ? " (signed)" : " (unsigned: no shared secret, services.webhook.secret_file or \(variable))"))
+            }
             // The stores' paths go at once.
             let paths = delete.pathKinds.map { Planner.pathDetail($0, delete) }
-            if !paths.isEmpty { what.append(paths.joined(separator: " and ") + (paths.count > 1 ? " (at once)" : "")) }
+            if !paths.isEmpty { what.append((paths.count > 1 ? "at once, " : "") + paths.joined(separator: "; ")) }
             if delete.accounts { what.append("accounts (batch delete)") }
             lines.append("delete: " + what.joined(separator: ", then ") + "; when a revocation is not possible: \(delete.whenNotRevocable.rawValue)"
                 + ", when one fails: \(delete.whenRevocationFails.rawValue)")

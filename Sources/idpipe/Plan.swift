@@ -88,10 +88,12 @@ struct PlanExecution {
     func run() throws -> (result: PlanResult, store: StateStore) {
         let definition = context.definition
         let live = definition.source.format == .identityToolkit
-        // The services read their keys and secrets here, before anything is recorded (no request is sent): a key file's
-        // path mistyped failed the plan once recorded, as its data were to be counted, and the pipeline file, corrected,
-        // was then refused as a change to the finished plan. Only the live source uses them in the plan itself.
-        let services = live || definition.services != ServicesConfig() ? try Services(context, logger: logger) : nil
+        // The services read their keys and secrets here, before anything is recorded (no request is sent), when the run
+        // will use them: the live source, the data counts (`countData`), an apply that follows. A key file's path mistyped
+        // failed the plan once recorded, as its data were to be counted, and the pipeline file, corrected, was then
+        // refused as a change to the finished plan. Only the live source uses them in the plan itself.
+        let counts = definition.services.google != nil && definition.stages.delete?.pathKinds.isEmpty == false
+        let services = live || counts || applyRequested ? try Services(context, logger: logger) : nil
         defer { services?.shutdown() }
         let sourcePath = live ? "identitytoolkit:projects/\(services?.projectId ?? "")" : context.sourcePath
         var sourceSize: Int64 = 0

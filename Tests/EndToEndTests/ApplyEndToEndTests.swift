@@ -165,6 +165,9 @@ func firstDifference(_ a: String, _ b: String) -> String {
         defer { Binary.removeVariant(pipeline) }
         let (plainCode, plainOutput) = try Binary.run(["validate", pipeline])
         #expect(plainCode == 0 && plainOutput.hasSuffix(": valid\n") && !plainOutput.contains("warning"), "\(plainOutput)")
+        // The hook's requests go unsigned here, which is said; and its order before the stores.
+        #expect(plainOutput.contains("delete: data through the webhook (unsigned: no shared secret, services.webhook.secret_file or "
+                                     + "IDPIPE_WEBHOOK_SECRET), then at once, Firestore"), "\(plainOutput)")
         let (code, output) = try Binary.run(["validate", pipeline, "--check-services"])
         #expect(code == 0, "\(output)")
         for service in ["google", "apple", "facebook"] { #expect(output.contains("ok: \(service): "), "\(output)") }
