@@ -63,6 +63,8 @@ public final class ApplyRunner: Sendable {
     private let noNewSteps = Atomic<Bool>(false)
     private let counters = Mutex(ApplyProgress(accounts: 0, actionsDone: 0, actionsFailed: 0, deleted: 0, elapsedSeconds: 0))
     private let budget = Mutex<Int?>(nil)
+    /// The run's deletions begun before this session, which the cap counts (said when it stops the run).
+    private let startedBefore = Mutex(0)
     /// A migration's import (`stages.import`), sent first in the session: its names are in the accounts it imports.
     let importer: ImportRunner?
 
@@ -92,6 +94,7 @@ public final class ApplyRunner: Sendable {
         if let cap = settings.deletionCap {
             let counted = try await store.deletionsStarted()
             budget.withLock { $0 = cap - counted }
+            startedBefore.withLock { $0 = counted }
         }
         let queue = DeleteQueue(highWater: settings.deletionQueueLimit)
         var outcome: ApplyOutcome
@@ -392,7 +395,10 @@ public final class ApplyRunner: Sendable {
             return true
         }
         if !allowed {
-            halt(.stoppedByGuard("the deletion cap of \(settings.deletionCap ?? 0) accounts for this run is reached; the remaining deletions stay planned"))
+            // The cap is of the whole run: a resume given a cap below what earlier sessions deleted read as one reached now.
+            let before = startedBefore.withLock { $0 }
+            halt(.stoppedByGuard("the deletion cap of \(settings.deletionCap ?? 0) accounts for this run is reached"
+                + (before > 0 ? " (it counts the \(before) accounts whose deletion earlier sessions began)" : "") + "; the remaining deletions stay planned"))
         }
         return allowed
     }

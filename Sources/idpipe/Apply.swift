@@ -742,23 +742,28 @@ struct ApplyCommand {
 
     /// The pipeline file and every input must be byte for byte what the plan read.
     func checkUnchanged(_ run: RunRecord, _ context: PipelineContext) throws {
+        // Once apply has begun, the files the plan read finish it: a new plan starts over from what is left (review: an
+        // export overwritten mid-apply, and only "plan again" said).
+        let begun = run.status == .applying || run.status == .applied
+        let next = begun ? "; apply has begun on this plan: put back the files it read as they were to finish it, or plan again into a new state store"
+            : "; plan again into a new state store and review it"
         let pipelineDigest = context.sha256
         guard pipelineDigest == run.pipelineSHA256 else {
             throw CommandError("refusing to apply: the pipeline file \(context.path) changed since the plan was made "
-                + "(sha256 \(run.pipelineSHA256.prefix(12)) then, \(pipelineDigest.prefix(12)) now); plan again into a new state store and review it")
+                + "(sha256 \(run.pipelineSHA256.prefix(12)) then, \(pipelineDigest.prefix(12)) now)\(next)")
         }
         if context.definition.source.format != .identityToolkit {
             guard fileExists(run.sourcePath) else { throw CommandError("refusing to apply: the input \(run.sourcePath) is gone") }
             let digest = try FileFingerprint.digest(of: run.sourcePath)
             guard digest == run.sourceSHA256 else {
                 throw CommandError("refusing to apply: the input \(run.sourcePath) changed since the plan was made "
-                    + "(sha256 \(run.sourceSHA256?.prefix(12) ?? "none") then, \(digest.prefix(12)) now); plan again into a new state store and review it")
+                    + "(sha256 \(run.sourceSHA256?.prefix(12) ?? "none") then, \(digest.prefix(12)) now)\(next)")
             }
         }
         let digests = try context.prepareSideInputs()
         for (role, path) in context.sideInputPaths where digests[role] != run.sideInputSHA256[role] {
             throw CommandError("refusing to apply: the side input '\(role)' (\(path)) changed since the plan was made "
-                + "(sha256 \(run.sideInputSHA256[role]?.prefix(12) ?? "none") then, \(digests[role]?.prefix(12) ?? "none") now); plan again into a new state store")
+                + "(sha256 \(run.sideInputSHA256[role]?.prefix(12) ?? "none") then, \(digests[role]?.prefix(12) ?? "none") now)\(next)")
         }
     }
 

@@ -431,6 +431,8 @@ func firstDifference(_ a: String, _ b: String) -> String {
         // The cap is kept with the run: a resume without it stops at once (it went on to delete every account).
         let (held, heldOutput) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
         #expect(held == 3 && heldOutput.contains("deletion cap of 4"), "\(heldOutput)")
+        // The cap is of the whole run: the deletions of the session before are said to count.
+        #expect(heldOutput.contains("(it counts the 4 accounts whose deletion earlier sessions began)"), "\(heldOutput)")
         #expect(heldOutput.contains("kept with the run); to go on, give a higher N: `idpipe resume --state"), "\(heldOutput)")
         // The report's guards show it beside the pipeline's.
         let heldReport = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
@@ -490,6 +492,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let (code, output) = try Binary.run(["apply", "--state", state, "--yes"])
         #expect(code == 2, "\(output)")
         #expect(output.contains("refusing to apply: the input \(data)/accounts.json changed since the plan was made"), "\(output)")
+        #expect(output.contains("now); plan again into a new state store and review it"), "no apply began: \(output)")
     }
 
     /// Generated accounts with their side inputs and their user data (`data.json`, light: a few items each).
