@@ -9,6 +9,14 @@ struct Status: ParsableCommand {
     @Option(name: .long, help: ArgumentHelp("The state store of the run.", valueName: "db"))
     var state: String
 
+    @Flag(name: .long, help: ArgumentHelp(
+        "Exit with the run's standing, for a monitor (without it, status exits 0 whenever it could read the store): 0 a run going on "
+            + "now, a finished plan ready to apply, or an apply done with nothing failed; 1 done with failed actions, accounts the import "
+            + "could not bring in, or quarantined input rows; 2 an apply stopped by its configuration (a credential, a service), or a "
+            + "plan whose data nothing can count (no services.google); 3 stopped by a guard (the plan's, or apply's deletion cap); 130 "
+            + "stopped or killed before its end, or its data not yet counted (resume continues)."))
+    var exitCode = false
+
     func validate() throws {
         try validatePaths(state: state, out: nil)
     }
@@ -91,10 +99,35 @@ struct Status: ParsableCommand {
                 Console.out("last apply stopped: \(stop) (\(next))")
             }
             if let verdict = run.guardVerdict { Console.out("guard: \(verdict)") }
+            if exitCode, let code = try standing(run, store: store, running: holder != nil, base: base) { throw code }
         } catch let code as ExitCode {
             throw code
         } catch {
             throw fail("\(error)")
+        }
+    }
+
+    /// The run's standing as the exit codes of run and apply say it (`--exit-code`); nil for 0.
+    /// `base`: the folder the run's paths are relative to.
+    func standing(_ run: RunRecord, store: StateStore, running: Bool, base: String) throws -> ExitCode? {
+        if running { return nil }
+        switch run.status {
+        case .planning: return Exit.interrupted
+        case .stoppedByGuard: return Exit.stoppedByGuard
+        case .planned:
+            if StateStore.hasUnsyncedWrites(at: state) { return Exit.interrupted }
+            guard try pathCountsToDo(store) > 0 else { return nil }
+            // Counts to do: resume makes them, unless the pipeline has nothing to count them with (a new plan is needed).
+            let pipeline = try? PipelineContext(path: SideInputReader.resolve(run.pipelinePath, base))
+            return pipeline.map { $0.definition.services.google == nil } == true ? Exit.badInput : Exit.interrupted
+        case .applying:
+            guard let stop = run.applyStop, stop != "interrupted" else { return Exit.interrupted }
+            return stop.hasPrefix("the deletion cap") ? Exit.stoppedByGuard : Exit.badInput
+        case .applied:
+            let failed = try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }
+            let refused = try store.importSummary(limit: 0)?.refused ?? 0
+            let quarantined = try store.tally().quarantineRows
+            return failed > 0 || refused > 0 || quarantined > 0 ? Exit.doneWithFailures : nil
         }
     }
 }

@@ -264,6 +264,8 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(linked == 2 && linkedOutput.contains("cannot write \(elsewhere)/report.md: it is the state store the report is read from"), "\(linkedOutput)")
         let (statusCode, statusOutput) = try Binary.run(["status", "--state", state])
         #expect(statusCode == 0 && statusOutput.contains("status: applied"), "\(statusOutput)")
+        // For a monitor: done, with the samples' quarantined rows, as apply's own exit said.
+        #expect(try Binary.run(["status", "--state", state, "--exit-code"]).0 == 1)
     }
 
     /// A plan stopped while counting the data to delete (SIGTERM, the sandbox slow to answer) exits 130; the next plan
@@ -553,6 +555,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
         if killed.contains("status: applying") {
             #expect(killed.contains("(not running: the apply ended without recording why: killed, its machine down, or an error; `idpipe resume --state "),
                     "\(killed)")
+            #expect(try Binary.run(["status", "--state", state, "--exit-code"]).0 == 130, "killed: resume continues")
         }
         try Binary.run(["resume", "--state", state], killAfter: Double.random(in: 0.3...(applyTime * 0.3)))
         try Binary.run(["resume", "--state", state], killAfter: Double.random(in: 0.3...(applyTime * 0.3)))

@@ -185,6 +185,9 @@ struct Binary {
         let (_, status) = try Binary.run(["status", "--state", out + "/state.sqlite"])
         #expect(status.contains("status: planned\ndata: 30 path deletions not counted; apply refuses the plan until they are (the pipeline has "
             + "no services.google to count them with"), "\(status)")
+        // For a monitor: 2, a plan that cannot go on as it is; and 0 without --exit-code (the store was read).
+        #expect(try Binary.run(["status", "--state", out + "/state.sqlite", "--exit-code"]).0 == 2)
+        #expect(try Binary.run(["status", "--state", out + "/state.sqlite"]).0 == 0)
         // The rule that lets deletions through unrevoked, before approval (only report.md said it, after apply).
         #expect(report.contains("**3 accounts are deleted although a login of theirs cannot be revoked**: "
             + "`stages.delete.when_not_revocable: delete` lets their deletions through"), "\(report)")
@@ -249,6 +252,7 @@ struct Binary {
         let (stopCode, _) = try Binary.run(["plan", pipeline, "--out", interrupted, "--as-of", asOf],
                                            environment: small.merging(["IDPIPE_STOP_AFTER_BATCHES": "5"]) { $1 })
         #expect(stopCode == 130)
+        #expect(try Binary.run(["status", "--state", interrupted + "/state.sqlite", "--exit-code"]).0 == 130, "for a monitor: resume continues")
         for _ in 0..<3 {
             let moment = Double.random(in: 0.05...0.25)
             let (status, output) = try Binary.run(["plan", pipeline, "--out", interrupted, "--as-of", asOf],
@@ -1474,6 +1478,7 @@ struct Binary {
         let (status, statusOutput) = try Binary.run(["status", "--state", out + "/state.sqlite"])
         #expect(status == 0)
         #expect(statusOutput.contains("status: stopped-by-guard"))
+        #expect(try Binary.run(["status", "--state", out + "/state.sqlite", "--exit-code"]).0 == 3)
         #expect(statusOutput.contains("pipeline: cleanup-deleted-accounts (\(strict))") && statusOutput.contains("input: Pipelines/../Samples/accounts.json"), "\(statusOutput)")
         // From another folder, the paths the plan was given from its own are shown from there.
         let (_, elsewhere) = try Binary.run(["-c", "cd / && exec \"$0\" status --state \"$1\"", Binary.path, out + "/state.sqlite"], executable: "/bin/sh")
