@@ -23,7 +23,8 @@ extension StateStore {
         try await queue.write { db in
             try db.execute(sql: "UPDATE action SET resent = resent + 1 WHERE state = 'sent'")
             let resent = db.changesCount
-            try db.execute(sql: "INSERT INTO apply_session (command, started_at, resent) VALUES (?, ?, ?)", arguments: [command, at, resent])
+            try db.execute(sql: "INSERT INTO apply_session (command, started_at, resent, idpipe_version) VALUES (?, ?, ?, ?)",
+                           arguments: [command, at, resent, IdPipeVersion.text])
             return (db.lastInsertedRowID, resent)
         }
     }

@@ -181,6 +181,13 @@ extension StateStore {
                 ALTER TABLE quarantine ADD COLUMN other_issues TEXT;
                 """)
         }
+        migrator.registerMigration("v12-session-version") { db in
+            try db.execute(sql: """
+                -- The idpipe that ran each apply session (evidence of what carried the deletions out); NULL for the
+                -- sessions of an idpipe before 0.5.0, which did not record it.
+                ALTER TABLE apply_session ADD COLUMN idpipe_version TEXT;
+                """)
+        }
         return migrator
     }
 }

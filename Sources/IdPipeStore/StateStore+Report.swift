@@ -143,7 +143,7 @@ extension StateStore: ReportSource {
                 """).map { row in
                 ApplySummary.Session(command: row["command"], startedAt: row["started_at"],
                                      endedAt: (row["ended_at"] as Int64?) ?? max(row["started_at"] as Int64, (row["last_record"] as Int64?) ?? 0),
-                                     resent: row["resent"], outcome: row["outcome"])
+                                     resent: row["resent"], outcome: row["outcome"], idpipeVersion: row["idpipe_version"])
             }
             guard !sessions.isEmpty else { return nil }
             var states: [ActionKind: [ActionState: Int]] = [:]

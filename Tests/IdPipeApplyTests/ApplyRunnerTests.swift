@@ -330,6 +330,12 @@ final class RecordingEffects: RemoteEffects {
         let summary = try #require(try store.applySummary())
         #expect(summary.sessions.map(\.endedAt) == [2_000, 7_000])
         #expect(summary.seconds == 3)
+        // Each session keeps the idpipe that ran it (evidence of what carried the deletions out); one of an idpipe before
+        // 0.5.0 has none, and says so.
+        #expect(summary.sessions.map(\.ranBy) == ["idpipe \(IdPipeVersion.text)", "idpipe \(IdPipeVersion.text)"])
+        var old = summary.sessions[0]
+        old.idpipeVersion = nil
+        #expect(old.ranBy == "before 0.5.0 (not recorded)")
     }
 
     @Test func theCapStopsBeforeTheFirstDeletionBeyondIt() async throws {

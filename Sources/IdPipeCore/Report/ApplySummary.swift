@@ -21,14 +21,20 @@ public struct ApplySummary: Sendable {
         public var endedAt: Int64?
         public var resent: Int
         public var outcome: String?
+        /// The idpipe that ran it; nil for one before 0.5.0, which did not record it.
+        public var idpipeVersion: String?
 
-        public init(command: String, startedAt: Int64, endedAt: Int64?, resent: Int, outcome: String?) {
+        public init(command: String, startedAt: Int64, endedAt: Int64?, resent: Int, outcome: String?, idpipeVersion: String? = nil) {
             self.command = command
             self.startedAt = startedAt
             self.endedAt = endedAt
             self.resent = resent
             self.outcome = outcome
+            self.idpipeVersion = idpipeVersion
         }
+
+        /// Which idpipe ran it, in words.
+        public var ranBy: String { idpipeVersion.map { "idpipe \($0)" } ?? "before 0.5.0 (not recorded)" }
     }
 
     public var kinds: [KindFigures]

@@ -332,7 +332,7 @@ extension JSONReport {
         let sessions = summary.sessions.map {
             "{\"command\": \(JSONText.string($0.command)), \"startedAt\": \(JSONText.string(Timestamp.formatRFC3339($0.startedAt))), "
                 + "\"seconds\": \(FixedPoint.text(Double(($0.endedAt ?? $0.startedAt) - $0.startedAt) / 1000, places: 3)), \"resent\": \($0.resent), "
-                + "\"outcome\": \(JSONText.string($0.outcome))}"
+                + "\"outcome\": \(JSONText.string($0.outcome)), \"idpipeVersion\": \(JSONText.string($0.idpipeVersion))}"
         }
         return "{\"outcomes\": {\(outcomes.joined(separator: ", "))}, \"open\": \(summary.open), \"failed\": \(summary.failed), \"resent\": \(summary.resent), "
             + "\"seconds\": \(FixedPoint.text(summary.seconds, places: 3)), \"policies\": [\(policies.joined(separator: ", "))], "

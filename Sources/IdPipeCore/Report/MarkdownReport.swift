@@ -309,9 +309,10 @@ public struct MarkdownReport {
         out.write("Applied in \(FixedPoint.text(summary.seconds, places: 1)) s over \(summary.sessions.count) session(s). ")
         out.write(summary.resent == 0 ? "No action had to be sent again" : "\(summary.resent) actions were in flight when a session stopped and were sent again (each is idempotent)")
         out.write(importResent == 0 ? ".\n\n" : "; \(importResent) import request\(importResent == 1 ? " was" : "s were") (see Import).\n\n")
-        table(&out, ["session", "started", "seconds", "sent again", "outcome"], summary.sessions.enumerated().map { index, session in
+        table(&out, ["session", "started", "seconds", "sent again", "outcome", "by"], summary.sessions.enumerated().map { index, session in
             ["\(index + 1) (`\(session.command)`)", Timestamp.formatRFC3339(session.startedAt),
-             FixedPoint.text(Double((session.endedAt ?? session.startedAt) - session.startedAt) / 1000, places: 1), "\(session.resent)", session.outcome ?? "did not end (killed)"]
+             FixedPoint.text(Double((session.endedAt ?? session.startedAt) - session.startedAt) / 1000, places: 1), "\(session.resent)",
+             session.outcome ?? "did not end (killed)", session.ranBy]
         })
         out.write("\n")
         table(&out, ["action", "done", "first send to last answer (s)", "done per second"], summary.kinds.compactMap { figures in
