@@ -284,11 +284,25 @@ public final class ApplyRunner: Sendable {
             try await close(open, .blocked, reason: reason, policy: policy)
         case .allow(let policy):
             if stopping { return giveBackReservation() }
-            // The app's webhook first, then each configured store at once, once the hook has answered (done or failed):
-            // sent together, a hook that reads the user's documents (a billing customer's id) raced their deletion. The
-            // account only once all of them are done.
+            // The app's webhook first, then each configured store at once, once the hook has deleted the app's data: sent
+            // together, a hook that reads the user's documents (a billing customer's id) raced their deletion. The account
+            // only once all of them are done.
             try await Self.concurrently(&actions, where: { $0.kind == .deleteData }) { action in
                 try await self.deleteData(action, uid: account.uid, policy: policy)
+            }
+            // A hook that did not (failed, or not possible): the stores keep their data, with the account, so that the
+            // hook, sent again by a later plan, finds what it reads.
+            if let hook = actions.first(where: { $0.kind == .deleteData }), !hook.isOpen, hook.state != .done {
+                let stores = actions.indices.filter { actions[$0].isOpen && actions[$0].kind.isDataDeletion }
+                if !stores.isEmpty {
+                    let reason = "not sent: the data webhook did not delete the app's data (\(hook.state.rawValue)), so the stores keep theirs, with the account"
+                    didSomething = true
+                    try await close(stores.map { actions[$0] }, .blocked, reason: reason, policy: policy)
+                    for i in stores {
+                        actions[i].state = .blocked
+                        actions[i].reason = reason
+                    }
+                }
             }
             // (A stop after the hook leaves the stores planned, for resume.)
             if !stopping {
