@@ -93,7 +93,17 @@ struct PlanExecution {
         // failed the plan once recorded, as its data were to be counted, and the pipeline file, corrected, was then
         // refused as a change to the finished plan. Only the live source uses them in the plan itself.
         let counts = definition.services.google != nil && definition.stages.delete?.pathKinds.isEmpty == false
-        let services = live || counts || applyRequested ? try Services(context, logger: logger) : nil
+        var services: Services?
+        if live || counts || applyRequested {
+            services = try Services(context, logger: logger)
+        } else if definition.services != ServicesConfig() {
+            // A dry run that does not use them still says what its apply will meet (the plan would be made again, as a
+            // corrected pipeline file is a changed one).
+            do { try Services(context, logger: logger).shutdown() } catch {
+                Console.error("idpipe: warning: apply will not be able to set up the services: \(error); correct it before this plan is reviewed, "
+                    + "as apply refuses a plan whose pipeline file changed")
+            }
+        }
         defer { services?.shutdown() }
         let sourcePath = live ? "identitytoolkit:projects/\(services?.projectId ?? "")" : context.sourcePath
         var sourceSize: Int64 = 0

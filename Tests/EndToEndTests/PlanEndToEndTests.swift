@@ -377,6 +377,23 @@ struct Binary {
     /// its name, and writes the reports. Another plan's staged file in the same folder is not taken for its own. What
     /// has its name must be a regular file (a link to /dev/null was followed, and the device replaced); a name the run
     /// writes itself is refused, and so, before anything is read, is a folder in its way.
+    /// A dry run that uses no service still says what its apply will meet: a key file's path mistyped was found only by
+    /// apply, which then refused the corrected pipeline as a changed one.
+    @Test func aPlanWarnsOfServicesItsApplyCannotSetUp() throws {
+        let pipeline = try Binary.pipelineVariant("backfill-apple-names.yaml", replacing: "version: 1\n", with: """
+            version: 1
+            services:
+              apple: {team_id: TEAM123456, key_id: KEY1234567, client_id: com.example.app, private_key: no-such-key.p8}
+
+            """)
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        #expect(code == 1 && output.contains("idpipe: warning: apply will not be able to set up the services: ")
+                && output.contains("services.apple.private_key: cannot read"), "\(output)")
+        #expect(FileManager.default.fileExists(atPath: out + "/plan.md"), "the dry run is made all the same")
+    }
+
     @Test func theImportFileTakesItsNameOnceThePlanIsRecorded() throws {
         let plan = ["plan", "Pipelines/backfill-apple-names.yaml", "--as-of", asOf]
         let reference = Binary.temporaryDirectory()
