@@ -426,8 +426,17 @@ public final class SandboxService: Sendable {
                     guard let chance = Double(value.scalarText ?? ""), (0...1).contains(chance) else {
                         return .json(400, .object([("error", .string("\(key) is a probability, from 0 to 1"))]))
                     }
-                } else if (value.int ?? -1) < 0 {
-                    return .json(400, .object([("error", .string("\(key) is a whole number, 0 or more"))]))
+                } else {
+                    // A burst of 0 was one; a latency without bound hung every request.
+                    let bounds: ClosedRange<Int64> = switch key {
+                    case "burst_length": 1...10_000
+                    case "latency_ms": 0...60_000
+                    case "retry_after": 0...3_600
+                    default: 0...Int64.max
+                    }
+                    guard let number = value.int, bounds.contains(number) else {
+                        return .json(400, .object([("error", .string("\(key) is a whole number from \(bounds.lowerBound) to \(bounds.upperBound)"))]))
+                    }
                 }
             }
             var faults = SandboxConfig.Faults()

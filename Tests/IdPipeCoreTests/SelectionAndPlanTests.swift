@@ -513,6 +513,9 @@ import IdPipeTestSupport
             ("version: 1\nname: x\nsource:\n  path: a.csv\n  mapping: {localId: id}\n  null_values: [\"\\N\"]\n",
              "p.yaml:6: source.null_values[0]: in double quotes YAML reads \\N as a line end (U+0085): write '\\N' in single quotes"),
             ("version: 1\nname: x\nsource:\n  path: a.json\n  null_values: [NULL]\n", "p.yaml:5: source.null_values: is for a mapped table"),
+            // A flag's spelling turned the flags written so into false.
+            ("version: 1\nname: x\nsource:\n  path: a.csv\n  mapping: {localId: id}\n  null_values: [NULL, 1]\n",
+             "p.yaml:6: source.null_values[1]: '1' is also how a flag is written"),
             ("version: 1\nname: x\nsource:\n  format: identity-toolkit\n  null_values: [NULL]\n", "p.yaml:5: source.null_values: is for a mapped table"),
             ("version: 1\nname: x\nsource:\n  path: a.json\n  mapping: {localId: id}\n", "p.yaml:5: source.mapping: a mapping is only for format: mapped-csv"),
             // validate said valid; plan then refused it, as plan.json is written in the same folder.

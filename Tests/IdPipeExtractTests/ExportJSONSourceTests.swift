@@ -524,9 +524,14 @@ func summary(_ records: [DecodedRecord]) -> [String] {
             // A link has no email of its own: the account's was copied to the Apple link, a guess that went into the import file.
             #expect(u4.providers.map { "\($0.providerId) \($0.rawId) \($0.email ?? "-")" } == ["apple.com 001234.abc.0001 -", "facebook.com 1234 -"])
         }
-        // Listed, NULL and the zero date are no value too, and \N is a text again: refused as a flag, a time and a Facebook id.
+        // Listed, NULL and the zero date are no value too; \N, left out of the list, is said to be a NULL not listed (it went
+        // into the import file as a name and an Apple id).
         let listed = try read(["NULL", "null", "0000-00-00 00:00:00"])
-        #expect(summary(listed) == ["2:quarantine:disabled", "3:u2", "4:quarantine:providerUserInfo[0].rawId", "5:u4"])
+        #expect(summary(listed) == ["2:quarantine:displayName", "3:u2", "4:quarantine:providerUserInfo[0].rawId", "5:u4"])
+        if case .malformed(let u1) = listed[0] {
+            #expect(u1.reason == "holds the text \\N (column \"name\"): if the table writes NULL so, list it in source.null_values to read it as no value")
+            #expect(u1.otherIssues.count == 4, "the Apple and Facebook ids, the time and the flag too: \(u1.otherIssues)")
+        }
         if case .account(let u2, _) = listed[1] { #expect(u2.displayName == nil && u2.disabled) }
         if case .malformed(let u3) = listed[2] { #expect(u3.otherIssues.isEmpty, "only the Facebook id: \(u3)") }
     }

@@ -39,6 +39,9 @@ import Testing
         #expect(unknown.status == 400 && unknown.body.contains("unknown fault 'fault503'") && unknown.body.contains("status503"), "\(unknown.body)")
         #expect(send(service, "POST", "/__sandbox/faults", body: #"{"status503": 1.5}"#).status == 400)
         #expect(send(service, "POST", "/__sandbox/faults", body: #"{"latency_ms": -1}"#).status == 400)
+        // A burst of 0 was one, and a latency without bound hung every request.
+        #expect(send(service, "POST", "/__sandbox/faults", body: #"{"burst429": 1, "burst_length": 0}"#).status == 400)
+        #expect(send(service, "POST", "/__sandbox/faults", body: #"{"latency_ms": 9223372036854775807}"#).status == 400)
         #expect(send(service, "POST", "/__sandbox/faults", body: "[]").status == 400)
         #expect(send(service, "GET", documents + "/users/u1").status == 200, "no fault was set by the refused requests")
         #expect(send(service, "POST", "/__sandbox/faults", body: #"{"status503": 1, "seed": 7}"#).status == 200)

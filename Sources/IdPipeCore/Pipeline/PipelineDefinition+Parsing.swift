@@ -205,6 +205,10 @@ extension PipelineDefinition {
             guard !text.isEmpty else { throw item.error("an empty cell is no value already: list only the texts that stand for NULL") }
             // In double quotes, YAML reads \N as one character (U+0085, a line end).
             guard text != "\u{85}" else { throw item.error("in double quotes YAML reads \\N as a line end (U+0085): write '\\N' in single quotes, or \\N alone") }
+            // A flag's spelling would turn the flags written so into false, without a word.
+            guard !["true", "false", "1", "0", "yes", "no", "y", "n", "t", "f"].contains(text.lowercased()) else {
+                throw item.error("'\(text)' is also how a flag is written (true/false, 1/0, yes/no, y/n, t/f): a table's NULL text cannot be one")
+            }
             return text
         }
     }

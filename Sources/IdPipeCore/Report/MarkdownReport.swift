@@ -315,10 +315,12 @@ public struct MarkdownReport {
              session.outcome ?? "did not end (killed)", session.ranBy]
         })
         out.write("\n")
-        table(&out, ["action", "done", "first send to last answer (s)", "done per second"], summary.kinds.compactMap { figures in
+        let rates = summary.kinds.compactMap { figures in
             figures.done == 0 ? nil : ["`\(figures.kind.rawValue)`", "\(figures.done)", FixedPoint.text(figures.busySeconds, places: 1),
                                        figures.ratePerSecond.map { FixedPoint.text($0, places: 1) } ?? "–"]
-        })
+        }
+        // (None in an apply that only imports: a table of no rows read as a report cut short.)
+        if !rates.isEmpty { table(&out, ["action", "done", "first send to last answer (s)", "done per second"], rates) }
         if !summary.traffic.isEmpty {
             out.write("\n")
             traffic(&out, summary.traffic)

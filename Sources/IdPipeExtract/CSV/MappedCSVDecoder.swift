@@ -80,10 +80,11 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         return bytes.isEmpty || nullCells.contains { $0.elementsEqual(bytes) }
     }
 
-    /// Why a cell's text is not taken as a value: NULL written as a word, which the pipeline does not say the table uses
-    /// for NULL (as a name or a provider's id it went into the import file as one).
+    /// Why a cell's text is not taken as a value: NULL written as a word, or as `\N` (when the pipeline's list leaves it
+    /// out), which the pipeline does not say the table uses for NULL (as a name or a provider's id it went into the
+    /// import file as one).
     static func unnamedNull(_ value: String, column: String) -> String? {
-        guard value == "NULL" || value == "null" else { return nil }
+        guard value == "NULL" || value == "null" || value == "\\N" else { return nil }
         return "holds the text \(value) (\(column)): if the table writes NULL so, list it in source.null_values to read it as no value"
     }
 
