@@ -661,8 +661,9 @@ struct ApplyCommand {
                     + "\(progress.deleted) accounts deleted, in \(formatSeconds(wallClockSeconds() - started))"
                     + (resent > 0 ? "; \(resent) actions in flight at the last stop were sent again" : "") + ".")
             }
+            let states = sessions > 1 ? try store.actionStates() : [:]
             // (None when the run has no action, only an import: its line said it all.)
-            if sessions > 1, case let states = try store.actionStates(), !states.isEmpty {
+            if !states.isEmpty {
                 let total = { (state: ActionState) in states.values.reduce(0) { $0 + ($1[state] ?? 0) } }
                 Console.out("all \(sessions) sessions: \(total(.done)) actions done, \(total(.failed)) failed, "
                     + "\(states[.deleteAccount]?[.done] ?? 0) accounts deleted.")
@@ -707,9 +708,7 @@ struct ApplyCommand {
     /// Exit code 1, said why, when the run holds failed actions or accounts its import could not bring in, or the plan
     /// quarantined input rows.
     func failIfUnfinished(_ store: StateStore) throws {
-        let failed = try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }
-        let quarantined = try store.tally().quarantineRows
-        let refused = try store.importSummary(limit: 0)?.refused ?? 0
+        let (failed, refused, quarantined) = try unfinished(store)
         if failed > 0 { Console.error("idpipe: \(Console.count(failed, "action")) failed; see the Outcomes section of \(out)/report.md") }
         if refused > 0 {
             Console.error("idpipe: \(Console.count(refused, "account")) of the import file refused by the API; see the Import section of \(out)/report.md")
@@ -808,4 +807,11 @@ struct ApplyCommand {
         defer { interruption.end() }
         return try blocking { try await task.value }
     }
+}
+
+/// What keeps a finished run from "all done" (exit code 1): its failed actions, the accounts its import could not bring
+/// in, and the input rows its plan quarantined.
+func unfinished(_ store: StateStore) throws -> (failed: Int, refused: Int, quarantined: Int) {
+    (try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }, try store.importSummary(limit: 0)?.refused ?? 0,
+     try store.tally().quarantineRows)
 }

@@ -118,15 +118,15 @@ struct Status: ParsableCommand {
             if StateStore.hasUnsyncedWrites(at: state) { return Exit.interrupted }
             guard try pathCountsToDo(store) > 0 else { return nil }
             // Counts to do: resume makes them, unless the pipeline has nothing to count them with (a new plan is needed).
-            let pipeline = try? PipelineContext(path: SideInputReader.resolve(run.pipelinePath, base))
-            return pipeline.map { $0.definition.services.google == nil } == true ? Exit.badInput : Exit.interrupted
+            if let pipeline = try? PipelineContext(path: SideInputReader.resolve(run.pipelinePath, base)), pipeline.definition.services.google == nil {
+                return Exit.badInput
+            }
+            return Exit.interrupted
         case .applying:
             guard let stop = run.applyStop, stop != "interrupted" else { return Exit.interrupted }
             return stop.hasPrefix("the deletion cap") ? Exit.stoppedByGuard : Exit.badInput
         case .applied:
-            let failed = try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }
-            let refused = try store.importSummary(limit: 0)?.refused ?? 0
-            let quarantined = try store.tally().quarantineRows
+            let (failed, refused, quarantined) = try unfinished(store)
             return failed > 0 || refused > 0 || quarantined > 0 ? Exit.doneWithFailures : nil
         }
     }

@@ -65,6 +65,7 @@ public struct Planner: Sendable {
     public static func capturedTooLate(_ token: StoredAppleToken, now: Int64) -> Bool {
         token.capturedAt - now > authorizationCodeLifetimeMs
     }
+
     /// Said of a revocation whose only ground is the stored-tokens file.
     static let storedOnly = " (from the stored-tokens file: the account has no such login)"
 
