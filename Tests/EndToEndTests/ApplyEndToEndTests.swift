@@ -307,21 +307,27 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(resumed == 1 && resumedOutput.contains("apply: 10 accounts"), "\(resumedOutput)")
     }
 
+    /// Writes the pipeline variant with its `app_secret_file:` line replaced by what `edit` makes of it; returns the text
+    /// it had, and the path of the secret file it named.
+    func editSecretFileLine(_ pipeline: String, _ edit: (String) -> String) throws -> (text: String, secretFile: String) {
+        let path = Binary.root.appendingPathComponent(pipeline).path
+        let text = try String(contentsOfFile: path, encoding: .utf8)
+        let line = String(try #require(text.split(separator: "\n").first { $0.contains("app_secret_file:") }))
+        try text.replacingOccurrences(of: line, with: edit(line)).write(toFile: path, atomically: true, encoding: .utf8)
+        return (text, String(line.split(separator: ":", maxSplits: 1)[1]).trimmingCharacters(in: .whitespaces))
+    }
+
     /// A service the open actions need is checked before anything is sent: with a refused Facebook app secret, `run
     /// --yes` went on until the first Facebook revocation, and the data of the accounts before it was deleted already
     /// (a night half done). Nothing changes now, and once the secret is fixed the same command goes on.
     @Test func aServiceThatFailsItsCheckStopsApplyBeforeAnythingIsSent() throws {
         let (sandbox, pipeline) = try sampleCleanup()
         defer { Binary.removeVariant(pipeline) }
-        let path = Binary.root.appendingPathComponent(pipeline).path
-        let text = try String(contentsOfFile: path, encoding: .utf8)
         // The pipeline reads the secret from a file of the test's, which holds a wrong one first.
-        let secretLine = try #require(text.split(separator: "\n").first { $0.contains("app_secret_file:") })
-        let secret = try String(contentsOfFile: String(secretLine.split(separator: ":", maxSplits: 1)[1]).trimmingCharacters(in: .whitespaces),
-                                encoding: .utf8)
         let file = Binary.temporaryDirectory() + "/app-secret.txt"
         try "not-the-app-secret".write(toFile: file, atomically: true, encoding: .utf8)
-        try text.replacingOccurrences(of: String(secretLine), with: "    app_secret_file: \(file)").write(toFile: path, atomically: true, encoding: .utf8)
+        let (_, secretFile) = try editSecretFileLine(pipeline) { _ in "    app_secret_file: \(file)" }
+        let secret = try String(contentsOfFile: secretFile, encoding: .utf8)
         let out = Binary.temporaryDirectory()
         let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf])
         #expect(code == 2 && output.contains("nothing was sent: a service the plan's open actions need failed its check: facebook: "), "\(output)")
@@ -338,10 +344,8 @@ func firstDifference(_ a: String, _ b: String) -> String {
     @Test func aSecretFileThatCannotBeReadStopsTheRunBeforeAnythingIsRecorded() throws {
         let (sandbox, pipeline) = try sampleCleanup()
         defer { Binary.removeVariant(pipeline) }
+        let (text, _) = try editSecretFileLine(pipeline) { $0 + ".typo" }
         let path = Binary.root.appendingPathComponent(pipeline).path
-        let text = try String(contentsOfFile: path, encoding: .utf8)
-        let secretLine = try #require(text.split(separator: "\n").first { $0.contains("app_secret_file:") })
-        try text.replacingOccurrences(of: String(secretLine), with: String(secretLine) + ".typo").write(toFile: path, atomically: true, encoding: .utf8)
         let out = Binary.temporaryDirectory()
         for command in [["plan"], ["run", "--yes"]] {
             let (code, output) = try Binary.run([command[0], pipeline] + command.dropFirst() + ["--out", out, "--as-of", asOf])
