@@ -126,6 +126,13 @@ enum SandboxCrypto {
         return digest.map { String(format: "%02x", $0) }.joined()
     }
 
+    /// `count` random bytes in lower-case hex: a Facebook app secret is 16 of them.
+    static func randomHex(bytes count: Int) -> String {
+        var bytes = [UInt8](repeating: 0, count: count)
+        _ = RAND_bytes(&bytes, Int32(bytes.count))
+        return bytes.map { String(format: "%02x", $0) }.joined()
+    }
+
     static func randomToken(_ prefix: String) -> String {
         var bytes = [UInt8](repeating: 0, count: 18)
         _ = RAND_bytes(&bytes, Int32(bytes.count))

@@ -51,7 +51,7 @@ public enum SandboxSetup {
         try write(google.publicPEM, to: directory + "/google-public.pem", secret: false)
         try write(apple.privatePEM, to: directory + "/" + appleKeyFile, secret: true)
         try write(apple.publicPEM, to: directory + "/apple-public.pem", secret: false)
-        try write(SandboxCrypto.randomToken("fbsecret-") + "\n", to: directory + "/" + facebookSecretFile, secret: true)
+        try write(SandboxCrypto.randomHex(bytes: 16) + "\n", to: directory + "/" + facebookSecretFile, secret: true)
         try write(config.text + "\n", to: configPath, secret: false)
         let (loaded, _) = try load(directory: directory)
         try pointClients(directory: directory, config: loaded, port: port)

@@ -65,7 +65,10 @@ import Testing
                       // Base64 has slashes: a key's body, a random secret.
                       ("MIGHAgEAMBMGByqGSM49AgEGCCqGSM49/AwEHBG0wawIBAQQg", false), ("q2v/8Jk3mX+7pLr0w9ZtYh4bN6cE1sA5dF2gH8jK0lM=", false),
                       // A key whose slashes cut it into parts too short for a token (a review saw 5 in 35 printed).
-                      ("e+Qlga2wsHlJ/vuq+Ad3odQUl5xY/Y6Ut1rc7fKATJo=", false), ("Qm9i/YWxpY2U+dGVzdA=", false)])
+                      ("e+Qlga2wsHlJ/vuq+Ad3odQUl5xY/Y6Ut1rc7fKATJo=", false), ("Qm9i/YWxpY2U+dGVzdA=", false),
+                      // A base64url secret with fewer than 3 digits (a review saw the sandbox's printed).
+                      ("fbsecret-xJ8_kQvTnRwYpLmZaBcDeFgH", false), ("wQeRtYuIoPaSdFgHjKlZxCv1", false),
+                      ("facebook_app_secret_2024", true), ("FacebookSecret.txt", true)])
     func pathsAreShownUnlessTheyMayBeTheSecret(given: String, shown: Bool) {
         #expect(Redaction.path("/pipelines/" + given, given: given) == (shown ? "'/pipelines/\(given)'" : "(a value that may be the key or secret itself, not a path: not shown)"))
     }

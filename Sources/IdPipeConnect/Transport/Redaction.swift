@@ -42,9 +42,9 @@ public enum Redaction {
     /// A file path from the configuration or the environment as an error message shows it (`shown`, resolved): quoted,
     /// unless what was given (`given`, as written) looks like what the file would hold. A key's JSON or PEM text given
     /// in place of its path (a common slip with GOOGLE_APPLICATION_CREDENTIALS, `SecretText.isKeyText`), or a one-line
-    /// secret: a part between `/` (which base64 has) of 16 or more token characters with no `.`, at least 3 digits, and
-    /// both cases of letters or 32 characters (random text; a name's words have an extension, few digits, one case).
-    /// Then it is not shown.
+    /// secret: a part between `/` (which base64 has) of 16 or more token characters with no `.`, and at least 3 digits
+    /// with both cases of letters or 32 characters, or 20 characters with a digit and both cases (random text, such as
+    /// a base64url secret with few digits; a name's words have an extension, few digits, one case). Then it is not shown.
     public static func path(_ shown: String, given: String? = nil) -> String {
         let value = given ?? shown
         let oneLineSecret = value.split(separator: "/").contains { part in
@@ -52,7 +52,8 @@ public enum Redaction {
             let isToken = bytes.allSatisfy { TextScan.isASCIILetterOrDigit($0) || "_~+=-".utf8.contains($0) }
             let digits = bytes.filter(TextScan.isASCIIDigit).count
             let bothCases = bytes.contains { $0 >= 0x41 && $0 <= 0x5A } && bytes.contains { $0 >= 0x61 && $0 <= 0x7A }
-            return bytes.count >= 16 && isToken && digits >= 3 && (bothCases || bytes.count >= 32)
+            return bytes.count >= 16 && isToken
+                && (digits >= 3 && (bothCases || bytes.count >= 32) || digits >= 1 && bothCases && bytes.count >= 20)
         }
         // A base64 key, whose '/' cut it into parts too short to look like a token.
         guard SecretText.isKeyText(value) || oneLineSecret || SecretText.isBase64Key(value) else { return "'\(shown)'" }
