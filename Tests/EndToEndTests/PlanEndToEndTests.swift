@@ -701,6 +701,19 @@ struct Binary {
         let waitingReport = try String(contentsOfFile: waitingOut + "/plan.md", encoding: .utf8)
         #expect(waitingReport.contains("## Selection\n\nNo rule selected an account.\n\n**12 deletion requests of `inputs.deletion_requests` are within"),
                 "\(waitingReport)")
+        // A count that is the list's needs no explaining.
+        let one = Binary.temporaryDirectory()
+        try #"{"users": [{"localId": "u1", "email": "jane@example.com", "providerUserInfo": []}]}"#
+            .write(toFile: one + "/accounts.json", atomically: true, encoding: .utf8)
+        try "uid,requested_at,source\nu1,2026-11-20T00:00:00Z,app\n".write(toFile: one + "/requests.csv", atomically: true, encoding: .utf8)
+        try "version: 1\nname: one\nsource: {path: accounts.json}\ninputs: {deletion_requests: requests.csv}\n"
+            .appending("select: {deletion_requested: true, deletion_grace_days: 30}\nstages: {delete: {when_not_revocable: delete}}\n")
+            .write(toFile: one + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        try Binary.run(["plan", one + "/pipeline.yaml", "--out", one + "/out", "--as-of", asOf])
+        let oneReport = try String(contentsOfFile: one + "/out/plan.md", encoding: .utf8)
+        #expect(oneReport.contains("**1 deletion request of `inputs.deletion_requests` is within the grace period** (`select.deletion_grace_days`), "
+                                   + "and not acted on yet: a plan made once it is old enough acts on it.\n")
+                && oneReport.contains("### Deletion requested, not acted on (1)\n") && !oneReport.contains("The count is of"), "\(oneReport)")
         // Without the grace period the same requests are acted on.
         let plain = Binary.temporaryDirectory()
         try Binary.run(["plan", "Pipelines/cleanup-deleted-accounts.yaml", "--out", plain, "--as-of", asOf])

@@ -124,8 +124,13 @@ public struct MarkdownReport {
             if waiting > 0 {
                 out.write("\n**\(waiting) deletion \(waiting == 1 ? "request" : "requests") of `inputs.deletion_requests` \(waiting == 1 ? "is" : "are") within the grace period** "
                     + "(`select.deletion_grace_days`), and not acted on yet: a plan made once \(waiting == 1 ? "it is" : "they are") "
-                    + "old enough acts on \(waiting == 1 ? "it" : "them"). The count is of the input's requests: those of processed accounts "
-                    + "are in the list below, the others name no processed account (the side-input ids that match none, under Summary).\n")
+                    + "old enough acts on \(waiting == 1 ? "it" : "them").")
+                // Said only when the list below has another count: the same number needs no explaining.
+                if waiting != totals[.requestNotActedOn, default: 0] {
+                    out.write(" The count is of the input's requests: those of processed accounts are in the list below, the others "
+                        + "name no processed account (the side-input ids that match none, under Summary).")
+                }
+                out.write("\n")
             }
             try accountList(&out, totals, .requestNotActedOn, title: "Deletion requested, not acted on",
                             columns: ["uid", "email", "request", "why", "providers"]) { account, _ in
