@@ -348,6 +348,10 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         if tally["accounts.read"] == 0 {
             Console.error("idpipe: warning: the input \(outcome.run.sourcePath) holds no accounts; the plan has nothing to act on")
         }
+        if tally[OddTimes.accountsKey] > 0 {
+            Console.error("idpipe: warning: \(Console.count(tally[OddTimes.accountsKey], "account")) \(tally[OddTimes.accountsKey] == 1 ? "has" : "have") "
+                + "times that cannot be right (after the plan's time, or a last sign-in before the account was made); see the Summary of \(out)/plan.md")
+        }
         for path in written { Console.out("report: \(path)") }
         if let output = context.definition.output.importJSON {
             let file = "\(out)/\(output)"

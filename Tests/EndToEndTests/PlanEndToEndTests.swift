@@ -720,6 +720,36 @@ struct Binary {
         #expect(try String(contentsOfFile: plain + "/plan.md", encoding: .utf8).contains("| matched: deletion requested | 10 |"))
     }
 
+    /// Times that cannot be right are processed as they are, and counted: on stderr, in plan.md's Summary and in
+    /// plan.json's totals; the same whether or not the fast path reads the accounts.
+    @Test func timesThatCannotBeRightAreCounted() throws {
+        let folder = Binary.temporaryDirectory()
+        try """
+            {"users": [
+              {"localId": "ok", "createdAt": "1700000000000", "lastSignedInAt": "1700000500000", "displayName": "Ann", "providerUserInfo": []},
+              {"localId": "future", "createdAt": "1900000000000", "displayName": "Bo", "providerUserInfo": []},
+              {"localId": "backwards", "createdAt": "1700000000000", "lastSignedInAt": "1600000000000", "displayName": "Cy", "providerUserInfo": []},
+              {"localId": "both", "createdAt": "1900000000000", "lastSignedInAt": "1800000000000", "displayName": "Di", "providerUserInfo": []}
+            ]}
+            """.write(toFile: folder + "/accounts.json", atomically: true, encoding: .utf8)
+        try "version: 1\nname: times\nsource: {path: accounts.json}\n".write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        var reports: [String] = []
+        for fullPath in ["0", "1"] {
+            let out = Binary.temporaryDirectory()
+            let (code, output) = try Binary.run(["plan", folder + "/pipeline.yaml", "--out", out, "--as-of", asOf], environment: ["IDPIPE_FULL_PATH": fullPath])
+            #expect(code == 0 && output.contains("idpipe: warning: 3 accounts have times that cannot be right"), "\(output)")
+            let report = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+            #expect(report.contains("**3 accounts have times that cannot be right**, by more than a minute (2 made after the plan's time, "
+                                    + "1 last signed in after the plan's time, 2 last signed in before they were made; the plan's time is 2026-11-21T00:00:00Z)"), "\(report)")
+            let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as! [String: Any]
+            let totals = json["totals"] as! [String: Int]
+            #expect(totals["accounts.odd-times"] == 3 && totals["times.created-after-plan"] == 2 && totals["times.signed-in-before-created"] == 2
+                    && totals["times.signed-in-after-plan"] == 1 && totals["accounts.processed"] == 4, "\(totals)")
+            reports.append(report.replacingOccurrences(of: out, with: "OUT"))
+        }
+        #expect(reports[0] == reports[1])
+    }
+
     /// plan.json and the ledger are put together from what the plan rendered as it went; `idpipe report` renders them
     /// from the store. The two are the same byte for byte: masked or revealed, with a quarantine, when a guard stops
     /// the plan, and after a resumed plan (which renders from the store, not having seen its first batches).

@@ -40,7 +40,7 @@ extension AccountProcessor {
                                      "K2X9@PrivateRelay.AppleID.com", "no-at", "", "ann@bücher.de", "a..b@example.com"]
     static let phones: [String?] = [nil, "+14155550100", "+1 415 555 0100", "0014155550100", "+0123456789", "", "+1234567", "+123456", "+1234567890123456"]
     static let names: [String?] = [nil, "Ann Lee", "", " Ann", "Ann  Lee", "刘芳", String(repeating: "a", count: 257), "a\u{200B}", "  ", "Ann\u{7}"]
-    static let times: [Int64?] = [asOf - 10 * day, nil, 1_700_000_000_000, 1_500_000_000, 0, -5, asOf - 400 * day]
+    static let times: [Int64?] = [asOf - 10 * day, nil, 1_700_000_000_000, 1_500_000_000, 0, -5, asOf - 400 * day, asOf + 2 * day]
     static let providerIds = ["apple.com", "facebook.com", "google.com", "phone", "password", "oidc.example", "Apple.com", "twitter.com", " google.com"]
     static let rawIds = ["1", "", " 1", "001.abc.9"]
     static let linkEmails: [String?] = [nil, "same", "r5@privaterelay.appleid.com", "bob@example.org", "BAD@X.COM", ""]
@@ -180,9 +180,24 @@ extension AccountProcessor {
             ("a provider linked twice", Account(localId: "u", displayName: "Ann", providers: [
                 ProviderLink(providerId: "google.com", rawId: "1"), ProviderLink(providerId: "google.com", rawId: "2")])),
             ("an unknown provider", Account(localId: "u", displayName: "Ann", providers: [ProviderLink(providerId: "oidc.x", rawId: "1")])),
+            // Counted by the full path (`OddTimes`).
+            ("made after the plan's time", Account(localId: "u", displayName: "Ann", createdAt: Self.asOf + Self.day)),
+            ("a last sign-in before the account was made", Account(localId: "u", displayName: "Ann", lastSignedInAt: Self.asOf - 2 * Self.day,
+                                                                    createdAt: Self.asOf - Self.day)),
         ]
         for (what, account) in cases {
             #expect(Self.withBytes(account, { processor.plain($0) }) == nil, "\(what)")
         }
+    }
+
+    /// Times that cannot be right, each by more than a minute; the rest are none.
+    @Test(arguments: [
+        (nil, nil, []), (asOf - day, asOf, []), (asOf + 60_000, asOf + 60_000, []), (asOf + 60_001, nil, [.createdAfterPlan]),
+        (nil, asOf + day, [.signedInAfterPlan]), (asOf - day, asOf - day - 60_000, []),
+        (asOf - day, asOf - day - 60_001, [.signedInBeforeCreated]),
+        (asOf + 2 * day, asOf + day, [.createdAfterPlan, .signedInAfterPlan, .signedInBeforeCreated]),
+    ] as [(Int64?, Int64?, OddTimes)])
+    func oddTimesAreFound(created: Int64?, lastSignedIn: Int64?, expected: OddTimes) {
+        #expect(OddTimes(createdAt: created, lastSignedInAt: lastSignedIn, asOf: Self.asOf) == expected)
     }
 }

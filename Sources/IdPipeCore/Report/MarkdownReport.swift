@@ -77,6 +77,20 @@ public struct MarkdownReport {
                 + "(\(Timestamp.formatRFC3339(run.asOf))), and not honoured: a clock or time zone is off, or the plan was made "
                 + "as of an earlier day. A plan made later honours them.\n")
         }
+        let odd = tally[OddTimes.accountsKey]
+        if odd > 0 {
+            let kinds: [(OddTimes, String)] = [(.createdAfterPlan, "made after the plan's time"), (.signedInAfterPlan, "last signed in after the plan's time"),
+                                              (.signedInBeforeCreated, "last signed in before they were made")]
+            let parts = kinds.compactMap { kind, text -> String? in
+                let count = tally[OddTimes.keys.first { $0.0 == kind }!.1]
+                return count == 0 ? nil : "\(count) \(text)"
+            }
+            out.write("\n**\(odd) \(odd == 1 ? "account has times" : "accounts have times") that cannot be right**, by more than a minute "
+                + "(\(parts.joined(separator: ", ")); the plan's time is \(Timestamp.formatRFC3339(run.asOf))): a clock, time zone or time unit "
+                + "is off at the source, or the plan was made as of an earlier day. \(odd == 1 ? "It is" : "They are") processed "
+                + "with \(odd == 1 ? "its" : "their") times as they are (`select.inactive_for_days` reads them so); plan.json counts "
+                + "\(odd == 1 ? "it" : "them") (`accounts.odd-times`, `times.…`).\n")
+        }
         if tally.inputEndsEarly {
             out.write("\n**The input ends early** (truncated?): the export may hold accounts that were not read. See the Quarantine section.\n")
         }

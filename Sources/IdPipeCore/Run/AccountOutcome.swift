@@ -11,6 +11,8 @@ public struct AccountOutcome: Sendable, Equatable {
     public var selection: SelectionOutcome
     public var deletionRequest: DeletionRequest?
     public var actions: [PlannedAction]
+    /// Its times that cannot be right: kept as they are, counted for the reviewer.
+    public var oddTimes = OddTimes()
 
     /// An outcome with nothing in it (and nothing to allocate): what a moved-out outcome leaves in its place.
     static var empty: AccountOutcome {
@@ -35,4 +37,30 @@ public struct AccountOutcome: Sendable, Equatable {
 public enum RecordOutcome: Sendable {
     case account(AccountOutcome)
     case quarantined(QuarantineEntry)
+}
+
+/// An account's times that cannot be right: after the plan's time, or a last sign-in before the account was made. A
+/// clock, time zone or unit is off at the source (or the plan is made as of an earlier day). Each by more than a
+/// minute (`slack`): a server's clocks differ by less, and such a difference says nothing of the data.
+public struct OddTimes: OptionSet, Sendable, Equatable {
+    public let rawValue: UInt8
+    public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+    public static let createdAfterPlan = OddTimes(rawValue: 1)
+    public static let signedInAfterPlan = OddTimes(rawValue: 2)
+    public static let signedInBeforeCreated = OddTimes(rawValue: 4)
+    static let slack: Int64 = 60_000
+
+    /// Times in epoch milliseconds, as the normalize stage leaves them; `asOf`: the plan's time.
+    public init(createdAt: Int64?, lastSignedInAt: Int64?, asOf: Int64) {
+        self.init()
+        if let createdAt, createdAt > asOf + Self.slack { insert(.createdAfterPlan) }
+        if let lastSignedInAt, lastSignedInAt > asOf + Self.slack { insert(.signedInAfterPlan) }
+        if let createdAt, let lastSignedInAt, lastSignedInAt < createdAt - Self.slack { insert(.signedInBeforeCreated) }
+    }
+
+    /// The tally's keys: one per kind, and the accounts with any (`accounts.odd-times`).
+    public static let keys: [(OddTimes, String)] = [(.createdAfterPlan, "times.created-after-plan"), (.signedInAfterPlan, "times.signed-in-after-plan"),
+                                                    (.signedInBeforeCreated, "times.signed-in-before-created")]
+    public static let accountsKey = "accounts.odd-times"
 }

@@ -67,9 +67,10 @@ public struct AccountProcessor: Sendable {
                 actions.append(PlannedAction(kind: .updateName, state: .planned, detail: "name from \(update.source)", value: update.name))
             }
         }
+        let oddTimes = OddTimes(createdAt: account.createdAt, lastSignedInAt: account.lastSignedInAt, asOf: selector.asOf)
         return .account(AccountOutcome(
             sequence: sequence, position: position, account: consume account, repairs: repairs, relay: relay, name: name,
-            selection: selection, deletionRequest: deletionRequest, actions: actions))
+            selection: selection, deletionRequest: deletionRequest, actions: actions, oddTimes: oddTimes))
     }
 
     /// Why an account whose owner asked for its deletion gets no name.

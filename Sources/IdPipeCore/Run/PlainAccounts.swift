@@ -192,6 +192,8 @@ extension AccountProcessor {
             }
         }
         // From here on the values are as the normalizer leaves them: an account the fast path does not take skips it.
+        // Times that cannot be right are counted by the full path (`OddTimes`).
+        if !OddTimes(createdAt: account.createdAt, lastSignedInAt: account.lastSignedInAt, asOf: selector.asOf).isEmpty { return .normalized }
 
         // Detect relay (`RelayDetection.classify`): a relay account linked to identifying data without consent needs review.
         let idHash = IdHash.of(id)

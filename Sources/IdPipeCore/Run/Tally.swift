@@ -127,6 +127,10 @@ public struct TallyCounter: Sendable {
         }
         if deleting { slots[Slot.deleting] += amount }
         if deleting && unrevoked { slots[Slot.deletingUnrevoked] += amount }
+        if !outcome.oddTimes.isEmpty {
+            keyed[OddTimes.accountsKey, default: 0] += amount
+            for (kind, key) in OddTimes.keys where outcome.oddTimes.contains(kind) { keyed[key, default: 0] += amount }
+        }
     }
 
     /// Counts an account the fast path took (`AccountProcessor.fastPath`): what `count(_:by:)` counts of the full path's
