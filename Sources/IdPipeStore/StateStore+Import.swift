@@ -29,23 +29,39 @@ extension StateStore {
     }
 
     /// Written before the request goes out: a run killed then sends it again (an import overwrites the accounts it made).
-    public func markImportSent(_ id: Int64, at: Int64) async throws {
+    /// `kept`: the accounts it leaves out, their uid being in the project already (given at its first sending only), in
+    /// the same transaction: a request sent again leaves out the same ones (`keptExisting`), as the accounts it made
+    /// are in the project by then.
+    public func markImportSent(_ id: Int64, at: Int64, kept: [ImportFailure] = []) async throws {
         try await queue.write { db in
             try db.execute(sql: """
                 UPDATE import_request SET state = 'sent', attempts = attempts + 1, first_sent_at = coalesce(first_sent_at, ?) WHERE id = ?
                 """, arguments: [at, id])
+            try Self.insertFailures(db, request: id, kept, existing: true)
+        }
+    }
+
+    /// The positions in request `id` of the accounts it leaves out as in the project already (`markImportSent`).
+    public func keptExisting(request id: Int64) throws -> Set<Int> {
+        try queue.read { db in
+            Set(try Int.fetchAll(db, sql: "SELECT position FROM import_failure WHERE request = ? AND existing = 1", arguments: [id]))
         }
     }
 
     /// A request answered: done, with the accounts the API refused, in one transaction.
     public func finishImport(_ id: Int64, refused failures: [ImportFailure], at: Int64) async throws {
         try await queue.write { db in
-            try db.execute(sql: "DELETE FROM import_failure WHERE request = ?", arguments: [id])
-            let insert = try db.cachedStatement(sql: "INSERT INTO import_failure (request, position, uid, message) VALUES (?, ?, ?, ?)")
-            for failure in failures {
-                try insert.execute(arguments: [id, failure.position, failure.uid, failure.message])
-            }
+            try db.execute(sql: "DELETE FROM import_failure WHERE request = ? AND existing = 0", arguments: [id])
+            try Self.insertFailures(db, request: id, failures, existing: false)
             try db.execute(sql: "UPDATE import_request SET state = 'done', finished_at = ? WHERE id = ?", arguments: [at, id])
+        }
+    }
+
+    private static func insertFailures(_ db: Database, request id: Int64, _ failures: [ImportFailure], existing: Bool) throws {
+        guard !failures.isEmpty else { return }
+        let insert = try db.cachedStatement(sql: "INSERT INTO import_failure (request, position, uid, message, existing) VALUES (?, ?, ?, ?, ?)")
+        for failure in failures {
+            try insert.execute(arguments: [id, failure.position, failure.uid, failure.message, existing ? 1 : 0])
         }
     }
 
@@ -83,11 +99,18 @@ extension StateStore {
                 summary.resentRequests += row["resent"] as Int
                 if state == .done { summary.usersInDoneRequests += users }
             }
-            summary.refused = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure") ?? 0
-            summary.firstRefused = try Row.fetchAll(db, sql: "SELECT position, uid, message FROM import_failure ORDER BY request, position LIMIT ?",
-                                                    arguments: [limit]).map {
-                ImportFailure(position: $0["position"], uid: $0["uid"], message: $0["message"])
+            // The accounts kept count once their request is done: before, it may not have gone yet.
+            let done = "request IN (SELECT id FROM import_request WHERE state = 'done')"
+            summary.refused = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure WHERE existing = 0") ?? 0
+            summary.keptExisting = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure WHERE existing = 1 AND \(done)") ?? 0
+            func first(_ condition: String) throws -> [ImportFailure] {
+                try Row.fetchAll(db, sql: "SELECT position, uid, message FROM import_failure WHERE \(condition) ORDER BY request, position LIMIT ?",
+                                 arguments: [limit]).map {
+                    ImportFailure(position: $0["position"], uid: $0["uid"], message: $0["message"])
+                }
             }
+            summary.firstRefused = try first("existing = 0")
+            summary.firstKept = try first("existing = 1 AND \(done)")
             return summary
         }
     }

@@ -188,6 +188,14 @@ extension StateStore {
                 ALTER TABLE apply_session ADD COLUMN idpipe_version TEXT;
                 """)
         }
+        migrator.registerMigration("v13-import-existing") { db in
+            try db.execute(sql: """
+                -- 1: an account the import left as the project has it, its uid being there already
+                -- (stages.import.existing_accounts: keep); recorded as its request is first sent, so that a request sent
+                -- again leaves out the same accounts. 0: the API refused it (and in older runs).
+                ALTER TABLE import_failure ADD COLUMN existing INTEGER NOT NULL DEFAULT 0;
+                """)
+        }
         return migrator
     }
 }

@@ -556,7 +556,10 @@ struct ApplyCommand {
             let open = try store.actionStates().filter { _, states in states.open > 0 }
             // With an import, the name updates go in with the accounts: listed with it, not as actions of their own.
             let listed = importing == nil ? open : open.filter { $0.key != .updateName }
-            let importLine = importing?.confirmationLine(into: context.definition.importTargetDescription ?? "", names: open[.updateName]?.open ?? 0)
+            // As the plan's report said: a plan before the setting was kept said its import overwrites.
+            let existing = run.importExistingAccounts.flatMap(ImportConfig.ExistingAccounts.init(rawValue:)) ?? .overwrite
+            let importLine = importing?.confirmationLine(into: context.definition.importTargetDescription ?? "", names: open[.updateName]?.open ?? 0,
+                                                         existing: existing)
             // Nothing to send (a plan of findings only, or one whose actions are all final): nothing to ask about.
             if !confirmed && (!listed.isEmpty || importLine != nil) {
                 switch confirm(listed, also: importLine) {
@@ -636,7 +639,7 @@ struct ApplyCommand {
             }
             let runner = ApplyRunner(store: store, effects: effects, credentials: credentials, settings: settings,
                                      clock: { epochMilliseconds() }, monotonic: { wallClockSeconds() }, logger: logger,
-                                     importer: try importing?.runner(services: services, store: store, hash: importHash))
+                                     importer: try importing?.runner(services: services, store: store, hash: importHash, existing: existing))
             let started = wallClockSeconds()
             let (outcome, resent) = try runInterruptibly(runner, command: command)
             Console.endProgress()
@@ -715,7 +718,8 @@ struct ApplyCommand {
         let (failed, refused, quarantined) = try unfinished(store)
         if failed > 0 { Console.error("idpipe: \(Console.count(failed, "action")) failed; see the Outcomes section of \(out)/report.md") }
         if refused > 0 {
-            Console.error("idpipe: \(Console.count(refused, "account")) of the import file refused by the API; see the Import section of \(out)/report.md")
+            Console.error("idpipe: \(Console.count(refused, "account")) of the import file not imported (refused by the API, or kept as the "
+                + "project has them, their uid being there already); see the Import section of \(out)/report.md")
         }
         if quarantined > 0 {
             Console.error("idpipe: \(Console.quarantinedRows(quarantined)) by the plan and not acted on; see the Quarantine section of "
@@ -813,9 +817,9 @@ struct ApplyCommand {
     }
 }
 
-/// What keeps a finished run from "all done" (exit code 1): its failed actions, the accounts its import could not bring
-/// in, and the input rows its plan quarantined.
+/// What keeps a finished run from "all done" (exit code 1): its failed actions, the accounts its import did not bring
+/// in (refused, or kept as the project has them), and the input rows its plan quarantined.
 func unfinished(_ store: StateStore) throws -> (failed: Int, refused: Int, quarantined: Int) {
-    (try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }, try store.importSummary(limit: 0)?.refused ?? 0,
+    (try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }, try store.importSummary(limit: 0)?.notImported ?? 0,
      try store.tally().quarantineRows)
 }

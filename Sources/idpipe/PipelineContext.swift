@@ -151,6 +151,13 @@ struct PipelineContext {
             found.append("inputs.legacy_names is given, but nothing reads it: no stages.backfill_names source is 'legacy' or a login "
                 + "other than Apple (whose names a relay account takes with the consent it records), and detect_relay is off")
         }
+        // A live source's accounts imported where they are read from: each is in the project already.
+        if let config = definition.stages.importAccounts, config.existingAccounts == .keep, definition.source.format == .identityToolkit,
+           let google = definition.services.google, (config.projectId ?? google.projectId) == google.projectId,
+           (config.tenantId ?? google.tenantId) == google.tenantId {
+            found.append("stages.import imports into the project (and tenant) the live source reads: every account is there already, so "
+                + "with existing_accounts: keep (the default) none is imported; write existing_accounts: overwrite to replace them with the cleaned ones")
+        }
         return found
     }
 
@@ -253,7 +260,9 @@ struct PipelineContext {
                 + "\(config.usersPerRequest) accounts a request, \(d.services.google?.batchCreatesPerSecond ?? 1) requests/s, "
                 + (config.passwordHash.map { hash in "password hashes as \(hash.algorithm)"
                     + (hash.usesSignerKey ? " (signer key from " + (hash.signerKeyFile == nil ? "$" + hash.signerKeyEnv : "signer_key_file") + ")" : "") }
-                   ?? "no password hash parameters (an account with a passwordHash stops the import)"))
+                   ?? "no password hash parameters (an account with a passwordHash stops the import)")
+                + (config.existingAccounts == .keep ? "; an account whose uid the project has already is kept as it is (each request's uids "
+                    + "looked up first), and listed" : "; an account whose uid the project has already is overwritten with the file's"))
         }
         return lines
     }

@@ -187,6 +187,7 @@ struct PlanExecution {
         run.reportFolder = absolutePath(out)
         run.listLimit = definition.report.listLimit
         run.importTarget = definition.importTargetDescription
+        run.importExistingAccounts = definition.stages.importAccounts?.existingAccounts.rawValue
         run.revealPersonalData = reveal || definition.report.revealPersonalData || existing?.revealPersonalData == true ? true : nil
         run.guardLimits = definition.guards.limits
         run.sourceAssumptions = definition.source.assumptions

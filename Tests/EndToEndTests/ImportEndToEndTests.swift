@@ -187,7 +187,7 @@ import Testing
         #expect(try importedIds(out) == ["keep-1", "no-at", "keep-2"])
         let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
         #expect(code == 1, "\(output)")
-        #expect(output.contains("1 account of the import file refused by the API; see the Import section"), "\(output)")
+        #expect(output.contains("1 account of the import file not imported (refused by the API, or kept as the project has them"), "\(output)")
         let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
         #expect(report.contains("| no-at | email is invalid |") && report.contains("| accounts imported | 2 |"), "\(report)")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))) as? [String: Any]
@@ -198,6 +198,56 @@ import Testing
         let name = try #require(rows.first { $0["action"] == "update-name" })
         #expect(name["uid"] == "no-at" && name["state"] == "failed" && name["reason"] == "not imported: email is invalid", "\(name.fields)")
         #expect(Set(SandboxLedger(try sandbox.ledger()).changes) == ["identitytoolkit create keep-1", "identitytoolkit create keep-2"])
+    }
+
+    /// An account whose uid the project has already is kept as it is by default: looked up before its request is
+    /// sent, left out of it, listed, and its filled name fails with why (exit 1). `existing_accounts: overwrite`
+    /// replaces it with the file's, as the API does.
+    @Test func accountsTheProjectHasAreKeptUnlessOverwriteIsAsked() throws {
+        let folder = Binary.temporaryDirectory()
+        let export = #"{"users": [{"localId": "new-1", "email": "one@example.com", "createdAt": "1700000000000"},"#
+            + #"{"localId": "there-1", "email": "two@example.com", "createdAt": "1700000000000", "#
+            + #""providerUserInfo": [{"providerId": "facebook.com", "rawId": "10001", "displayName": "Bo Example"}]},"#
+            + #"{"localId": "new-2", "email": "three@example.com", "createdAt": "1700000000000"}]}"#
+        try export.write(toFile: folder + "/export.json", atomically: true, encoding: .utf8)
+        try #"{"users": [{"localId": "there-1", "email": "kept@example.com", "displayName": "Already Here"}]}"#
+            .write(toFile: folder + "/project.json", atomically: true, encoding: .utf8)
+        let sandbox = try SandboxProcess(accounts: folder + "/project.json")
+        let pipeline = try migration(sandbox, importStage: "  import: true\n", source: folder + "/export.json")
+        defer { Binary.removeVariant(pipeline) }
+        let (_, validated) = try Binary.run(["validate", pipeline])
+        #expect(validated.contains("an account whose uid the project has already is kept as it is (each request's uids looked up first)"), "\(validated)")
+        let out = Binary.temporaryDirectory()
+        try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+        let plan = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
+        #expect(plan.contains("An account whose uid is in the project already is kept as the project has it, not imported, and listed"), "\(plan)")
+        let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
+        #expect(code == 1 && output.contains("import: 2 of 3 accounts imported into") && output.contains("1 kept as the project has them"), "\(output)")
+        #expect(Set(SandboxLedger(try sandbox.ledger()).changes) == ["identitytoolkit create new-1", "identitytoolkit create new-2"])
+        #expect(try lookup(sandbox, "there-1")?["email"] as? String == "kept@example.com")
+        let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+        #expect(report.contains("| accounts kept as the project has them, their uid there already (not imported) | 1 |")
+                && report.contains("**1 account was kept as the project has it**") && report.contains("| there-1 |"), "\(report)")
+        let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))) as? [String: Any]
+        let kept = (json?["import"] as? [String: Any])?["keptExisting"] as? [String: Any]
+        #expect(kept?["count"] as? Int == 1 && kept?["uids"] as? [String] == ["there-1"], "\(String(describing: kept))")
+        let rows = try LedgerRow.read(Binary.run(["report", "--state", out + "/state.sqlite", "--format", "csv"]).1)
+        let name = try #require(rows.first { $0["action"] == "update-name" })
+        #expect(name["uid"] == "there-1" && name["state"] == "failed" && name["reason"] == "not imported: " + "its uid is in the project already: "
+                + "kept as the project has it (stages.import.existing_accounts: overwrite would replace it with the file's)", "\(name.fields)")
+        let (_, status) = try Binary.run(["status", "--state", out + "/state.sqlite"])
+        #expect(status.contains("import: 2 of 3 accounts imported, 0 refused, 1 kept as the project has them"), "\(status)")
+
+        let overwriting = try migration(sandbox, importStage: "  import: {existing_accounts: overwrite}\n", source: folder + "/export.json")
+        defer { Binary.removeVariant(overwriting) }
+        let again = Binary.temporaryDirectory()
+        try Binary.run(["plan", overwriting, "--out", again, "--as-of", asOf])
+        #expect(try String(contentsOfFile: again + "/plan.md", encoding: .utf8).contains("is in the project already is overwritten with the file's"))
+        let lookups = (try sandbox.stats()["requests"] as? [String: Int])?["accounts:lookup"] ?? 0
+        let (overwritten, overwrittenOutput) = try Binary.run(["apply", "--state", again + "/state.sqlite", "--yes"])
+        #expect(overwritten == 0 && overwrittenOutput.contains("import: 3 of 3 accounts imported"), "\(overwrittenOutput)")
+        #expect((try sandbox.stats()["requests"] as? [String: Int])?["accounts:lookup"] ?? 0 == lookups, "overwrite looks nothing up")
+        #expect(try lookup(sandbox, "there-1")?["email"] as? String == "two@example.com")
     }
 
     /// validate refuses a key pasted where its file's path goes, reads the signer key as apply will, warns when it cannot,

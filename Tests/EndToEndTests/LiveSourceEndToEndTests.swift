@@ -151,6 +151,22 @@ final class SandboxProcess {
         #expect(try sandbox.ledger().count == users.count)
     }
 
+    /// A migration of the live API into the project it reads: every account is there already, which validate says
+    /// under `existing_accounts: keep` (nothing would be imported), and not with overwrite or another project.
+    @Test(arguments: [("", true), ("    existing_accounts: overwrite\n", false), ("    project_id: other-project\n", false)])
+    func importingIntoTheProjectReadIsWarnedOf(importKeys: String, warned: Bool) throws {
+        let pipeline = try SandboxProcess.livePipeline("  google:\n    project_id: demo-idpipe\n    credentials: sa.json\n"
+            + "output:\n  import_json: cleaned.json\n")
+        defer { Binary.removeVariant(pipeline) }
+        let path = Binary.root.appendingPathComponent(pipeline).path
+        let stage = importKeys.isEmpty ? "  import: true\n" : "  import:\n" + importKeys
+        try String(contentsOfFile: path, encoding: .utf8).replacingOccurrences(of: "  detect_relay: true\n", with: "  detect_relay: true\n" + stage)
+            .write(toFile: path, atomically: true, encoding: .utf8)
+        let (code, output) = try Binary.run(["validate", pipeline])
+        #expect(code == 0 && output.contains("import: apply imports the import file into project "), "\(output)")
+        #expect(output.contains("stages.import imports into the project (and tenant) the live source reads") == warned, "\(output)")
+    }
+
     @Test func validateChecksServicesWithoutSideEffects() throws {
         let sandbox = try SandboxProcess(accounts: Binary.root.appendingPathComponent("Samples/accounts.json").path)
         let pipeline = try SandboxProcess.livePipeline("  google:\n    project_id: demo-idpipe\n    endpoint: http://127.0.0.1:\(sandbox.port)/v1")

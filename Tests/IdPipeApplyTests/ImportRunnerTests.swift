@@ -73,6 +73,63 @@ struct ImportRunnerTests {
         #expect(summary.firstRefused == [ImportFailure(position: 0, uid: "a", message: "INVALID_PHOTO_URL")])
     }
 
+    /// With a lookup (`existing_accounts: keep`), the accounts the project has are left out of their request and kept
+    /// as they are; a refusal of one sent is named at its place in the request. A request sent again (its answer lost)
+    /// is not looked up again, which would find its own accounts: it leaves out what it left out the first time.
+    @Test func accountsTheProjectHasAreKeptAndARequestSentAgainLeavesOutTheSame() async throws {
+        let path = TemporaryFile.write(Self.file, name: "import-existing.json")
+        let store = try StateStore()
+        _ = try ImportRunner.prepare(store: store, importFile: path, usersPerRequest: 3)
+        let project = Mutex<Set<String>>(["b"])
+        let sent = Mutex<[[String]]>([])
+        let lookups = Mutex(0)
+        let lookup: ImportRunner.Lookup = { uids in
+            lookups.withLock { $0 += 1 }
+            return project.withLock { $0 }.intersection(uids)
+        }
+        let losing = ImportRunner(store: store, importFile: path, clock: { 1 }, lookup: lookup) { users in
+            let ids = users.map { $0["localId"]?.string ?? "" }
+            sent.withLock { $0.append(ids) }
+            // The accounts are made, and the answer is lost.
+            project.withLock { $0.formUnion(ids) }
+            throw ConnectorError.unavailable(service: "identitytoolkit", message: "connection reset")
+        }
+        guard case .stopped = try await losing.run(shouldStop: { false }, progress: { _, _ in }) else { Issue.record("expected a stop"); return }
+        #expect(try store.importRequests().map(\.state) == [.sent])
+        #expect(try store.keptExisting(request: 1) == [1])
+        // Before the request is answered, nothing counts as kept.
+        #expect(try store.importSummary(limit: 10)?.keptExisting == 0)
+
+        let answering = ImportRunner(store: store, importFile: path, clock: { 2 }, lookup: lookup) { users in
+            sent.withLock { $0.append(users.map { $0["localId"]?.string ?? "" }) }
+            // "c", the second account sent, is refused: its place in the request is 2.
+            return [BatchCreateFailure(index: 1, message: "INVALID_CLAIMS")]
+        }
+        #expect(try await answering.run(shouldStop: { false }, progress: { _, _ in }) == .completed)
+        #expect(sent.withLock { $0 } == [["a", "c"], ["a", "c"]])
+        #expect(lookups.withLock { $0 } == 1)
+        let summary = try #require(try store.importSummary(limit: 10))
+        #expect(summary.imported == 1 && summary.refused == 1 && summary.keptExisting == 1 && summary.notImported == 2, "\(summary)")
+        #expect(summary.firstRefused == [ImportFailure(position: 2, uid: "c", message: "INVALID_CLAIMS")])
+        #expect(summary.firstKept == [ImportFailure(position: 1, uid: "b", message: ImportRunner.keptMessage)])
+    }
+
+    /// A request whose every account the project has sends nothing, and is done.
+    @Test func aRequestOfAccountsTheProjectHasSendsNothing() async throws {
+        let path = TemporaryFile.write(Self.file, name: "import-all-existing.json")
+        let store = try StateStore()
+        _ = try ImportRunner.prepare(store: store, importFile: path, usersPerRequest: 2)
+        let sent = Mutex<[[String]]>([])
+        let runner = ImportRunner(store: store, importFile: path, clock: { 1 }, lookup: { uids in Set(uids).intersection(["a", "b"]) }) { users in
+            sent.withLock { $0.append(users.map { $0["localId"]?.string ?? "" }) }
+            return []
+        }
+        #expect(try await runner.run(shouldStop: { false }, progress: { _, _ in }) == .completed)
+        #expect(sent.withLock { $0 } == [["c"]])
+        let summary = try #require(try store.importSummary(limit: 10))
+        #expect(summary.imported == 1 && summary.keptExisting == 2 && summary.openRequests == 0, "\(summary)")
+    }
+
     /// A stop asked for between two requests sends no more; the next run sends the rest.
     @Test func aStopSendsNoMoreRequests() async throws {
         let path = TemporaryFile.write(Self.file, name: "import-stop.json")

@@ -46,11 +46,17 @@ public struct ImportSummary: Sendable, Equatable {
     public var firstRefused: [ImportFailure] = []
     /// Requests sent more than once: their answer was lost to a stop (an import overwrites what it made, with the same).
     public var resentRequests = 0
+    /// Accounts left as the project has them, their uid being there already (`stages.import.existing_accounts: keep`),
+    /// in the requests that are done; and the first of them, in file order.
+    public var keptExisting = 0
+    public var firstKept: [ImportFailure] = []
 
     public init() {}
 
     /// Accounts the API took.
-    public var imported: Int { usersInDoneRequests - refused }
+    public var imported: Int { usersInDoneRequests - refused - keptExisting }
+    /// Accounts of the done requests that are not in the project as the file has them.
+    public var notImported: Int { refused + keptExisting }
     public var openRequests: Int { requests.open }
     public var totalRequests: Int { requests.values.reduce(0, +) }
 }

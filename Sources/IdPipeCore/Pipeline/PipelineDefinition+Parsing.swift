@@ -383,7 +383,8 @@ extension PipelineDefinition {
             }
         }
         if let item = keys["import"] {
-            stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: ["users_per_request", "password_hash", "project_id", "tenant_id"]) { config, entries in
+            stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: ["users_per_request", "password_hash", "project_id", "tenant_id",
+                                                                                                "existing_accounts"]) { config, entries in
                 config.projectId = try entries["project_id"].map { node in
                     // Google's rule for project ids; anything else would be sent as a path (`demo/tenants/x`).
                     let id = try node.string()
@@ -404,6 +405,7 @@ extension PipelineDefinition {
                 config.usersPerRequest = try entries["users_per_request"]?.int(minimum: 1, maximum: 1000, why: " (the API takes 1000 accounts a request)")
                     ?? config.usersPerRequest
                 config.passwordHash = try entries["password_hash"].map(decodePasswordHash)
+                config.existingAccounts = try entries["existing_accounts"]?.oneOf(ImportConfig.ExistingAccounts.self) ?? .keep
             }
         }
         return stages

@@ -220,7 +220,17 @@ public struct ImportConfig: Sendable, Equatable {
     public var tenantId: String?
     /// The project's password hash parameters, needed when an account has a `passwordHash`.
     public var passwordHash: PasswordHashConfig?
+    /// What the import does with an account whose uid the project holds already (`accounts:batchCreate` overwrites it):
+    /// each request's uids are looked up before it is first sent.
+    public var existingAccounts = ExistingAccounts.keep
     public init() {}
+
+    public enum ExistingAccounts: String, Sendable, CaseIterable {
+        /// Left as the project has it, not imported, and listed.
+        case keep
+        /// Replaced with the file's, as the API does on its own (no lookups).
+        case overwrite
+    }
 }
 
 /// The parameters of the hash the source project's passwords were stored with (the console's Authentication > Users >

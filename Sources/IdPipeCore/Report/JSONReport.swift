@@ -90,8 +90,10 @@ extension JSONReport {
     func importJSON(_ summary: ImportSummary) -> String {
         let states = ActionState.allCases.compactMap { state in summary.requests[state].map { "\(JSONText.string(state.rawValue)): \($0)" } }
         let refused = summary.firstRefused.map { "{\"uid\": \(JSONText.string(masking.accountId($0.uid))), \"message\": \(JSONText.string($0.message))}" }
+        let kept = summary.firstKept.map { JSONText.string(masking.accountId($0.uid)) }
         return "{\"requests\": {\(states.joined(separator: ", "))}, \"accounts\": \(summary.users), \"imported\": \(summary.imported), "
-            + "\"resentRequests\": \(summary.resentRequests), \"refused\": [\(refused.joined(separator: ", "))]}"
+            + "\"resentRequests\": \(summary.resentRequests), \"refused\": [\(refused.joined(separator: ", "))], "
+            + "\"keptExisting\": {\"count\": \(summary.keptExisting), \"uids\": [\(kept.joined(separator: ", "))]}}"
     }
 
     /// Entry `index` of the `accounts` array: what separates it from the one before, and the account's line.

@@ -391,8 +391,11 @@ public struct MarkdownReport {
         if let digest = run.importFileSHA256 {
             out.write("\n`idpipe apply` imports it (`stages.import`) into \(run.importTarget ?? "the project of `services.google`") through `accounts:batchCreate`, "
                 + "with the names filled above in the accounts (no name update is sent on its own). It imports the file as reviewed "
-                + "(sha256 \(digest.prefix(12)), \(run.importFileSize ?? 0) bytes), and refuses it if it has changed. An account whose uid "
-                + "is in the project already is overwritten with the file's.\n")
+                + "(sha256 \(digest.prefix(12)), \(run.importFileSize ?? 0) bytes), and refuses it if it has changed. "
+                + (run.importExistingAccounts == ImportConfig.ExistingAccounts.keep.rawValue
+                    ? "An account whose uid is in the project already is kept as the project has it, not imported, and listed "
+                        + "(`stages.import.existing_accounts`: each request's uids are looked up first).\n"
+                    : "An account whose uid is in the project already is overwritten with the file's.\n"))
             let hashes = tally["import.password-hashes"]
             if hashes > 0 {
                 out.write("\n\(hashes) of them carry a password hash: the import sends them with `stages.import.password_hash`, "
@@ -441,6 +444,7 @@ public struct MarkdownReport {
         table(&out, ["", "count"], [
             ["accounts imported", "\(summary.imported)"],
             ["accounts refused by the API (not imported)", "\(summary.refused)"],
+        ] + (summary.keptExisting > 0 ? [["accounts kept as the project has them, their uid there already (not imported)", "\(summary.keptExisting)"]] : []) + [
             ["accounts still to send", "\(summary.users - summary.usersInDoneRequests)"],
             ["requests done", "\(summary.requests[.done] ?? 0)"],
             ["requests sent, answer not recorded (sent again by the next apply)", "\(summary.requests[.sent] ?? 0)"],
@@ -449,6 +453,14 @@ public struct MarkdownReport {
         if summary.resentRequests > 0 {
             out.write("\n\(summary.resentRequests) request\(summary.resentRequests == 1 ? " was" : "s were") sent again after a stop that lost the "
                 + "answer; an import overwrites the accounts it made, with the same values.\n")
+        }
+        if summary.keptExisting > 0 {
+            let count = summary.keptExisting
+            out.write("\n**\(count) account\(count == 1 ? " was" : "s were") kept as the project has \(count == 1 ? "it" : "them")**, not imported: "
+                + "the project holds an account of \(count == 1 ? "its uid" : "their uids") already (`stages.import.existing_accounts: keep`). "
+                + "Compare \(count == 1 ? "it" : "them") with the file's; a new plan with `existing_accounts: overwrite` replaces "
+                + "\(count == 1 ? "it" : "them")\(count > summary.firstKept.count ? " (the first \(summary.firstKept.count) here)" : ""):\n\n")
+            table(&out, ["uid"], summary.firstKept.map { [masking.accountId($0.uid)] })
         }
         guard summary.refused > 0 else { return }
         out.write("\n**\(summary.refused) account\(summary.refused == 1 ? " was" : "s were") refused by the API** and not imported; correct "

@@ -62,6 +62,8 @@ public struct RunRecord: Sendable, Equatable, Codable {
     public var importSignerKeySHA256: String?
     /// Where the import goes, in words (`project P, tenant T`), for the reviewer (nil without `stages.import`).
     public var importTarget: String?
+    /// `stages.import.existing_accounts` (nil without `stages.import`, or in a store planned before it was kept).
+    public var importExistingAccounts: String?
     /// What the plan took for granted about the source's values (`SourceConfig.assumptions`): a time without a zone read in
     /// one, a phone number completed with a country code; nil when nothing (or in a store planned before it was kept).
     public var sourceAssumptions: String?
