@@ -63,6 +63,7 @@ struct PipelineContext {
 
     /// The first half of `prepareSideInputs`: each side input checked, and captured when it is a stream.
     func captureSideInputs() throws {
+        try refuseSecretFilesAsInputs()
         for (role, path) in sideInputPaths {
             let kind = FileInfo.kind(path)
             if let problem = kind.problem { throw CommandError("\(self.path): inputs.\(role): \(path) \(problem)") }
@@ -77,6 +78,26 @@ struct PipelineContext {
         var digests: [String: String] = [:]
         for (role, path) in sideInputPaths { digests[role] = try FileFingerprint.digest(of: path) }
         return digests
+    }
+
+    /// Refuses an input that is one of the pipeline's secret files (a key, an app secret): its lines would be read as
+    /// ids, and those that match no account named in the reports (a review saw the webhook's secret in plan.md).
+    func refuseSecretFilesAsInputs() throws {
+        let d = definition
+        let secrets: [(String, String?)] = [
+            ("services.google.credentials", d.services.google?.credentials), ("services.apple.private_key", d.services.apple?.privateKey),
+            ("services.facebook.app_secret_file", d.services.facebook?.appSecretFile), ("services.webhook.secret_file", d.services.webhook?.secretFile),
+            ("stages.import.password_hash.signer_key_file", d.stages.importAccounts?.passwordHash?.signerKeyFile),
+        ]
+        let known = secrets.compactMap { key, file in file.flatMap { FileInfo.identity(resolve($0)) }.map { (key, $0) } }
+        guard !known.isEmpty else { return }
+        var inputs = sideInputPaths.map { ("inputs.\($0.0)", $0.1) }
+        if d.source.format != .identityToolkit { inputs.insert(("source.path", sourcePath), at: 0) }
+        for (role, input) in inputs {
+            guard let identity = FileInfo.identity(input), let secret = known.first(where: { $0.1 == identity }) else { continue }
+            throw CommandError("\(path): \(role) is the file of \(secret.0), a secret: its lines would be read as accounts or ids, and named in "
+                + "the reports; give the input's own file")
+        }
     }
 
     /// Refuses, before anything is written, an output that is one of this pipeline's inputs: an import file or a

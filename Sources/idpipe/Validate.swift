@@ -75,6 +75,7 @@ struct Validate: ParsableCommand {
         guard unreadable.isEmpty else {
             throw fail("\(pipeline): the file itself is well formed, but plan could not read " + unreadable.joined(separator: ", ") + " (see above)")
         }
+        do { try context.refuseSecretFilesAsInputs() } catch { throw fail("\(error)") }
         // What plan reads first, and stops at: a side input with a missing column, bytes that are not UTF-8, an id
         // twice. Validate said "valid" and the plan refused the same file.
         var files = context.definition.inputs

@@ -720,6 +720,35 @@ struct Binary {
         #expect(try String(contentsOfFile: plain + "/plan.md", encoding: .utf8).contains("| matched: deletion requested | 10 |"))
     }
 
+    /// A side input that is one of the pipeline's secret files is refused by validate and plan, unquoted; and an id of a
+    /// side input longer than any uid (a token's line) is counted, not named.
+    @Test func secretsAreNotReadAsIds() throws {
+        let folder = Binary.temporaryDirectory()
+        try #"{"users": [{"localId": "u1", "email": "jane@example.com", "providerUserInfo": []}]}"#
+            .write(toFile: folder + "/accounts.json", atomically: true, encoding: .utf8)
+        let secret = "3f9a0c1d7e2b4a6f8c0d1e2f3a4b5c6d"
+        try (secret + "\n").write(toFile: folder + "/fb-secret.txt", atomically: true, encoding: .utf8)
+        try "version: 1\nname: s\nsource: {path: accounts.json}\ninputs: {protected_accounts: fb-secret.txt}\n"
+            .appending("services: {facebook: {app_id: '1234', app_secret_file: fb-secret.txt}}\n")
+            .write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        for command in [["validate", folder + "/pipeline.yaml"], ["plan", folder + "/pipeline.yaml", "--out", folder + "/out", "--as-of", asOf]] {
+            let (code, output) = try Binary.run(command)
+            #expect(code == 2 && output.contains("inputs.protected_accounts is the file of services.facebook.app_secret_file, a secret")
+                    && !output.contains(secret), "\(output)")
+        }
+        let token = "EAAB" + String(repeating: "xZ9", count: 60)
+        try "\(token)\nu-missing\n".write(toFile: folder + "/vip.txt", atomically: true, encoding: .utf8)
+        try "version: 1\nname: s\nsource: {path: accounts.json}\ninputs: {protected_accounts: vip.txt}\n"
+            .write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        let (code, output) = try Binary.run(["plan", folder + "/pipeline.yaml", "--out", folder + "/out2", "--as-of", asOf])
+        #expect(code == 0, "\(output)")
+        for file in ["plan.md", "plan.json"] {
+            let text = try String(contentsOfFile: folder + "/out2/" + file, encoding: .utf8)
+            #expect(!text.contains(token.prefix(20)) && text.contains("u-missing"), "\(file): \(text)")
+        }
+        #expect(try String(contentsOfFile: folder + "/out2/plan.md", encoding: .utf8).contains("| `inputs.protected_accounts` | 2 | `u-missing` … |"))
+    }
+
     /// Times that cannot be right are processed as they are, and counted: on stderr, in plan.md's Summary and in
     /// plan.json's totals; the same whether or not the fast path reads the accounts.
     @Test func timesThatCannotBeRightAreCounted() throws {

@@ -32,6 +32,14 @@ import Testing
         ("a known bearer token", "Authorization: Bearer ya29.tok3n-abc", ["ya29.tok3n-abc"], "Authorization: Bearer [redacted]"),
         ("JSON inside a JSON string", #"{"refresh_token": "r1abc"}"#, [], #"{"refresh_token": "[redacted]"}"#),
         ("a uid", "no user 0MuYCa51kmC6QvMXDG9kQJ2LFZhi", [], "no user 0MuYCa51kmC6QvMXDG9kQJ2LFZhi"),
+        // A review saw the app token come back as the query had it, and a secret's first 20 characters kept.
+        ("the app token percent-encoded", "Cannot parse access token 1234567890123456%7Csandbox-Qz8_x (url)", ["1234567890123456|sandbox-Qz8_x"],
+         "Cannot parse access token [redacted] (url)"),
+        ("the app token in lower-case hex", "token 1234567890123456%7csandbox-Qz8_x.", ["1234567890123456|sandbox-Qz8_x"], "token [redacted]."),
+        ("a secret's first 20 characters", "bad secret 3f9a0c1d7e2b4a6f8c0d then", ["3f9a0c1d7e2b4a6f8c0d1e2f3a4b5c6d"], "bad secret [redacted] then"),
+        ("a secret's last 12 characters", "ends …1e2f3a4b5c6d", ["3f9a0c1d7e2b4a6f8c0d1e2f3a4b5c6d"], "ends …[redacted]"),
+        // 11 characters of it are no fragment: ordinary words would be taken.
+        ("fewer characters than a fragment", "code 3f9a0c1d7e2 seen", ["3f9a0c1d7e2b4a6f8c0d1e2f3a4b5c6d"], "code 3f9a0c1d7e2 seen"),
     ]
 
     @Test(arguments: cases)

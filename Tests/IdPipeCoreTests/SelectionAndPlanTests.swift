@@ -632,6 +632,25 @@ import IdPipeTestSupport
         }
     }
 
+    /// A secret written where its variable's name goes, or in the app id or Graph version, is refused and not printed
+    /// (a review saw `app_secret_env: <the secret>` echoed by "…or the environment variable <the secret>").
+    @Test(arguments: [
+        ("services: {facebook: {app_id: '1', app_secret_env: 3f9a0c1dsEcReT7e2b4a6f8c}}", "services.facebook.app_secret_env: is not an environment variable's name"),
+        ("services: {webhook: {secret_env: 'whsec-sEcReT9'}}", "services.webhook.secret_env: is not an environment variable's name"),
+        ("stages: {import: {password_hash: {algorithm: HMAC_SHA256, signer_key_env: 'c2FuZsEcReT=='}}}\noutput: {import_json: out.json}",
+         "stages.import.password_hash.signer_key_env: is not an environment variable's name"),
+        ("services: {facebook: {app_id: 3f9a0c1dsEcReT7e2b4a6f8c}}", "services.facebook.app_id: is not a Facebook App ID"),
+        ("services: {facebook: {app_id: '1', graph_version: v3f9a0c1dsEcReT7e2b4a6f8c}}", "services.facebook.graph_version: looks like v21.0 (a longer value is not shown)"),
+    ])
+    func aSecretInPlaceOfANameOrIdIsRefusedUnshown(yaml: String, message: String) {
+        do {
+            _ = try PipelineDefinition.parse(yaml: "version: 1\nname: x\nsource: {path: a.json}\n" + yaml, file: "p.yaml")
+            Issue.record("should be rejected: \(yaml)")
+        } catch {
+            #expect(error.description.contains(message) && !error.description.contains("sEcReT"), "\(error)")
+        }
+    }
+
     @Test func readsTheShippedPipelineShape() throws {
         let yaml = """
             version: 1

@@ -6,11 +6,12 @@ public struct FacebookCredentials: Sendable, CustomStringConvertible {
 
     public init(appId: String, appSecret: String, graphVersion: String = "v21.0") throws(ConnectorError) {
         guard !appId.isEmpty, appId.allSatisfy({ $0.isASCII && $0.isNumber }) else {
-            throw .configuration(service: "facebook", message: "app_id must be the numeric App ID (got '\(appId)')")
+            throw .configuration(service: "facebook", message: "app_id must be the numeric App ID (not shown, as it may be the app secret)")
         }
         guard !appSecret.isEmpty else { throw .configuration(service: "facebook", message: "the app secret is empty") }
         guard graphVersion.hasPrefix("v"), Double(graphVersion.dropFirst()) != nil else {
-            throw .configuration(service: "facebook", message: "graph_version looks like v21.0 (got '\(graphVersion)')")
+            throw .configuration(service: "facebook", message: "graph_version looks like v21.0"
+                + (graphVersion.utf8.count <= 8 ? " (got '\(graphVersion)')" : " (a longer value is not shown)"))
         }
         self.appId = appId
         self.appSecret = appSecret

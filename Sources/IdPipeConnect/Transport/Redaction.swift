@@ -18,8 +18,7 @@ public enum Redaction {
     /// `signature`, only a value with a digit), a JWT, a PEM block, and any run of 40 or more token characters without a dot (no id, code or word the services send is that long, and host names and
     /// addresses have dots; tokens and keys are that long, and Apple's, which have dots, never reach here).
     public static func scrubbed(_ text: String, known: [String] = []) -> String {
-        var result = String(text.prefix(scanLength))
-        for secret in known where secret.utf8.count >= 6 { result = result.replacing(secret, with: marker) }
+        var result = scrubbedKnown(String(text.prefix(scanLength)), known)
         result = result.replacing(pem, with: marker)
         result = result.replacing(bearer) { "\($0.output.1) \(marker)" }
         result = result.replacing(secretField) { "\($0.output.1)\($0.output.2)\(marker)" }
@@ -28,6 +27,52 @@ public enum Redaction {
         result = result.replacing(longRun, with: marker)
         if result.count > maxLength { result = String(result.prefix(maxLength)) + "…" }
         return result
+    }
+
+    /// A fragment of a known secret this long or longer is scrubbed too (a service that quotes a token's first 20
+    /// characters); a shorter secret, only whole.
+    static let fragmentLength = 12
+
+    /// `text` with each known secret of 6 characters or more replaced: as sent, percent-encoded (the `%7C` of a query's
+    /// `appid|secret`, in either case of hex), and any fragment of them of `fragmentLength` characters or more. A secret
+    /// with a character beyond ASCII is matched whole only, so that nothing is cut inside a character.
+    static func scrubbedKnown(_ text: String, _ known: [String]) -> String {
+        let bytes = Array(text.utf8)
+        var covered = [Bool](repeating: false, count: bytes.count)
+        for secret in known where secret.utf8.count >= 6 {
+            for form in Set([secret, FormBody.escape(secret), percentEncodedLowerHex(secret)]) {
+                let pattern = Array(form.utf8)
+                let least = pattern.allSatisfy({ $0 < 0x80 }) ? min(fragmentLength, pattern.count) : pattern.count
+                for start in bytes.indices {
+                    for offset in pattern.indices where pattern[offset] == bytes[start] {
+                        var length = 0
+                        while start + length < bytes.count, offset + length < pattern.count, bytes[start + length] == pattern[offset + length] { length += 1 }
+                        if length >= least { for index in start..<(start + length) { covered[index] = true } }
+                    }
+                }
+            }
+        }
+        guard covered.contains(true) else { return text }
+        var out: [UInt8] = []
+        for (index, byte) in bytes.enumerated() {
+            if !covered[index] {
+                out.append(byte)
+            } else if index == 0 || !covered[index - 1] {
+                out.append(contentsOf: marker.utf8)
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// `FormBody.escape` with lower-case hex digits (`%7c`), as some servers write a quoted request.
+    private static func percentEncodedLowerHex(_ text: String) -> String {
+        var out = ""
+        var rest = Substring(FormBody.escape(text))
+        while let percent = rest.firstIndex(of: "%"), rest.distance(from: percent, to: rest.endIndex) >= 3 {
+            out += rest[..<percent] + "%" + rest[rest.index(after: percent)...rest.index(percent, offsetBy: 2)].lowercased()
+            rest = rest[rest.index(percent, offsetBy: 3)...]
+        }
+        return out + rest
     }
 
     /// `text` as an error code when it reads as one (letters, digits, `_ . : -`, fewer than the 40 characters of a

@@ -65,6 +65,19 @@ struct ConfigNode {
         return text
     }
 
+    /// The name of an environment variable that holds a secret: letters, digits and `_`, not from a digit. Anything
+    /// else is not quoted: it may be the secret itself, written where its variable's name goes.
+    func environmentVariableName() throws -> String {
+        let name = try string()
+        let bytes = Array(name.utf8)
+        guard let first = bytes.first, !TextScan.isASCIIDigit(first),
+              bytes.allSatisfy({ TextScan.isASCIILetterOrDigit($0) || $0 == UInt8(ascii: "_") }) else {
+            throw error("is not an environment variable's name (letters, digits and _, not from a digit); not shown, as it may be the "
+                + "secret itself: put that in the variable, and its name here")
+        }
+        return name
+    }
+
     func bool() throws -> Bool {
         guard case .scalar(let scalar) = node else { throw error("expected true or false") }
         switch scalar.string.lowercased() {

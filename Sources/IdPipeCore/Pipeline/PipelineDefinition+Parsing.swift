@@ -429,7 +429,7 @@ extension PipelineDefinition {
             throw keys["signer_key_file"]!.error("looks like the key itself (base64, not shown), not the path of its file: put the key in a file "
                 + "only you can read and give its path, or set the environment variable signer_key_env names (\(config.signerKeyEnv) by default)")
         }
-        config.signerKeyEnv = try keys["signer_key_env"]?.string() ?? config.signerKeyEnv
+        config.signerKeyEnv = try keys["signer_key_env"]?.environmentVariableName() ?? config.signerKeyEnv
         if !config.usesSignerKey, let key = keys["signer_key_file"] ?? keys["signer_key_env"] {
             throw key.error("\(name) hashes take no signer key (SCRYPT and the HMAC algorithms do)")
         }

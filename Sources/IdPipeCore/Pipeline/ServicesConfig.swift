@@ -121,8 +121,17 @@ extension PipelineDefinition {
             guard let appId = entries["app_id"] else { throw facebook.error("missing key 'app_id'") }
             var config = FacebookServiceConfig(appId: try appId.string())
             config.appSecretFile = try entries["app_secret_file"]?.secretFilePath()
-            config.appSecretEnv = try entries["app_secret_env"]?.string() ?? config.appSecretEnv
-            config.graphVersion = try entries["graph_version"]?.string() ?? config.graphVersion
+            guard config.appId.utf8.allSatisfy(TextScan.isASCIIDigit), !config.appId.isEmpty else {
+                throw appId.error("is not a Facebook App ID (its digits, as the app dashboard shows it); not shown, as it may be the app secret")
+            }
+            config.appSecretEnv = try entries["app_secret_env"]?.environmentVariableName() ?? config.appSecretEnv
+            if let version = entries["graph_version"] {
+                let text = try version.string()
+                guard text.hasPrefix("v"), Double(text.dropFirst()) != nil, text.utf8.count <= 8 else {
+                    throw version.error("looks like v21.0" + (text.utf8.count <= 8 ? " (found '\(text)')" : " (a longer value is not shown)"))
+                }
+                config.graphVersion = text
+            }
             config.endpoint = try entries["endpoint"].map(endpoint)
             config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
             config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
@@ -132,7 +141,7 @@ extension PipelineDefinition {
             let entries = try webhook.mapping(allowed: ["secret_file", "secret_env", "requests_per_second", "max_in_flight"])
             var config = WebhookServiceConfig()
             config.secretFile = try entries["secret_file"]?.secretFilePath()
-            config.secretEnv = try entries["secret_env"]?.string() ?? config.secretEnv
+            config.secretEnv = try entries["secret_env"]?.environmentVariableName() ?? config.secretEnv
             config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
             config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
             services.webhook = config

@@ -730,6 +730,15 @@ extension PlanRunner {
         public var first: [String] = []
         /// How many ids the reports name for each side input.
         public static let named = 10
+
+        /// Counts `id`, and names it while fewer than `named` are: not one longer than a Firebase uid can be (128
+        /// characters), which is no uid mistyped but a line of another file (a token, a secret), counted only.
+        mutating func add(_ id: @autoclosure () -> String, naming: Bool = true) {
+            count += 1
+            guard naming, first.count < Self.named else { return }
+            let text = id()
+            if text.utf8.count <= 128 { first.append(text) }
+        }
     }
 
     /// The ids of each side input that are no processed account's: an id missing from the export, a quarantined
@@ -744,10 +753,7 @@ extension PlanRunner {
             // The stored tokens' ids are counted, never named: with the fields of a line mixed up, the uid holds a token,
             // and it went into the reports and the state store.
             let names = role != Self.storedTokensRole
-            for index in hashes.indices where !accepted(hashes[index]) {
-                unmatched.count += 1
-                if names && unmatched.first.count < Unmatched.named { unmatched.first.append(id(index)) }
-            }
+            for index in hashes.indices where !accepted(hashes[index]) { unmatched.add(id(index), naming: names) }
             if unmatched.count > 0 { result[role] = unmatched }
         }
         return result.isEmpty ? nil : result
@@ -760,8 +766,7 @@ extension PlanRunner {
         var found = Unmatched()
         let requests = inputs.deletionRequests
         for index in requests.keys.indices where quarantined.contains(requests.keys[index]) && accepted?(requests.hashes[index]) != true {
-            found.count += 1
-            if found.first.count < Unmatched.named { found.first.append(requests.keys[index]) }
+            found.add(requests.keys[index])
         }
         return found.count > 0 ? found : nil
     }
