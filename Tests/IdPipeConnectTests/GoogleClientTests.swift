@@ -212,6 +212,9 @@ import Testing
         (#"{"type":"service_account","project_id":"p","client_email":"e","private_key_id":"k","private_key":"nope"}"#, "field 'private_key'"),
         (#"{"type":"service_account","project_id":"p"}"#, "missing string field 'client_email'"),
         ("[1]", "not a JSON object"),
+        // A review saw a number there taken for no value, and Google's endpoint asked instead.
+        (#"{"type":"service_account","project_id":"p","client_email":"e","private_key_id":"k","private_key":"nope","token_uri":12}"#,
+         "field 'token_uri' is not a URL text"),
     ])
     func badKeyFilesNameTheFileAndField(text: String, expected: String) {
         do {

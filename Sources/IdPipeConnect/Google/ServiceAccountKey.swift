@@ -32,7 +32,13 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
         projectId = try field("project_id")
         clientEmail = try field("client_email")
         privateKeyId = try field("private_key_id")
-        tokenURI = document["token_uri"]?.string ?? ServiceAccountKey.defaultTokenURI
+        // Absent, Google's; present, a text (a number there was taken for absent, and Google's endpoint asked instead).
+        if let uri = document["token_uri"] {
+            guard let text = uri.string, !text.isEmpty else { throw fail("field 'token_uri' is not a URL text") }
+            tokenURI = text
+        } else {
+            tokenURI = ServiceAccountKey.defaultTokenURI
+        }
         let pem = try field("private_key")
         do throws(CryptoError) {
             key = try SigningKey(pem: pem, algorithm: .rs256)
