@@ -632,6 +632,34 @@ import IdPipeTestSupport
         }
     }
 
+    /// Each section's problem is given at once, in line order, whatever the order the sections are read in; a section
+    /// that asks of another one that has a problem of its own adds nothing.
+    @Test func theProblemsOfEverySectionAreGivenTogether() {
+        let yaml = """
+            version: 1
+            name: x
+            services:
+              facebook: {app_id: 'abc'}
+            source: {path: a.json, format: nope}
+            select: {disabled: maybe}
+            stages: {revoke: true}
+            report: {list_limit: -1}
+            """
+        do {
+            _ = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
+            Issue.record("should be rejected")
+        } catch {
+            let lines = error.description.split(separator: "\n").map(String.init)
+            #expect(lines.count == 5, "\(error)")
+            #expect(lines.first?.hasPrefix("p.yaml:4: services.facebook.app_id: is not a Facebook App ID") == true, "\(error)")
+            #expect(lines.dropFirst().first?.hasPrefix("  p.yaml:5: source.format: ") == true, "\(error)")
+            #expect(lines.dropFirst(2).first?.hasPrefix("  p.yaml:6: select.disabled: expected true or false") == true, "\(error)")
+            #expect(lines.dropFirst(3).first?.hasPrefix("  p.yaml:8: report.list_limit: ") == true, "\(error)")
+            #expect(lines.last == "  (4 problems)", "\(error)")
+            #expect(error.line == 4)
+        }
+    }
+
     /// A secret written where its variable's name goes, or in the app id or Graph version, is refused and not printed
     /// (a review saw `app_secret_env: <the secret>` echoed by "…or the environment variable <the secret>").
     @Test(arguments: [

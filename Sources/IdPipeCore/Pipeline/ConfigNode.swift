@@ -6,10 +6,30 @@ public struct PipelineFileError: Error, Sendable, Equatable, CustomStringConvert
     public var line: Int?
     public var path: String
     public var message: String
+    /// The file's other problems, after this one in line order: each section's first is given at once.
+    public var others: [PipelineFileError] = []
+
+    public init(file: String, line: Int?, path: String, message: String) {
+        self.file = file
+        self.line = line
+        self.path = path
+        self.message = message
+    }
+
+    /// The problems of one file as one error: the first in the file, the others after it, in line order (those
+    /// without a line last).
+    static func together(_ problems: [PipelineFileError]) -> PipelineFileError {
+        let sorted = problems.enumerated().sorted { ($0.element.line ?? .max, $0.offset) < ($1.element.line ?? .max, $1.offset) }.map(\.element)
+        var first = sorted[0]
+        first.others = Array(sorted.dropFirst())
+        return first
+    }
 
     public var description: String {
         let location = line.map { "\(file):\($0)" } ?? file
-        return path.isEmpty ? "\(location): \(message)" : "\(location): \(path): \(message)"
+        let text = path.isEmpty ? "\(location): \(message)" : "\(location): \(path): \(message)"
+        guard !others.isEmpty else { return text }
+        return text + others.map { "\n  " + $0.description }.joined() + "\n  (\(others.count + 1) problems)"
     }
 }
 

@@ -99,50 +99,70 @@ extension PipelineDefinition {
             throw nameNode.error("a name is letters, digits, '-' and '_' (it names the output folder)")
         }
         guard let sourceNode = top["source"] else { throw root.error("missing key 'source'") }
-        let stages = try top["stages"].map(decodeStages) ?? StagesConfig()
-        let selection = try top["select"].map(decodeSelection) ?? SelectionConfig()
-        if let item = top["stages"]?.child("import") {
+        // Each section is read whatever another's problem, and the problems are given together, in line order: one at
+        // a time, a file took one validate per mistake. (Within a section, the first problem is given.)
+        var problems: [PipelineFileError] = []
+        func read<T>(_ body: () throws -> T) throws -> T? {
+            do { return try body() } catch let problem as PipelineFileError {
+                problems.append(problem)
+                return nil
+            }
+        }
+        let stages = try read { try top["stages"].map(decodeStages) ?? StagesConfig() }
+        let selection = try read { try top["select"].map(decodeSelection) ?? SelectionConfig() }
+        let source = try read { try decodeSource(sourceNode) }
+        let inputs = try read { try top["inputs"].map(decodeInputs) ?? InputsConfig() }
+        let description = try read { try top["description"]?.string() }
+        let guards = try read { try top["guards"].map(decodeGuards) ?? GuardsConfig() }
+        let report = try read { try top["report"].map(decodeReport) ?? ReportConfig() }
+        let output = try read { try top["output"].map(decodeOutput) ?? OutputConfig() }
+        let services = try read { try top["services"].map(decodeServices) ?? ServicesConfig() }
+        let apply = try read { try top["apply"].map(decodeApply) ?? ApplyConfig() }
+        // What one section asks of another, when both could be read.
+        if let stages, let item = top["stages"]?.child("import") {
             // A migration imports; a cleanup revokes and deletes. Both in one plan would import accounts it also deletes.
             if stages.revoke != nil || stages.delete != nil {
-                throw item.error("a pipeline that imports accounts does not revoke or delete: make the cleanup another pipeline")
+                problems.append(item.error("a pipeline that imports accounts does not revoke or delete: make the cleanup another pipeline"))
             }
             if stages.importAccounts != nil, top["output"]?.node.mapping?["import_json"] == nil {
-                throw item.error("imports the import file: name it with output.import_json")
+                problems.append(item.error("imports the import file: name it with output.import_json"))
             }
             if stages.importAccounts != nil, top["services"]?.node.mapping?["google"] == nil {
-                throw item.error("imports into services.google's project: add services.google (project_id, credentials)")
+                problems.append(item.error("imports into services.google's project: add services.google (project_id, credentials)"))
             }
         }
-        if stages.revoke != nil || stages.delete != nil, !selection.selectsAnything {
-            throw (top["select"] ?? root).error("the revoke and delete stages need a 'select' rule (deletion_requested, disabled or inactive_for_days)")
+        if let stages, let selection, stages.revoke != nil || stages.delete != nil, !selection.selectsAnything {
+            problems.append((top["select"] ?? root).error("the revoke and delete stages need a 'select' rule (deletion_requested, disabled or inactive_for_days)"))
         }
-        let source = try decodeSource(sourceNode)
-        if source.phoneDefault != nil, !stages.normalize, let code = sourceNode.child("phone_country_code") {
-            throw code.error("is read by the normalize stage, which stages.normalize turns off")
+        if let source, let stages, source.phoneDefault != nil, !stages.normalize, let code = sourceNode.child("phone_country_code") {
+            problems.append(code.error("is read by the normalize stage, which stages.normalize turns off"))
         }
-        if source.format == .identityToolkit, top["services"]?.node.mapping?["google"] == nil {
-            throw sourceNode.error("format identity-toolkit reads the live API: add services.google (project_id, credentials)")
+        if let source, source.format == .identityToolkit, top["services"]?.node.mapping?["google"] == nil {
+            problems.append(sourceNode.error("format identity-toolkit reads the live API: add services.google (project_id, credentials)"))
         }
-        let inputs = try top["inputs"].map(decodeInputs) ?? InputsConfig()
         // A rule whose input is missing does nothing, and the plan said so only as "no configured source has a name".
-        if stages.backfillNames?.contains(.legacy) == true, inputs.legacyNames == nil {
-            throw (top["stages"]?.child("backfill_names") ?? root)
-                .error("the name source 'legacy' reads inputs.legacy_names, which the pipeline does not give")
+        if let stages, let inputs, stages.backfillNames?.contains(.legacy) == true, inputs.legacyNames == nil {
+            problems.append((top["stages"]?.child("backfill_names") ?? root)
+                .error("the name source 'legacy' reads inputs.legacy_names, which the pipeline does not give"))
         }
-        if selection.deletionRequested, inputs.deletionRequests == nil {
-            throw (top["select"]?.child("deletion_requested") ?? root)
-                .error("deletion_requested reads inputs.deletion_requests, which the pipeline does not give")
+        if let selection, let inputs, selection.deletionRequested, inputs.deletionRequests == nil {
+            problems.append((top["select"]?.child("deletion_requested") ?? root)
+                .error("deletion_requested reads inputs.deletion_requests, which the pipeline does not give"))
+        }
+        guard problems.isEmpty, let stages, let selection, let source, let inputs, let description, let guards, let report, let output,
+              let services, let apply else {
+            throw PipelineFileError.together(problems.isEmpty ? [root.error("could not be read")] : problems)
         }
         return PipelineDefinition(
-            version: version, name: name, description: try top["description"]?.string(),
+            version: version, name: name, description: description,
             source: source,
             inputs: inputs,
             selection: selection, stages: stages,
-            guards: try top["guards"].map(decodeGuards) ?? GuardsConfig(),
-            report: try top["report"].map(decodeReport) ?? ReportConfig(),
-            output: try top["output"].map(decodeOutput) ?? OutputConfig(),
-            services: try top["services"].map(decodeServices) ?? ServicesConfig(),
-            apply: try top["apply"].map(decodeApply) ?? ApplyConfig())
+            guards: guards,
+            report: report,
+            output: output,
+            services: services,
+            apply: apply)
     }
 
     private static func decodeSource(_ node: ConfigNode) throws -> SourceConfig {
@@ -383,8 +403,8 @@ extension PipelineDefinition {
             }
         }
         if let item = keys["import"] {
-            stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: ["users_per_request", "password_hash", "project_id", "tenant_id",
-                                                                                                "existing_accounts"]) { config, entries in
+            let allowed: Set = ["users_per_request", "password_hash", "project_id", "tenant_id", "existing_accounts"]
+            stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: allowed) { config, entries in
                 config.projectId = try entries["project_id"].map { node in
                     // Google's rule for project ids; anything else would be sent as a path (`demo/tenants/x`).
                     let id = try node.string()
