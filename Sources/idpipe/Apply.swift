@@ -78,7 +78,8 @@ struct Apply: ParsableCommand {
             Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome (and OUT/quarantine.csv again); \
             the plan's ledger, as reviewed, is kept as plan-ledger.csv in the plan's folder. A migration whose pipeline has \
             stages.import has its import file, as reviewed, imported into services.google's project (accounts:batchCreate), \
-            its requests recorded the same way.
+            its requests recorded the same way; an account whose uid the project has already is kept as it is and listed \
+            (stages.import.existing_accounts: keep, the default; overwrite replaces it).
             """)
 
     @OptionGroup var location: ExistingRunOptions
@@ -717,9 +718,11 @@ struct ApplyCommand {
     func failIfUnfinished(_ store: StateStore) throws {
         let (failed, refused, quarantined) = try unfinished(store)
         if failed > 0 { Console.error("idpipe: \(Console.count(failed, "action")) failed; see the Outcomes section of \(out)/report.md") }
-        if refused > 0 {
-            Console.error("idpipe: \(Console.count(refused, "account")) of the import file not imported (refused by the API, or kept as the "
-                + "project has them, their uid being there already); see the Import section of \(out)/report.md")
+        if refused > 0, let imported = try store.importSummary(limit: 0) {
+            let why = [imported.refused > 0 ? "\(imported.refused) refused by the API" : nil,
+                       imported.keptExisting > 0 ? "\(imported.keptExisting) kept as the project has them, their uid being there already" : nil]
+            Console.error("idpipe: \(Console.count(refused, "account")) of the import file not imported (" + why.compactMap { $0 }.joined(separator: ", ")
+                + "); see the Import section of \(out)/report.md")
         }
         if quarantined > 0 {
             Console.error("idpipe: \(Console.quarantinedRows(quarantined)) by the plan and not acted on; see the Quarantine section of "

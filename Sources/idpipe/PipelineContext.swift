@@ -267,7 +267,8 @@ struct PipelineContext {
         if let google = services.google {
             // The emulator's variable wins over the endpoint, as it does when the services are built.
             let emulator = ProcessEnvironment.value("FIREBASE_AUTH_EMULATOR_HOST").flatMap { $0.isEmpty ? nil : "the emulator at \($0) (FIREBASE_AUTH_EMULATOR_HOST)" }
-            lines.append("services.google: " + (emulator ?? google.endpoint ?? "production") + ", \(google.updatesPerSecond) updates/s, \(google.batchDeletesPerSecond) batch deletes/s")
+            lines.append("services.google: " + (emulator ?? google.endpoint ?? "production") + ", \(google.updatesPerSecond) updates/s, \(google.batchDeletesPerSecond) batch deletes/s, "
+                + "\(google.readsPerSecond) reads/s (batchGet, lookup)")
         }
         if let apple = services.apple { lines.append("services.apple: client \(apple.clientId), team \(apple.teamId), key \(apple.keyId)") }
         if let facebook = services.facebook { lines.append("services.facebook: app \(facebook.appId), Graph \(facebook.graphVersion)") }

@@ -215,7 +215,11 @@ final class Services {
         /// A check named `name`: the line `body` gives, or the error it throws.
         func probe(_ name: String, _ body: @escaping @Sendable () async throws -> String) {
             probes.append {
-                do { return (true, "\(name): " + (try await body())) } catch { return (false, "\(name): \(error)") }
+                do { return (true, "\(name): " + (try await body())) } catch {
+                    // A connector's error names its service first: said once.
+                    let text = "\(error)"
+                    return (false, text.hasPrefix(name + ": ") ? text : "\(name): \(text)")
+                }
             }
         }
         // services.google's project, and the one the import goes to when it is another (read with the same credentials).

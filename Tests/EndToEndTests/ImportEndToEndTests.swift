@@ -187,7 +187,7 @@ import Testing
         #expect(try importedIds(out) == ["keep-1", "no-at", "keep-2"])
         let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
         #expect(code == 1, "\(output)")
-        #expect(output.contains("1 account of the import file not imported (refused by the API, or kept as the project has them"), "\(output)")
+        #expect(output.contains("1 account of the import file not imported (1 refused by the API); see the Import section"), "\(output)")
         let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
         #expect(report.contains("| no-at | email is invalid |") && report.contains("| accounts imported | 2 |"), "\(report)")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))) as? [String: Any]
@@ -223,12 +223,14 @@ import Testing
         #expect(plan.contains("An account whose uid is in the project already is kept as the project has it, not imported, and listed"), "\(plan)")
         let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
         #expect(code == 1 && output.contains("import: 2 of 3 accounts imported into") && output.contains("1 kept as the project has them"), "\(output)")
+        #expect(output.contains("1 account of the import file not imported (1 kept as the project has them, their uid being there already)"), "\(output)")
         #expect(Set(SandboxLedger(try sandbox.ledger()).changes) == ["identitytoolkit create new-1", "identitytoolkit create new-2"])
         #expect(try lookup(sandbox, "there-1")?["email"] as? String == "kept@example.com")
         let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
         #expect(report.contains("| accounts kept as the project has them, their uid there already (not imported) | 1 |")
                 && report.contains("**1 account was kept as the project has it**") && report.contains("| there-1 |"), "\(report)")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))) as? [String: Any]
+        #expect((json?["import"] as? [String: Any])?["existingAccounts"] as? String == "keep")
         let kept = (json?["import"] as? [String: Any])?["keptExisting"] as? [String: Any]
         #expect(kept?["count"] as? Int == 1 && kept?["uids"] as? [String] == ["there-1"], "\(String(describing: kept))")
         let rows = try LedgerRow.read(Binary.run(["report", "--state", out + "/state.sqlite", "--format", "csv"]).1)

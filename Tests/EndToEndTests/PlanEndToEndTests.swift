@@ -736,17 +736,26 @@ struct Binary {
             #expect(code == 2 && output.contains("inputs.protected_accounts is the file of services.facebook.app_secret_file, a secret")
                     && !output.contains(secret), "\(output)")
         }
-        let token = "EAAB" + String(repeating: "xZ9", count: 60)
-        try "\(token)\nu-missing\n".write(toFile: folder + "/vip.txt", atomically: true, encoding: .utf8)
-        try "version: 1\nname: s\nsource: {path: accounts.json}\ninputs: {protected_accounts: vip.txt}\n"
+        // Longer than a uid; a token's run of 40 characters; a stored token's value (shorter, with dots).
+        let tokens = ["EAAB" + String(repeating: "xZ9", count: 60), "EAAB" + String(repeating: "q7W", count: 15),
+                      "r0ddef47b2c5cd9b5b34c0b4eb01acb54.0.kAl5Z571wG0DmgXF"]
+        try (tokens + ["u-missing"]).joined(separator: "\n").write(toFile: folder + "/vip.txt", atomically: true, encoding: .utf8)
+        try #"{"uid":"u1","provider":"apple.com","type":"refresh_token","token":"\#(tokens[2])","captured_at":"2022-03-10T06:58:08Z"}"#
+            .write(toFile: folder + "/tokens.jsonl", atomically: true, encoding: .utf8)
+        try "version: 1\nname: s\nsource: {path: accounts.json}\ninputs: {protected_accounts: vip.txt, stored_tokens: tokens.jsonl}\n"
             .write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
         let (code, output) = try Binary.run(["plan", folder + "/pipeline.yaml", "--out", folder + "/out2", "--as-of", asOf])
         #expect(code == 0, "\(output)")
         for file in ["plan.md", "plan.json"] {
             let text = try String(contentsOfFile: folder + "/out2/" + file, encoding: .utf8)
-            #expect(!text.contains(token.prefix(20)) && text.contains("u-missing"), "\(file): \(text)")
+            #expect(tokens.allSatisfy { !text.contains($0.prefix(20)) } && text.contains("u-missing"), "\(file): \(text)")
         }
-        #expect(try String(contentsOfFile: folder + "/out2/plan.md", encoding: .utf8).contains("| `inputs.protected_accounts` | 2 | `u-missing` … |"))
+        #expect(try String(contentsOfFile: folder + "/out2/plan.md", encoding: .utf8).contains("| `inputs.protected_accounts` | 4 | `u-missing` … |"))
+        // None of them named: said why.
+        try tokens.joined(separator: "\n").write(toFile: folder + "/vip.txt", atomically: true, encoding: .utf8)
+        try Binary.run(["plan", folder + "/pipeline.yaml", "--out", folder + "/out3", "--as-of", asOf])
+        #expect(try String(contentsOfFile: folder + "/out3/plan.md", encoding: .utf8)
+                    .contains("| `inputs.protected_accounts` | 3 | (not named: each may be a secret rather than an id"))
     }
 
     /// Times that cannot be right are processed as they are, and counted: on stderr, in plan.md's Summary and in

@@ -214,7 +214,7 @@ import Testing
         ("[1]", "not a JSON object"),
         // A review saw a number there taken for no value, and Google's endpoint asked instead.
         (#"{"type":"service_account","project_id":"p","client_email":"e","private_key_id":"k","private_key":"nope","token_uri":12}"#,
-         "field 'token_uri' is not a URL text"),
+         "field 'token_uri' is not a URL (a text)"),
     ])
     func badKeyFilesNameTheFileAndField(text: String, expected: String) {
         do {

@@ -668,7 +668,7 @@ import IdPipeTestSupport
         ("stages: {import: {password_hash: {algorithm: HMAC_SHA256, signer_key_env: 'c2FuZsEcReT=='}}}\noutput: {import_json: out.json}",
          "stages.import.password_hash.signer_key_env: is not an environment variable's name"),
         ("services: {facebook: {app_id: 3f9a0c1dsEcReT7e2b4a6f8c}}", "services.facebook.app_id: is not a Facebook App ID"),
-        ("services: {facebook: {app_id: '1', graph_version: v3f9a0c1dsEcReT7e2b4a6f8c}}", "services.facebook.graph_version: looks like v21.0 (a longer value is not shown)"),
+        ("services: {facebook: {app_id: '1', graph_version: v3f9a0c1dsEcReT7e2b4a6f8c}}", "services.facebook.graph_version: must look like v21.0 (a longer value is not shown)"),
     ])
     func aSecretInPlaceOfANameOrIdIsRefusedUnshown(yaml: String, message: String) {
         do {

@@ -34,7 +34,7 @@ public struct ServiceAccountKey: Sendable, CustomStringConvertible {
         privateKeyId = try field("private_key_id")
         // Absent, Google's; present, a text (a number there was taken for absent, and Google's endpoint asked instead).
         if let uri = document["token_uri"] {
-            guard let text = uri.string, !text.isEmpty else { throw fail("field 'token_uri' is not a URL text") }
+            guard let text = uri.string, !text.isEmpty else { throw fail("field 'token_uri' is not a URL (a text)") }
             tokenURI = text
         } else {
             tokenURI = ServiceAccountKey.defaultTokenURI

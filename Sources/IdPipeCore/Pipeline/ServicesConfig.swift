@@ -128,7 +128,7 @@ extension PipelineDefinition {
             if let version = entries["graph_version"] {
                 let text = try version.string()
                 guard text.hasPrefix("v"), Double(text.dropFirst()) != nil, text.utf8.count <= 8 else {
-                    throw version.error("looks like v21.0" + (text.utf8.count <= 8 ? " (found '\(text)')" : " (a longer value is not shown)"))
+                    throw version.error("must look like v21.0" + (text.utf8.count <= 8 ? " (found '\(text)')" : " (a longer value is not shown)"))
                 }
                 config.graphVersion = text
             }

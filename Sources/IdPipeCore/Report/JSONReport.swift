@@ -75,7 +75,9 @@ public struct JSONReport {
         out.write("}")
         if let summary = try source.applySummary() { out.write(",\n  \"apply\": " + Self.apply(summary)) }
         if let data = try source.dataSummary(limit: 0) { out.write(",\n  \"data\": " + Self.data(data)) }
-        if let imported = try source.importSummary(limit: Int.max) { out.write(",\n  \"import\": " + importJSON(imported)) }
+        if let imported = try source.importSummary(limit: Int.max) {
+            out.write(",\n  \"import\": " + importJSON(imported, existingAccounts: run.importExistingAccounts))
+        }
         out.write("\n}\n")
     }
 }
@@ -87,12 +89,14 @@ extension JSONReport {
     }
 
     /// Apply's import: requests by state, accounts, and every account the API refused.
-    func importJSON(_ summary: ImportSummary) -> String {
+    /// `existingAccounts`: the plan's `stages.import.existing_accounts` (nil for a plan before it was kept: overwrite).
+    func importJSON(_ summary: ImportSummary, existingAccounts: String?) -> String {
         let states = ActionState.allCases.compactMap { state in summary.requests[state].map { "\(JSONText.string(state.rawValue)): \($0)" } }
         let refused = summary.firstRefused.map { "{\"uid\": \(JSONText.string(masking.accountId($0.uid))), \"message\": \(JSONText.string($0.message))}" }
         let kept = summary.firstKept.map { JSONText.string(masking.accountId($0.uid)) }
         return "{\"requests\": {\(states.joined(separator: ", "))}, \"accounts\": \(summary.users), \"imported\": \(summary.imported), "
             + "\"resentRequests\": \(summary.resentRequests), \"refused\": [\(refused.joined(separator: ", "))], "
+            + "\"existingAccounts\": \(JSONText.string(existingAccounts ?? "overwrite")), "
             + "\"keptExisting\": {\"count\": \(summary.keptExisting), \"uids\": [\(kept.joined(separator: ", "))]}}"
     }
 

@@ -469,8 +469,10 @@ public struct MarkdownReport {
     }
 
     /// The first ids of a list of `count`, as code, masked as ids that read as an address or a number; `…` for the rest.
+    /// An id that may be a secret is not named (`PlanRunner.Unmatched.mayBeSecret`), which is said when none is.
     private func firstIds(_ named: [String], of count: Int) -> String {
-        named.map { "`\(masking.quarantinedId($0) ?? $0)`" }.joined(separator: " ") + (count > named.count ? " …" : "")
+        if named.isEmpty && count > 0 { return "(not named: each may be a secret rather than an id, as too long for a uid, shaped as a token, or a stored token)" }
+        return named.map { "`\(masking.quarantinedId($0) ?? $0)`" }.joined(separator: " ") + (count > named.count ? " …" : "")
     }
 
     private func section(_ out: inout some TextOutputStream, _ title: String) {

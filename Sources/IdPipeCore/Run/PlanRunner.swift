@@ -731,13 +731,25 @@ extension PlanRunner {
         /// How many ids the reports name for each side input.
         public static let named = 10
 
-        /// Counts `id`, and names it while fewer than `named` are: not one longer than a Firebase uid can be (128
-        /// characters), which is no uid mistyped but a line of another file (a token, a secret), counted only.
-        mutating func add(_ id: @autoclosure () -> String, naming: Bool = true) {
+        /// Counts `id`, and names it while fewer than `named` are, unless it may be a secret: a line of another file
+        /// given as the side input (a token, a key) is no uid mistyped. Not named: an id longer than a Firebase uid can
+        /// be (128 characters), one with a run of 40 token characters (as `Redaction` takes a credential), and one of
+        /// `secrets` (the stored tokens the run reads).
+        mutating func add(_ id: @autoclosure () -> String, naming: Bool = true, secrets: Set<String> = []) {
             count += 1
             guard naming, first.count < Self.named else { return }
             let text = id()
-            if text.utf8.count <= 128 { first.append(text) }
+            if !Self.mayBeSecret(text, secrets) { first.append(text) }
+        }
+
+        static func mayBeSecret(_ id: String, _ secrets: Set<String>) -> Bool {
+            guard id.utf8.count <= 128 else { return true }
+            var run = 0
+            for byte in id.utf8 {
+                run = TextScan.isASCIILetterOrDigit(byte) || "_~+=-".utf8.contains(byte) ? run + 1 : 0
+                if run >= 40 { return true }
+            }
+            return secrets.contains(id)
         }
     }
 
@@ -748,12 +760,18 @@ extension PlanRunner {
     /// nothing said so).
     static func unmatched(_ inputs: SideInputs, protectUids: [String] = [], accepted: (UInt64) -> Bool) -> [String: Unmatched]? {
         var result: [String: Unmatched] = [:]
+        // The stored tokens' values: a file of them given as another side input would have them named.
+        var secrets: Set<String> = []
+        for stored in inputs.credentials.allRows {
+            if let token = stored.apple?.token.value { secrets.insert(token) }
+            if let token = stored.facebook?.accessToken?.value { secrets.insert(token) }
+        }
         for (role, hashes, id) in sideInputIds(inputs, protectUids: protectUids) {
             var unmatched = Unmatched()
             // The stored tokens' ids are counted, never named: with the fields of a line mixed up, the uid holds a token,
             // and it went into the reports and the state store.
             let names = role != Self.storedTokensRole
-            for index in hashes.indices where !accepted(hashes[index]) { unmatched.add(id(index), naming: names) }
+            for index in hashes.indices where !accepted(hashes[index]) { unmatched.add(id(index), naming: names, secrets: secrets) }
             if unmatched.count > 0 { result[role] = unmatched }
         }
         return result.isEmpty ? nil : result
