@@ -92,7 +92,8 @@ public enum JSONValue: Sendable, Equatable, Codable, ExpressibleByStringLiteral,
         return Array((try? encoder.encode(self)) ?? Data("null".utf8))
     }
 
+    /// The JSON text `bytes` as a value; nil when it is not one (`JSONValueParser`).
     public static func decode(_ bytes: [UInt8]) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        JSONValueParser.parse(bytes)
     }
 }
