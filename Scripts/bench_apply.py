@@ -6,7 +6,9 @@ run in parallel under their own rates, and the accounts go through accounts:batc
 The quota-bound ideal is ceil(N / 1000) batch-delete slots at 1/s; the script prints the apply's wall time against it.
 Usage: Scripts/bench_apply.py --accounts 100000 --bin .build/release
 """
-import argparse, csv, json, math, os, re, shutil, subprocess, sys, time
+import argparse, csv, json, math, os, shutil, subprocess, sys, time
+
+import sandbox_process
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--accounts", type=int, default=100_000)
@@ -29,23 +31,9 @@ with open(f"{work}/all-deletion-requests.csv", "w", newline="") as f:
     for uid in uids:
         w.writerow([uid, "2026-11-01T00:00:00Z", "app"])
 
-subprocess.run([f"{args.bin}/idpipe-sandbox", "init", "--dir", f"{work}/sandbox", "--port", "0"], check=True, stdout=subprocess.DEVNULL)
-log = open(f"{work}/sandbox.log", "w")
-sandbox = subprocess.Popen([f"{args.bin}/idpipe-sandbox", "serve", "--dir", f"{work}/sandbox", "--port", "0",
-                            "--accounts", f"{work}/accounts.json", "--stored-tokens", f"{work}/stored-tokens.jsonl",
-                            "--quota-batch-delete", "1", "--quota-update", "10", "--latency-ms", str(args.latency_ms)],
-                           stdout=log, stderr=subprocess.STDOUT)
+sandbox, port = sandbox_process.start(args.bin, work, ["--accounts", f"{work}/accounts.json", "--stored-tokens", f"{work}/stored-tokens.jsonl",
+                                                     "--quota-batch-delete", "1", "--quota-update", "10", "--latency-ms", str(args.latency_ms)])
 try:
-    port = None
-    for _ in range(600):
-        text = open(f"{work}/sandbox.log").read()
-        m = re.search(r"127\.0\.0\.1:(\d+)", text)
-        if m:
-            port = m.group(1)
-            break
-        time.sleep(0.1)
-    if not port:
-        sys.exit("the sandbox did not start: " + open(f"{work}/sandbox.log").read())
     services = open(f"{work}/sandbox/idpipe-services.yaml").read()
     # The real Identity Toolkit quotas; Apple, Facebook and the app's own webhook publish none, so they go wide.
     services = (services.replace("  google:\n", "  google:\n    updates_per_second: 10\n    batch_deletes_per_second: 1\n    max_in_flight: 8\n")

@@ -64,18 +64,19 @@ public final class ImportRunner: Sendable {
         let open = requests.filter(\.state.isOpen)
         // The next request's lookup, made while this one is sent: at the default paces (a request a second, 20 reads a
         // second), the 10 lookups of a request of 1000 take half a second, which the import then does not wait for.
-        var next: Task<Set<String>, any Error>?
-        defer { next?.cancel() }
+        // Its users are kept for it: read twice, the file's JSON cost as much again as the rest of the import.
+        var next: (users: [JSONValue], lookup: Task<Set<String>, any Error>)?
+        defer { next?.lookup.cancel() }
         for (index, request) in open.enumerated() {
             if shouldStop() { return .interrupted }
-            let users = try file.users(of: request)
+            let users = try next?.users ?? file.users(of: request)
             let uids = Self.uids(users)
             let named = "request \(request.id) of \(requests.count) (accounts \(Self.range(request, in: requests)))"
             var kept: Set<Int> = []
             if request.state == .planned, let lookup {
                 let existing: Set<String>
                 do {
-                    existing = try await (next ?? Task { try await lookup(uids) }).value
+                    existing = try await (next?.lookup ?? Task { try await lookup(uids) }).value
                 } catch let error as ConnectorError {
                     return .stopped("accounts:lookup, before \(named): \(error)")
                 }
@@ -89,8 +90,9 @@ public final class ImportRunner: Sendable {
             }
             next = nil
             if let lookup, index + 1 < open.count, open[index + 1].state == .planned {
-                let following = Self.uids(try file.users(of: open[index + 1]))
-                next = Task { try await lookup(following) }
+                let following = try file.users(of: open[index + 1])
+                let uids = Self.uids(following)
+                next = (following, Task { try await lookup(uids) })
             }
             // Positions in the request of the accounts sent.
             let sent = users.indices.filter { !kept.contains($0) }

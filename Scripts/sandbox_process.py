@@ -1,0 +1,17 @@
+"""Starts idpipe-sandbox for the benchmark scripts: `init` in WORK/sandbox, then `serve` on a free port."""
+import re, subprocess, sys, time
+
+
+def start(binaries, work, serve_arguments):
+    """The serving sandbox process and its port; its output goes to WORK/sandbox.log."""
+    subprocess.run([f"{binaries}/idpipe-sandbox", "init", "--dir", f"{work}/sandbox", "--port", "0"], check=True, stdout=subprocess.DEVNULL)
+    log = open(f"{work}/sandbox.log", "w")
+    process = subprocess.Popen([f"{binaries}/idpipe-sandbox", "serve", "--dir", f"{work}/sandbox", "--port", "0", *serve_arguments],
+                               stdout=log, stderr=subprocess.STDOUT)
+    for _ in range(600):
+        m = re.search(r"127\.0\.0\.1:(\d+)", open(f"{work}/sandbox.log").read())
+        if m:
+            return process, m.group(1)
+        time.sleep(0.1)
+    process.terminate()
+    sys.exit("the sandbox did not start: " + open(f"{work}/sandbox.log").read())
