@@ -61,12 +61,9 @@ apply: {{accounts_in_flight: 256}}
     plan_seconds = time.monotonic() - start
     if plan.returncode != 0:
         sys.exit("plan failed: " + plan.stdout + plan.stderr)
-    start = time.monotonic()
-    child = subprocess.Popen([f"{args.bin}/idpipe", "apply", "--state", f"{out}/state.sqlite", "--yes"], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    output, _ = child.communicate()
-    apply_seconds = time.monotonic() - start
+    output, apply_seconds, code, _ = sandbox_process.apply(args.bin, out)
     summary = json.load(open(f"{out}/report.json"))["apply"]
-    stats = json.loads(subprocess.run(["curl", "-s", f"http://127.0.0.1:{port}/__sandbox/stats"], capture_output=True, text=True).stdout)
+    stats = sandbox_process.stats(port)
 finally:
     sandbox.terminate()
     sandbox.wait()
@@ -75,7 +72,7 @@ outcomes = summary["outcomes"]
 deleted = outcomes.get("delete-account", {}).get("done", 0)
 ideal = math.ceil(len(uids) / 1000) - 1  # the first batch goes at once; each further one waits a second
 print(output.strip().splitlines()[-2] if output.strip() else "")
-print(f"accounts: {len(uids)}; plan {plan_seconds:.1f} s; apply {apply_seconds:.1f} s, exit {child.returncode}")
+print(f"accounts: {len(uids)}; plan {plan_seconds:.1f} s; apply {apply_seconds:.1f} s, exit {code}")
 for kind, figures in outcomes.items():
     states = ", ".join(f"{v} {k}" for k, v in figures.items() if k in ("done", "failed", "not-possible", "blocked", "planned", "sent") and v)
     print(f"  {kind}: {states}; {figures.get('donePerSecond')} done/s")

@@ -7,7 +7,7 @@ The paces are raised (--creates-per-second, --reads-per-second: the lookups of `
 and the sandbox's, not a quota's. Prints the apply's wall time, CPU time and peak RSS, and the requests made.
 Usage: Scripts/bench_import.py --accounts 100000 --bin .build/release [--existing-accounts keep|overwrite]
 """
-import argparse, json, os, shutil, subprocess, sys, time
+import argparse, json, os, shutil, subprocess, sys
 
 import sandbox_process
 
@@ -62,14 +62,9 @@ output: {{import_json: cleaned.json}}
     if plan.returncode not in (0, 1):
         sys.exit("plan failed: " + plan.stdout + plan.stderr)
     environment = dict(os.environ, IDPIPE_PASSWORD_HASH_KEY="c2FuZGJveC1zaWduZXIta2V5")
-    start = time.monotonic()
-    child = subprocess.Popen([f"{args.bin}/idpipe", "apply", "--state", f"{out}/state.sqlite", "--yes"], stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True, env=environment)
-    output = child.stdout.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.monotonic() - start
+    output, seconds, code, usage = sandbox_process.apply(args.bin, out, environment)
     imported = json.load(open(f"{out}/report.json"))["import"]
-    stats = json.loads(subprocess.run(["curl", "-s", f"http://127.0.0.1:{port}/__sandbox/stats"], capture_output=True, text=True).stdout)
+    stats = sandbox_process.stats(port)
 finally:
     sandbox.terminate()
     sandbox.wait()
@@ -80,5 +75,5 @@ print(line)
 print(f"accounts in the file: {imported['accounts']}; in the project before: {seeded}; existing_accounts: {args.existing_accounts}")
 print(f"imported {imported['imported']}, kept {imported.get('keptExisting', {}).get('count', 0)}, refused {len(imported['refused'])}; "
       f"apply {seconds:.2f} s wall, {usage.ru_utime + usage.ru_stime:.2f} s CPU, peak RSS {usage.ru_maxrss / 1024:.0f} MB, "
-      f"exit {os.waitstatus_to_exitcode(status)}")
+      f"exit {code}")
 print(f"requests: accounts:batchCreate {requests.get('accounts:batchCreate', 0)}, accounts:lookup {requests.get('accounts:lookup', 0)}")

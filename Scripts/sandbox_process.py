@@ -1,5 +1,5 @@
 """Starts idpipe-sandbox for the benchmark scripts: `init` in WORK/sandbox, then `serve` on a free port."""
-import re, subprocess, sys, time
+import json, os, re, subprocess, sys, time
 
 
 def start(binaries, work, serve_arguments):
@@ -15,3 +15,19 @@ def start(binaries, work, serve_arguments):
         time.sleep(0.1)
     process.terminate()
     sys.exit("the sandbox did not start: " + open(f"{work}/sandbox.log").read())
+
+
+def apply(binaries, out, environment=None):
+    """Runs `idpipe apply --yes` on OUT's state store: its output, wall seconds, exit code and own rusage (wait4: the
+    figures of this child only)."""
+    start = time.monotonic()
+    child = subprocess.Popen([f"{binaries}/idpipe", "apply", "--state", f"{out}/state.sqlite", "--yes"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, env=environment)
+    output = child.stdout.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    return output, time.monotonic() - start, os.waitstatus_to_exitcode(status), usage
+
+
+def stats(port):
+    """The sandbox's counts of requests and faults."""
+    return json.loads(subprocess.run(["curl", "-s", f"http://127.0.0.1:{port}/__sandbox/stats"], capture_output=True, text=True).stdout)

@@ -65,16 +65,8 @@ struct JSONValueParser {
             index += 1
             guard let member = value(depth: depth + 1) else { return nil }
             if members[key] == nil { members[key] = member }
-            skipSpace()
-            guard index < bytes.count else { return nil }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "}") {
-                index += 1
-                return .object(members)
-            } else {
-                return nil
-            }
+            guard let more = another(closing: UInt8(ascii: "}")) else { return nil }
+            if !more { return .object(members) }
         }
     }
 
@@ -89,17 +81,17 @@ struct JSONValueParser {
         while true {
             guard let element = value(depth: depth + 1) else { return nil }
             elements.append(element)
-            skipSpace()
-            guard index < bytes.count else { return nil }
-            if bytes[index] == UInt8(ascii: ",") {
-                index += 1
-            } else if bytes[index] == UInt8(ascii: "]") {
-                index += 1
-                return .array(elements)
-            } else {
-                return nil
-            }
+            guard let more = another(closing: UInt8(ascii: "]")) else { return nil }
+            if !more { return .array(elements) }
         }
+    }
+
+    /// After a member or an element: true past a `,` (another follows), false past `close`, nil at anything else.
+    private mutating func another(closing close: UInt8) -> Bool? {
+        skipSpace()
+        guard index < bytes.count, bytes[index] == UInt8(ascii: ",") || bytes[index] == close else { return nil }
+        index += 1
+        return bytes[index - 1] == UInt8(ascii: ",")
     }
 
     /// A string from its opening quote; the text, or nil when it is not one JSON allows.
