@@ -1,3 +1,5 @@
+import IdPipeCore
+
 /// Reads a JSON text (RFC 8259) into a `JSONValue`, in one pass over its bytes. `JSONDecoder` through `Codable` tried
 /// each kind in turn for every value (a bool, a number, a text, a list, then an object), each failure thrown: an
 /// import's requests were read back at about 10 µs an account, most of apply's time.
@@ -117,13 +119,11 @@ struct JSONValueParser {
                 guard index < bytes.count else { return nil }
                 let escape = bytes[index]
                 index += 1
+                if let byte = JSONText.unescaped(escape) {
+                    text.append(byte)
+                    continue
+                }
                 switch escape {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): text.append(escape)
-                case UInt8(ascii: "b"): text.append(0x08)
-                case UInt8(ascii: "f"): text.append(0x0C)
-                case UInt8(ascii: "n"): text.append(0x0A)
-                case UInt8(ascii: "r"): text.append(0x0D)
-                case UInt8(ascii: "t"): text.append(0x09)
                 case UInt8(ascii: "u"):
                     guard var code = hex4() else { return nil }
                     // A surrogate pair is one scalar; a lone surrogate is no text.

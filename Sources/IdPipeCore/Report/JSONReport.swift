@@ -474,6 +474,20 @@ public enum QuarantineCSV {
 
 /// JSON string literals, escaped by hand so the output is the same byte for byte on every run.
 public enum JSONText {
+    /// The byte a one-letter escape stands for (`\n` → 0x0A, `\/` → `/`); nil for `u` (four hex digits follow) and for
+    /// a letter JSON has no escape for. For the readers of JSON text (`JSONCursor`, the connectors' `JSONValueParser`).
+    public static func unescaped(_ letter: UInt8) -> UInt8? {
+        switch letter {
+        case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): letter
+        case UInt8(ascii: "b"): 0x08
+        case UInt8(ascii: "f"): 0x0C
+        case UInt8(ascii: "n"): 0x0A
+        case UInt8(ascii: "r"): 0x0D
+        case UInt8(ascii: "t"): 0x09
+        default: nil
+        }
+    }
+
     public static func string(_ value: String?) -> String {
         var bytes: [UInt8] = []
         append(value, to: &bytes)

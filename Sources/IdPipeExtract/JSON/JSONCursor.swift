@@ -202,13 +202,11 @@ struct JSONCursor {
             guard position < end else { break }
             let escape = bytes[position]
             position += 1
+            if let byte = JSONText.unescaped(escape) {
+                buffer.append(byte)
+                continue
+            }
             switch escape {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): buffer.append(escape)
-            case UInt8(ascii: "b"): buffer.append(0x08)
-            case UInt8(ascii: "f"): buffer.append(0x0C)
-            case UInt8(ascii: "n"): buffer.append(0x0A)
-            case UInt8(ascii: "r"): buffer.append(0x0D)
-            case UInt8(ascii: "t"): buffer.append(0x09)
             case UInt8(ascii: "u"):
                 buffer.append(contentsOf: String(Character(try escapedScalar())).utf8)
             default:
