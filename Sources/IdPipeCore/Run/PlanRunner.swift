@@ -735,11 +735,11 @@ extension PlanRunner {
         /// given as the side input (a token, a key) is no uid mistyped. Not named: an id longer than a Firebase uid can
         /// be (128 characters), one with a run of 40 token characters (as `Redaction` takes a credential), and one of
         /// `secrets` (the stored tokens the run reads).
-        mutating func add(_ id: @autoclosure () -> String, naming: Bool = true, secrets: Set<String> = []) {
+        mutating func add(_ id: @autoclosure () -> String, naming: Bool = true, secrets: () -> Set<String> = { [] }) {
             count += 1
             guard naming, first.count < Self.named else { return }
             let text = id()
-            if !Self.mayBeSecret(text, secrets) { first.append(text) }
+            if !Self.mayBeSecret(text, secrets()) { first.append(text) }
         }
 
         static func mayBeSecret(_ id: String, _ secrets: Set<String>) -> Bool {
@@ -760,11 +760,18 @@ extension PlanRunner {
     /// nothing said so).
     static func unmatched(_ inputs: SideInputs, protectUids: [String] = [], accepted: (UInt64) -> Bool) -> [String: Unmatched]? {
         var result: [String: Unmatched] = [:]
-        // The stored tokens' values: a file of them given as another side input would have them named.
-        var secrets: Set<String> = []
-        for stored in inputs.credentials.allRows {
-            if let token = stored.apple?.token.value { secrets.insert(token) }
-            if let token = stored.facebook?.accessToken?.value { secrets.insert(token) }
+        // The stored tokens' values: a file of them given as another side input would have them named. Gathered once, when
+        // an id is first to be named: a plan with nothing to name builds no set of every token.
+        var gathered: Set<String>?
+        func secrets() -> Set<String> {
+            if let gathered { return gathered }
+            var found: Set<String> = []
+            for stored in inputs.credentials.allRows {
+                if let token = stored.apple?.token.value { found.insert(token) }
+                if let token = stored.facebook?.accessToken?.value { found.insert(token) }
+            }
+            gathered = found
+            return found
         }
         for (role, hashes, id) in sideInputIds(inputs, protectUids: protectUids) {
             var unmatched = Unmatched()
