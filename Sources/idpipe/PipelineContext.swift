@@ -84,12 +84,18 @@ struct PipelineContext {
     /// ids, and those that match no account named in the reports (a review saw the webhook's secret in plan.md).
     func refuseSecretFilesAsInputs() throws {
         let d = definition
-        let secrets: [(String, String?)] = [
-            ("services.google.credentials", d.services.google?.credentials), ("services.apple.private_key", d.services.apple?.privateKey),
-            ("services.facebook.app_secret_file", d.services.facebook?.appSecretFile), ("services.webhook.secret_file", d.services.webhook?.secretFile),
-            ("stages.import.password_hash.signer_key_file", d.stages.importAccounts?.passwordHash?.signerKeyFile),
+        // Resolved as `Services` reads them: the pipeline's paths from its folder, the environment's as given.
+        var files: [(String, String?)] = [
+            ("services.google.credentials", d.services.google?.credentials.map(resolve)),
+            ("services.apple.private_key", d.services.apple.map { resolve($0.privateKey) }),
+            ("services.facebook.app_secret_file", d.services.facebook?.appSecretFile.map(resolve)),
+            ("services.webhook.secret_file", d.services.webhook?.secretFile.map(resolve)),
+            ("stages.import.password_hash.signer_key_file", d.stages.importAccounts?.passwordHash?.signerKeyFile.map(resolve)),
         ]
-        let known = secrets.compactMap { key, file in file.flatMap { FileInfo.identity(resolve($0)) }.map { (key, $0) } }
+        if let google = d.services.google, google.credentials == nil {
+            files.append(("GOOGLE_APPLICATION_CREDENTIALS", ProcessEnvironment.value("GOOGLE_APPLICATION_CREDENTIALS")))
+        }
+        let known = files.compactMap { key, file in file.flatMap(FileInfo.identity).map { (key, $0) } }
         guard !known.isEmpty else { return }
         var inputs = sideInputPaths.map { ("inputs.\($0.0)", $0.1) }
         if d.source.format != .identityToolkit { inputs.insert(("source.path", sourcePath), at: 0) }

@@ -736,6 +736,12 @@ struct Binary {
             #expect(code == 2 && output.contains("inputs.protected_accounts is the file of services.facebook.app_secret_file, a secret")
                     && !output.contains(secret), "\(output)")
         }
+        // The service account's key named by the environment is one too.
+        try #"{"type": "service_account"}"#.write(toFile: folder + "/sa.json", atomically: true, encoding: .utf8)
+        try "version: 1\nname: s\nsource: {path: accounts.json}\ninputs: {legacy_names: sa.json}\nstages: {backfill_names: {sources: [legacy]}}\n"
+            .appending("services: {google: {project_id: demo-x}}\n").write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        let (keyCode, keyOutput) = try Binary.run(["validate", folder + "/pipeline.yaml"], environment: ["GOOGLE_APPLICATION_CREDENTIALS": folder + "/sa.json"])
+        #expect(keyCode == 2 && keyOutput.contains("inputs.legacy_names is the file of GOOGLE_APPLICATION_CREDENTIALS, a secret"), "\(keyOutput)")
         // Longer than a uid; a token's run of 40 characters; a stored token's value (shorter, with dots).
         let tokens = ["EAAB" + String(repeating: "xZ9", count: 60), "EAAB" + String(repeating: "q7W", count: 15),
                       "r0ddef47b2c5cd9b5b34c0b4eb01acb54.0.kAl5Z571wG0DmgXF"]
