@@ -6,7 +6,7 @@ run in parallel under their own rates, and the accounts go through accounts:batc
 The quota-bound ideal is ceil(N / 1000) batch-delete slots at 1/s; the script prints the apply's wall time against it.
 Usage: Scripts/bench_apply.py --accounts 100000 --bin .build/release
 """
-import argparse, csv, json, math, os, shutil, subprocess, sys, time
+import argparse, csv, json, math, subprocess, sys, time
 
 import sandbox_process
 
@@ -17,11 +17,7 @@ parser.add_argument("--dir", default="bench-data/apply")
 parser.add_argument("--latency-ms", type=int, default=0, help="latency the sandbox adds to every answer")
 args = parser.parse_args()
 
-work = os.path.abspath(f"{args.dir}/{args.accounts}")
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-subprocess.run([sys.executable, "Scripts/gen_samples.py", "--accounts", str(args.accounts), "--seed", "42", "--out-dir", work,
-                "--format", "json", "--side-inputs"], check=True, stdout=subprocess.DEVNULL)
+work = sandbox_process.generated_export(args.dir, args.accounts, side_inputs=True)
 # A deletion request for every account: the whole export is cleaned up.
 with open(f"{work}/accounts.json", encoding="utf-8") as f:
     uids = [u["localId"] for u in json.load(f)["users"] if u.get("localId")]

@@ -7,7 +7,7 @@ The paces are raised (--creates-per-second, --reads-per-second: the lookups of `
 and the sandbox's, not a quota's. Prints the apply's wall time, CPU time and peak RSS, and the requests made.
 Usage: Scripts/bench_import.py --accounts 100000 --bin .build/release [--existing-accounts keep|overwrite]
 """
-import argparse, json, os, shutil, subprocess, sys
+import argparse, json, os, subprocess, sys
 
 import sandbox_process
 
@@ -21,11 +21,7 @@ parser.add_argument("--creates-per-second", type=float, default=1000)
 parser.add_argument("--reads-per-second", type=float, default=10000)
 args = parser.parse_args()
 
-work = os.path.abspath(f"{args.dir}/{args.accounts}")
-shutil.rmtree(work, ignore_errors=True)
-os.makedirs(work)
-subprocess.run([sys.executable, "Scripts/gen_samples.py", "--accounts", str(args.accounts), "--seed", "42", "--out-dir", work,
-                "--format", "json"], check=True, stdout=subprocess.DEVNULL)
+work = sandbox_process.generated_export(args.dir, args.accounts)
 # Every n-th account is in the project already, under its uid, with other values. Written by a child process: this
 # one, holding the export's accounts, gave the apply it starts its own size as peak RSS (the child is forked from it).
 SEED = """

@@ -1,5 +1,16 @@
-"""Starts idpipe-sandbox for the benchmark scripts: `init` in WORK/sandbox, then `serve` on a free port."""
-import json, os, re, subprocess, sys, time
+"""For the benchmark scripts: a generated export in a fresh folder, idpipe-sandbox started on it, an apply timed."""
+import json, os, re, shutil, subprocess, sys, time
+
+
+def generated_export(folder, accounts, side_inputs=False):
+    """FOLDER/ACCOUNTS emptied, with a generated export of ACCOUNTS accounts (accounts.json), and its side inputs when
+    asked; its absolute path."""
+    work = os.path.abspath(f"{folder}/{accounts}")
+    shutil.rmtree(work, ignore_errors=True)
+    os.makedirs(work)
+    subprocess.run([sys.executable, "Scripts/gen_samples.py", "--accounts", str(accounts), "--seed", "42", "--out-dir", work,
+                    "--format", "json"] + (["--side-inputs"] if side_inputs else []), check=True, stdout=subprocess.DEVNULL)
+    return work
 
 
 def start(binaries, work, serve_arguments):

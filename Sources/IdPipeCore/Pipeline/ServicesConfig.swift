@@ -121,7 +121,7 @@ extension PipelineDefinition {
             guard let appId = entries["app_id"] else { throw facebook.error("missing key 'app_id'") }
             var config = FacebookServiceConfig(appId: try appId.string())
             config.appSecretFile = try entries["app_secret_file"]?.secretFilePath()
-            guard config.appId.utf8.allSatisfy(TextScan.isASCIIDigit), !config.appId.isEmpty else {
+            guard TextScan.isDigits(config.appId) else {
                 throw appId.error("is not a Facebook App ID (its digits, as the app dashboard shows it); not shown, as it may be the app secret")
             }
             config.appSecretEnv = try entries["app_secret_env"]?.environmentVariableName() ?? config.appSecretEnv

@@ -79,12 +79,7 @@ public struct MarkdownReport {
         }
         let odd = tally[OddTimes.accountsKey]
         if odd > 0 {
-            let kinds: [(OddTimes, String)] = [(.createdAfterPlan, "made after the plan's time"), (.signedInAfterPlan, "last signed in after the plan's time"),
-                                              (.signedInBeforeCreated, "last signed in before they were made")]
-            let parts = kinds.compactMap { kind, text -> String? in
-                let count = tally[OddTimes.keys.first { $0.0 == kind }!.1]
-                return count == 0 ? nil : "\(count) \(text)"
-            }
+            let parts = OddTimes.keys.compactMap { _, key, said in tally[key] == 0 ? nil : "\(tally[key]) \(said)" }
             out.write("\n**\(odd) \(odd == 1 ? "account has times" : "accounts have times") that cannot be right**, by more than a minute "
                 + "(\(parts.joined(separator: ", ")); the plan's time is \(Timestamp.formatRFC3339(run.asOf))): a clock, time zone or time unit "
                 + "is off at the source, or the plan was made as of an earlier day. \(odd == 1 ? "It is" : "They are") processed "

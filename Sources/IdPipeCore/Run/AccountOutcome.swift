@@ -59,8 +59,11 @@ public struct OddTimes: OptionSet, Sendable, Equatable {
         if let createdAt, let lastSignedInAt, lastSignedInAt < createdAt - Self.slack { insert(.signedInBeforeCreated) }
     }
 
-    /// The tally's keys: one per kind, and the accounts with any (`accounts.odd-times`).
-    public static let keys: [(OddTimes, String)] = [(.createdAfterPlan, "times.created-after-plan"), (.signedInAfterPlan, "times.signed-in-after-plan"),
-                                                    (.signedInBeforeCreated, "times.signed-in-before-created")]
+    /// The tally's keys, one per kind, with what plan.md calls the accounts; and the accounts with any (`accounts.odd-times`).
+    public static let keys: [(kind: OddTimes, key: String, said: String)] = [
+        (.createdAfterPlan, "times.created-after-plan", "made after the plan's time"),
+        (.signedInAfterPlan, "times.signed-in-after-plan", "last signed in after the plan's time"),
+        (.signedInBeforeCreated, "times.signed-in-before-created", "last signed in before they were made"),
+    ]
     public static let accountsKey = "accounts.odd-times"
 }

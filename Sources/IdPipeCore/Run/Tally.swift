@@ -129,7 +129,7 @@ public struct TallyCounter: Sendable {
         if deleting && unrevoked { slots[Slot.deletingUnrevoked] += amount }
         if !outcome.oddTimes.isEmpty {
             keyed[OddTimes.accountsKey, default: 0] += amount
-            for (kind, key) in OddTimes.keys where outcome.oddTimes.contains(kind) { keyed[key, default: 0] += amount }
+            for (kind, key, _) in OddTimes.keys where outcome.oddTimes.contains(kind) { keyed[key, default: 0] += amount }
         }
     }
 

@@ -70,6 +70,11 @@ public enum TextScan {
     @inline(__always)
     public static func isASCIIDigit(_ byte: UInt8) -> Bool { byte >= 0x30 && byte <= 0x39 }
 
+    /// Whether `text` is one or more ASCII digits (an id that is a number, a fraction's digits).
+    public static func isDigits(_ text: some StringProtocol) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy(isASCIIDigit)
+    }
+
     /// An ASCII letter (either case) or digit.
     @inline(__always)
     public static func isASCIILetterOrDigit(_ byte: UInt8) -> Bool { (byte | 0x20 >= 0x61 && byte | 0x20 <= 0x7A) || isASCIIDigit(byte) }

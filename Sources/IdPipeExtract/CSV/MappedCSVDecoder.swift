@@ -111,7 +111,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
         var (milliseconds, overflow) = seconds.multipliedReportingOverflow(by: 1000)
         guard !overflow else { return nil }
         if parts.count == 2 {
-            guard isDigits(parts[1]) else { return nil }
+            guard TextScan.isDigits(parts[1]) else { return nil }
             // The first three digits, as milliseconds: ".5" is 500.
             let firstThree = String(parts[1].prefix(3))
             let part = Int64(firstThree + String(repeating: "0", count: 3 - firstThree.count))!
@@ -119,11 +119,6 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             guard !overflow else { return nil }
         }
         return milliseconds
-    }
-
-    /// Whether `text` is one or more ASCII digits.
-    static func isDigits(_ text: some StringProtocol) -> Bool {
-        !text.isEmpty && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
     }
 
     func decode(_ record: CSVRecord) -> Result<Account, RecordIssue> {
@@ -198,7 +193,7 @@ struct MappedCSVDecoder: CSVRecordDecoder {
             }
             if let null = Self.unnamedNull(rawId, column: column(index)) {
                 issues.append(RecordIssue(field: field, reason: null))
-            } else if id == ProviderID.facebook && !Self.isDigits(rawId.trimmingSpaces) {
+            } else if id == ProviderID.facebook && !TextScan.isDigits(rawId.trimmingSpaces) {
                 // A Facebook user id (app-scoped, as Facebook Login gives it) is a number; anything else would be
                 // imported as a sign-in no one can use.
                 issues.append(RecordIssue(field: field, reason: "\(Quoted.value(rawId)) is not a Facebook user id, which is digits only (\(column(index)))"))
