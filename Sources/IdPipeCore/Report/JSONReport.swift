@@ -94,10 +94,15 @@ extension JSONReport {
         let states = ActionState.allCases.compactMap { state in summary.requests[state].map { "\(JSONText.string(state.rawValue)): \($0)" } }
         let refused = summary.firstRefused.map { "{\"uid\": \(JSONText.string(masking.accountId($0.uid))), \"message\": \(JSONText.string($0.message))}" }
         let kept = summary.firstKept.map { JSONText.string(masking.accountId($0.uid)) }
+        let clashing = summary.firstClashing.map {
+            "{\"uid\": \(JSONText.string(masking.accountId($0.uid))), \"field\": \(JSONText.string($0.clash?.field ?? "")), "
+                + "\"projectUid\": \(JSONText.string(masking.accountId($0.clash?.projectUid ?? "")))}"
+        }
         return "{\"requests\": {\(states.joined(separator: ", "))}, \"accounts\": \(summary.users), \"imported\": \(summary.imported), "
             + "\"resentRequests\": \(summary.resentRequests), \"refused\": [\(refused.joined(separator: ", "))], "
             + "\"existingAccounts\": \(JSONText.string(existingAccounts ?? "overwrite")), "
-            + "\"keptExisting\": {\"count\": \(summary.keptExisting), \"uids\": [\(kept.joined(separator: ", "))]}}"
+            + "\"keptExisting\": {\"count\": \(summary.keptExisting), \"uids\": [\(kept.joined(separator: ", "))]}, "
+            + "\"clashing\": {\"count\": \(summary.clashing), \"accounts\": [\(clashing.joined(separator: ", "))]}}"
     }
 
     /// Entry `index` of the `accounts` array: what separates it from the one before, and the account's line.
@@ -236,7 +241,7 @@ extension [UInt8]: ByteOutput {
 
 extension ByteOutput {
     @inline(__always)
-    mutating func put(_ text: String) {
+    public mutating func put(_ text: String) {
         // On the string's own bytes (a literal's, most often; a short one's copied to the stack): through the UTF-8
         // view it cost about 170 instructions.
         text.withUTF8Bytes { appendBytes($0) }
@@ -503,6 +508,12 @@ public enum JSONText {
         out.append(UInt8(ascii: "\""))
         appendEscaped(value, to: &out)
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// `append` for a byte array, made here for the other modules: the generic one, called from another module, runs
+    /// unspecialized (through witness tables for each byte), which cost the connectors' request bodies 3× the time.
+    public static func append(_ value: String, to out: inout [UInt8]) {
+        append(Optional(value), to: &out)
     }
 
     /// A string's UTF-8 escaped (without the quotes), read on its own storage when it has one.
