@@ -92,7 +92,7 @@ extension SandboxService {
 
     private func sortedIds(_ state: inout State) -> [String] {
         if let ids = state.sortedIds { return ids }
-        let ids = state.accounts.keys.sorted()
+        let ids = state.accounts.uids.sorted()
         state.sortedIds = ids
         return ids
     }
@@ -119,15 +119,27 @@ extension SandboxService {
         return .json(200, .object(members))
     }
 
+    /// By uid, email, phone number and federated link, mixed in one call as the Admin SDK's `get_users` sends them, at
+    /// most 100 identifiers in all. An account found twice is given once; one found by none, not at all.
     private func lookup(_ state: inout State, _ body: SJSON) -> SandboxResponse {
         let ids = body["localId"]?.array?.compactMap(\.string) ?? []
         let emails = body["email"]?.array?.compactMap(\.string) ?? []
-        guard ids.count + emails.count <= 100 else { return Self.googleError(400, "INVALID_ARGUMENT : at most 100 identifiers per lookup") }
-        var found: [SJSON] = ids.compactMap { state.accounts[$0] }
-        if !emails.isEmpty {
-            let wanted = Set(emails.map { $0.lowercased() })
-            found += state.accounts.values.filter { wanted.contains($0["email"]?.string?.lowercased() ?? "") }
+        let phones = body["phoneNumber"]?.array?.compactMap(\.string) ?? []
+        let links = body["federatedUserId"]?.array ?? []
+        guard ids.count + emails.count + phones.count + links.count <= 100 else {
+            return Self.googleError(400, "INVALID_ARGUMENT : at most 100 identifiers per lookup")
         }
+        var uids = ids.filter { state.accounts[$0] != nil }
+        for email in emails { uids += state.accounts.uids(email: email).sorted() }
+        for phone in phones { uids += state.accounts.uids(phoneNumber: phone).sorted() }
+        for link in links {
+            guard let provider = link["providerId"]?.string, let rawId = link["rawId"]?.string else {
+                return Self.googleError(400, "INVALID_ARGUMENT : a federatedUserId needs a providerId and a rawId")
+            }
+            uids += state.accounts.uids(providerId: provider, rawId: rawId).sorted()
+        }
+        var given: Set<String> = []
+        let found = uids.filter { given.insert($0).inserted }.compactMap { state.accounts[$0] }
         var members: [(String, SJSON)] = [("kind", .string("identitytoolkit#GetAccountInfoResponse"))]
         if !found.isEmpty { members.append(("users", .array(found))) }
         return .json(200, .object(members))

@@ -107,7 +107,7 @@ public enum ScriptedFault: Sendable, Equatable {
 public final class SandboxService: Sendable {
     struct State {
         var config: SandboxConfig
-        var accounts: [String: SJSON] = [:]
+        var accounts = SandboxAccounts()
         var sortedIds: [String]? = nil
         var ledger: [LedgerEntry] = []
         var random: SeededRandom
@@ -247,7 +247,7 @@ public final class SandboxService: Sendable {
 
     public var ledger: [LedgerEntry] { state.withLock { $0.ledger } }
 
-    public var accountIds: [String] { state.withLock { $0.accounts.keys.sorted() } }
+    public var accountIds: [String] { state.withLock { $0.accounts.uids.sorted() } }
 
     public func account(_ uid: String) -> String? { state.withLock { $0.accounts[uid]?.text } }
 

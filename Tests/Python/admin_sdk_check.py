@@ -26,7 +26,7 @@ def main():
             custom_claims={"tier": "gold"},
             provider_data=[auth.UserProvider(uid="apple-sub-1", provider_id="apple.com", email="x@privaterelay.appleid.com")]),
         auth.ImportUserRecord(uid="imp-2", email="imp2@example.com", disabled=True),
-        auth.ImportUserRecord(uid="imp-3", email="imp3@example.com"),
+        auth.ImportUserRecord(uid="imp-3", email="imp3@example.com", phone_number="+14155550100"),
     ]
     result = auth.import_users(users)
     check(result.success_count == 3 and result.failure_count == 0, f"import_users: {result.success_count} imported")
@@ -44,6 +44,22 @@ def main():
     user = auth.get_user("imp-1")
     check(user.email == "imp1@example.com" and user.custom_claims == {"tier": "gold"}, "get_user: imported fields read back")
     check([p.provider_id for p in user.provider_data] == ["apple.com"], "get_user: provider data read back")
+
+    # get_users sends every kind of identifier in one accounts:lookup, as idpipe's import check does.
+    found = auth.get_users([
+        auth.UidIdentifier("imp-2"),
+        auth.EmailIdentifier("imp2@example.com"),
+        auth.PhoneIdentifier("+14155550100"),
+        auth.ProviderIdentifier("apple.com", "apple-sub-1"),
+        auth.UidIdentifier("never-existed"),
+        auth.EmailIdentifier("nobody@example.com"),
+    ])
+    uids = [user.uid for user in found.users]
+    check(sorted(uids) == ["imp-1", "imp-2", "imp-3"] and len(uids) == 3,
+          f"get_users: found by uid, email, phone number and federated id, each once: {uids}")
+    check(len(found.not_found) == 2, f"get_users: a missing uid and email are not found ({len(found.not_found)})")
+    check(auth.get_user_by_email("IMP2@example.com").uid == "imp-2", "get_user_by_email: letters compared regardless of case")
+    check(auth.get_user_by_phone_number("+14155550100").uid == "imp-3", "get_user_by_phone_number")
 
     updated = auth.update_user("imp-1", display_name="Renamed By Admin")
     check(updated.display_name == "Renamed By Admin", "update_user: display name changed")
