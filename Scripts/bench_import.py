@@ -69,7 +69,8 @@ requests = stats.get("requests", {})
 line = next((l for l in output.splitlines() if l.startswith("import: ")), "")
 print(line)
 print(f"accounts in the file: {imported['accounts']}; in the project before: {seeded}; existing_accounts: {args.existing_accounts}")
-print(f"imported {imported['imported']}, kept {imported.get('keptExisting', {}).get('count', 0)}, refused {len(imported['refused'])}; "
+print(f"imported {imported['imported']}, kept {imported.get('keptExisting', {}).get('count', 0)}, "
+      f"left out for a shared identity {imported.get('clashing', {}).get('count', 0)}, refused {len(imported['refused'])}; "
       f"apply {seconds:.2f} s wall, {usage.ru_utime + usage.ru_stime:.2f} s CPU, peak RSS {usage.ru_maxrss / 1024:.0f} MB, "
       f"exit {code}")
 print(f"requests: accounts:batchCreate {requests.get('accounts:batchCreate', 0)}, accounts:lookup {requests.get('accounts:lookup', 0)}")

@@ -12,9 +12,10 @@ import Logging
 /// with an existing uid overwrites that account with the same values (PROTOCOLS §2), so it makes nothing twice.
 /// A refusal of a whole request (a missing or wrong hash parameter, a permission) stops the import with nothing
 /// more sent: it would refuse the next ones alike, and after the fix the same command sends it again.
-/// With `lookup` (`stages.import.existing_accounts: keep`), a request's uids are looked up before it is first sent, and
-/// the accounts the project has already are left out of it and recorded as kept, with it marked sent: sent again, it
-/// leaves out the same ones (the lookup would find its own accounts then).
+/// With `lookup` (`stages.import.existing_accounts: keep`), a request's accounts are looked up before it is first sent:
+/// those the project has already (by uid), and those whose email, phone number or federated link another account of the
+/// project has (the import would make a second account for it), are left out of it and recorded, with it marked sent:
+/// sent again, it leaves out the same ones (the lookup would find its own accounts then).
 public final class ImportRunner: Sendable {
     public enum Outcome: Sendable, Equatable {
         case completed
@@ -25,26 +26,27 @@ public final class ImportRunner: Sendable {
 
     /// Sends one request's users; returns the refused ones by their index in `users`.
     public typealias Send = @Sendable ([JSONValue]) async throws -> [BatchCreateFailure]
-    /// Which of the uids (at most a request's) the project holds.
-    public typealias Lookup = @Sendable ([String]) async throws -> Set<String>
+    /// The project's accounts found by these identifiers (any number of them: a request's).
+    public typealias Lookup = @Sendable ([AccountIdentifier]) async throws -> [JSONValue]
 
     let store: StateStore
     let path: String
     let send: Send
     let lookup: Lookup?
+    /// Whether an account whose email another account of the project has is left out (not with
+    /// `output.allow_duplicate_emails`, for a project that allows several accounts per email).
+    let checksEmails: Bool
     let clock: @Sendable () -> Int64
 
-    public init(store: StateStore, importFile path: String, clock: @escaping @Sendable () -> Int64, lookup: Lookup? = nil, send: @escaping Send) {
+    public init(store: StateStore, importFile path: String, clock: @escaping @Sendable () -> Int64, lookup: Lookup? = nil,
+                checksEmails: Bool = true, send: @escaping Send) {
         self.store = store
         self.path = path
         self.send = send
         self.lookup = lookup
+        self.checksEmails = checksEmails
         self.clock = clock
     }
-
-    /// Why an account is not imported when the project has its uid (`stages.import.existing_accounts: keep`).
-    public static let keptMessage = "its uid is in the project already: kept as the project has it (stages.import.existing_accounts: "
-        + "overwrite would replace it with the file's)"
 
     /// Splits the file into requests and records them, unless an earlier apply did; returns them all.
     public static func prepare(store: StateStore, importFile path: String, usersPerRequest: Int) throws -> [ImportRequest] {
@@ -62,10 +64,11 @@ public final class ImportRunner: Sendable {
         var done = requests.filter { !$0.state.isOpen }.count
         let file = try ImportFileReader(path: path)
         let open = requests.filter(\.state.isOpen)
-        // The next request's lookup, made while this one is sent: at the default paces (a request a second, 20 reads a
-        // second), the 10 lookups of a request of 1000 take half a second, which the import then does not wait for.
+        // The next request's lookups, made while this one is sent: at the default paces (a request a second, 20 reads a
+        // second), the 10 of a request of 1000 uids take half a second, which the import then does not wait for (the 20
+        // or so more for the emails and links of accounts not found by uid make it wait about half a second a request).
         // Its users are kept for it: read twice, the file's JSON cost as much again as the rest of the import.
-        var next: (users: [JSONValue], lookup: Task<Set<String>, any Error>)?
+        var next: (users: [JSONValue], lookup: Task<[ImportFailure], any Error>)?
         defer { next?.lookup.cancel() }
         for (index, request) in open.enumerated() {
             if shouldStop() { return .interrupted }
@@ -74,15 +77,14 @@ public final class ImportRunner: Sendable {
             let named = "request \(request.id) of \(requests.count) (accounts \(Self.range(request, in: requests)))"
             var kept: Set<Int> = []
             if request.state == .planned, let lookup {
-                let existing: Set<String>
+                let leftOut: [ImportFailure]
                 do {
-                    existing = try await (next?.lookup ?? Task { try await lookup(uids) }).value
+                    leftOut = try await (next?.lookup ?? lookUp(users, with: lookup)).value
                 } catch let error as ConnectorError {
                     return .stopped("accounts:lookup, before \(named): \(error)")
                 }
-                kept = Set(uids.indices.filter { existing.contains(uids[$0]) })
-                try await store.markImportSent(request.id, at: clock(),
-                                               kept: kept.sorted().map { ImportFailure(position: $0, uid: uids[$0], message: Self.keptMessage) })
+                kept = Set(leftOut.map(\.position))
+                try await store.markImportSent(request.id, at: clock(), kept: leftOut)
             } else {
                 // Sent before: it leaves out what it left out then.
                 kept = try store.keptExisting(request: request.id)
@@ -91,8 +93,7 @@ public final class ImportRunner: Sendable {
             next = nil
             if let lookup, index + 1 < open.count, open[index + 1].state == .planned {
                 let following = try file.users(of: open[index + 1])
-                let uids = Self.uids(following)
-                next = (following, Task { try await lookup(uids) })
+                next = (following, lookUp(following, with: lookup))
             }
             // Positions in the request of the accounts sent.
             let sent = users.indices.filter { !kept.contains($0) }
@@ -112,7 +113,12 @@ public final class ImportRunner: Sendable {
         return .completed
     }
 
-    private static func uids(_ users: [JSONValue]) -> [String] {
+    private func lookUp(_ users: [JSONValue], with lookup: @escaping Lookup) -> Task<[ImportFailure], any Error> {
+        let emails = checksEmails
+        return Task { try await ProjectAccounts.leftOut(users, emails: emails, lookup: lookup) }
+    }
+
+    static func uids(_ users: [JSONValue]) -> [String] {
         users.map { $0["localId"]?.string ?? "" }
     }
 

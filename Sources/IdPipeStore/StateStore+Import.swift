@@ -29,9 +29,9 @@ extension StateStore {
     }
 
     /// Written before the request goes out: a run killed then sends it again (an import overwrites the accounts it made).
-    /// `kept`: the accounts it leaves out, their uid being in the project already (given at its first sending only), in
-    /// the same transaction: a request sent again leaves out the same ones (`keptExisting`), as the accounts it made
-    /// are in the project by then.
+    /// `kept`: the accounts it leaves out, their uid, email, phone number or link being in the project already (given at
+    /// its first sending only), in the same transaction: a request sent again leaves out the same ones (`keptExisting`),
+    /// as the accounts it made are in the project by then.
     public func markImportSent(_ id: Int64, at: Int64, kept: [ImportFailure] = []) async throws {
         try await queue.write { db in
             try db.execute(sql: """
@@ -41,7 +41,7 @@ extension StateStore {
         }
     }
 
-    /// The positions in request `id` of the accounts it leaves out as in the project already (`markImportSent`).
+    /// The positions in request `id` of the accounts it leaves out for the project's accounts (`markImportSent`).
     public func keptExisting(request id: Int64) throws -> Set<Int> {
         try queue.read { db in
             Set(try Int.fetchAll(db, sql: "SELECT position FROM import_failure WHERE request = ? AND existing = 1", arguments: [id]))
@@ -59,9 +59,12 @@ extension StateStore {
 
     private static func insertFailures(_ db: Database, request id: Int64, _ failures: [ImportFailure], existing: Bool) throws {
         guard !failures.isEmpty else { return }
-        let insert = try db.cachedStatement(sql: "INSERT INTO import_failure (request, position, uid, message, existing) VALUES (?, ?, ?, ?, ?)")
+        let insert = try db.cachedStatement(sql: """
+            INSERT INTO import_failure (request, position, uid, message, existing, clash_field, clash_uid) VALUES (?, ?, ?, ?, ?, ?, ?)
+            """)
         for failure in failures {
-            try insert.execute(arguments: [id, failure.position, failure.uid, failure.message, existing ? 1 : 0])
+            try insert.execute(arguments: [id, failure.position, failure.uid, failure.message, existing ? 1 : 0,
+                                           failure.clash?.field, failure.clash?.projectUid])
         }
     }
 
@@ -102,15 +105,21 @@ extension StateStore {
             // The accounts kept count once their request is done: before, it may not have gone yet.
             let done = "request IN (SELECT id FROM import_request WHERE state = 'done')"
             summary.refused = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure WHERE existing = 0") ?? 0
-            summary.keptExisting = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure WHERE existing = 1 AND \(done)") ?? 0
+            let kept = "existing = 1 AND clash_field IS NULL AND \(done)", clashing = "existing = 1 AND clash_field IS NOT NULL AND \(done)"
+            summary.keptExisting = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure WHERE \(kept)") ?? 0
+            summary.clashing = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure WHERE \(clashing)") ?? 0
             func first(_ condition: String) throws -> [ImportFailure] {
-                try Row.fetchAll(db, sql: "SELECT position, uid, message FROM import_failure WHERE \(condition) ORDER BY request, position LIMIT ?",
-                                 arguments: [limit]).map {
-                    ImportFailure(position: $0["position"], uid: $0["uid"], message: $0["message"])
+                try Row.fetchAll(db, sql: """
+                    SELECT position, uid, message, clash_field, clash_uid FROM import_failure WHERE \(condition) ORDER BY request, position LIMIT ?
+                    """, arguments: [limit]).map { row in
+                    let field: String? = row["clash_field"]
+                    return ImportFailure(position: row["position"], uid: row["uid"], message: row["message"],
+                                         clash: field.map { ImportClash(field: $0, projectUid: row["clash_uid"]) })
                 }
             }
             summary.firstRefused = try first("existing = 0")
-            summary.firstKept = try first("existing = 1 AND \(done)")
+            summary.firstKept = try first(kept)
+            summary.firstClashing = try first(clashing)
             return summary
         }
     }

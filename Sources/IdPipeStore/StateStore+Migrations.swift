@@ -196,6 +196,15 @@ extension StateStore {
                 ALTER TABLE import_failure ADD COLUMN existing INTEGER NOT NULL DEFAULT 0;
                 """)
         }
+        migrator.registerMigration("v14-import-clash") { db in
+            try db.execute(sql: """
+                -- An account the import left out (existing = 1) because another account of the project has its email,
+                -- phone number or federated link: which ('email', 'phoneNumber', 'providerUserInfo (apple.com)'), and
+                -- that account's uid. NULL when its own uid is in the project (and for the API's refusals).
+                ALTER TABLE import_failure ADD COLUMN clash_field TEXT;
+                ALTER TABLE import_failure ADD COLUMN clash_uid TEXT;
+                """)
+        }
         return migrator
     }
 }

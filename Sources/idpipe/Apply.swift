@@ -78,8 +78,9 @@ struct Apply: ParsableCommand {
             Writes OUT/report.md, OUT/report.json and OUT/ledger.csv with every outcome (and OUT/quarantine.csv again); \
             the plan's ledger, as reviewed, is kept as plan-ledger.csv in the plan's folder. A migration whose pipeline has \
             stages.import has its import file, as reviewed, imported into services.google's project (accounts:batchCreate), \
-            its requests recorded the same way; an account whose uid the project has already is kept as it is and listed \
-            (stages.import.existing_accounts: keep, the default; overwrite replaces it).
+            its requests recorded the same way; an account whose uid the project has already is kept as it is, one whose \
+            email, phone number or sign-in another account of the project has is not imported, and both are listed \
+            (stages.import.existing_accounts: keep, the default; overwrite replaces the first and checks neither).
             """)
 
     @OptionGroup var location: ExistingRunOptions
@@ -560,7 +561,7 @@ struct ApplyCommand {
             // As the plan's report said: a plan before the setting was kept said its import overwrites.
             let existing = run.importExistingAccounts.flatMap(ImportConfig.ExistingAccounts.init(rawValue:)) ?? .overwrite
             let importLine = importing?.confirmationLine(into: context.definition.importTargetDescription ?? "", names: open[.updateName]?.open ?? 0,
-                                                         existing: existing)
+                                                         existing: existing, duplicateEmails: context.definition.output.allowDuplicateEmails)
             // Nothing to send (a plan of findings only, or one whose actions are all final): nothing to ask about.
             if !confirmed && (!listed.isEmpty || importLine != nil) {
                 switch confirm(listed, also: importLine) {
@@ -640,7 +641,8 @@ struct ApplyCommand {
             }
             let runner = ApplyRunner(store: store, effects: effects, credentials: credentials, settings: settings,
                                      clock: { epochMilliseconds() }, monotonic: { wallClockSeconds() }, logger: logger,
-                                     importer: try importing?.runner(services: services, store: store, hash: importHash, existing: existing))
+                                     importer: try importing?.runner(services: services, store: store, hash: importHash, existing: existing,
+                                                                      duplicateEmails: definition.output.allowDuplicateEmails))
             let started = wallClockSeconds()
             let (outcome, resent) = try runInterruptibly(runner, command: command)
             Console.endProgress()
@@ -720,7 +722,9 @@ struct ApplyCommand {
         if failed > 0 { Console.error("idpipe: \(Console.count(failed, "action")) failed; see the Outcomes section of \(out)/report.md") }
         if notImported > 0, let imported = try store.importSummary(limit: 0) {
             let why = [imported.refused > 0 ? "\(imported.refused) refused by the API" : nil,
-                       imported.keptExisting > 0 ? "\(imported.keptExisting) kept as the project has them, their uid being there already" : nil]
+                       imported.keptExisting > 0 ? "\(imported.keptExisting) kept as the project has them, their uid being there already" : nil,
+                       imported.clashing > 0 ? "\(imported.clashing) left out, another account of the project having their email, phone "
+                           + "number or sign-in" : nil]
             Console.error("idpipe: \(Console.count(notImported, "account")) of the import file not imported (" + why.compactMap { $0 }.joined(separator: ", ")
                 + "); see the Import section of \(out)/report.md")
         }
@@ -821,7 +825,8 @@ struct ApplyCommand {
 }
 
 /// What keeps a finished run from "all done" (exit code 1): its failed actions, the accounts its import did not bring
-/// in (refused, or kept as the project has them), and the input rows its plan quarantined.
+/// in (refused, kept as the project has them, or left out for another account of the project), and the input rows its
+/// plan quarantined.
 func unfinished(_ store: StateStore) throws -> (failed: Int, notImported: Int, quarantined: Int) {
     (try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }, try store.importSummary(limit: 0)?.notImported ?? 0,
      try store.tally().quarantineRows)

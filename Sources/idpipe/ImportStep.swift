@@ -55,37 +55,40 @@ struct ImportStep {
 
     /// What the confirmation lists: the accounts, where they go, the names they carry, and what becomes of an account
     /// the project has already.
-    func confirmationLine(into target: String, names: Int, existing: ImportConfig.ExistingAccounts) -> String? {
+    func confirmationLine(into target: String, names: Int, existing: ImportConfig.ExistingAccounts, duplicateEmails: Bool) -> String? {
         let open = openRequests
         guard !open.isEmpty else { return nil }
         return "  import: \(open.reduce(0) { $0 + $1.users }) accounts into \(target), in \(open.count) accounts:batchCreate requests"
             + (names > 0 ? ", with the \(names) names the plan fills" : "")
-            + (existing == .keep ? "; an account whose uid is there already is kept as it is" : "; an account whose uid is there already is OVERWRITTEN")
+            + (existing == .keep ? "; an account whose uid is there already is kept as it is, and one whose " + (duplicateEmails ? "" : "email, ")
+                + "phone number or sign-in another account there has is left out" : "; an account whose uid is there already is OVERWRITTEN")
     }
 
     /// The runner that sends the open requests, first in the apply session (`ApplyRunner`). Made when none is left too:
     /// a session stopped after the last answer, before the name updates were closed, has them closed by the next one
     /// (without the runner, they would have been sent on their own).
-    /// `existing`: what to do with an account whose uid the project holds already; `keep` looks each request's uids up
-    /// (`accounts:lookup`, 100 a call, at the pace of `services.google`'s reads) before it is first sent.
-    func runner(services: Services, store: StateStore, hash: PasswordHashParameters?, existing: ImportConfig.ExistingAccounts) throws -> ImportRunner {
+    /// `existing`: what to do with an account the project holds already; `keep` looks each request's accounts up
+    /// (`accounts:lookup`, 100 identifiers a call, at the pace of `services.google`'s reads) before it is first sent: their
+    /// uids, then the emails (unless `duplicateEmails`), phone numbers and links of those whose uid is not there.
+    func runner(services: Services, store: StateStore, hash: PasswordHashParameters?, existing: ImportConfig.ExistingAccounts,
+                duplicateEmails: Bool) throws -> ImportRunner {
         guard let client = services.importTarget else { throw CommandError("stages.import imports with services.google's credentials: it is not configured") }
         var lookup: ImportRunner.Lookup?
-        if existing == .keep { lookup = { uids in try await Self.existing(uids, in: client) } }
-        return ImportRunner(store: store, importFile: path, clock: { epochMilliseconds() }, lookup: lookup) { users in
+        if existing == .keep { lookup = { identifiers in try await Self.find(identifiers, in: client) } }
+        return ImportRunner(store: store, importFile: path, clock: { epochMilliseconds() }, lookup: lookup, checksEmails: !duplicateEmails) { users in
             try await client.batchCreate(users: users, hash: hash)
         }
     }
 
-    /// Which of `uids` the project holds: looked up 100 a call, the calls at once (their pace is the client's).
-    private static func existing(_ uids: [String], in client: IdentityToolkitClient) async throws -> Set<String> {
+    /// The project's accounts found by `identifiers`: looked up 100 a call, the calls at once (their pace is the client's).
+    private static func find(_ identifiers: [AccountIdentifier], in client: IdentityToolkitClient) async throws -> [JSONValue] {
         try await withThrowingTaskGroup(of: [JSONValue].self) { group in
-            for start in stride(from: 0, to: uids.count, by: IdentityToolkitClient.maxLookup) {
-                let chunk = Array(uids[start..<min(start + IdentityToolkitClient.maxLookup, uids.count)])
-                group.addTask { try await client.lookup(localIds: chunk) }
+            for start in stride(from: 0, to: identifiers.count, by: IdentityToolkitClient.maxLookup) {
+                let chunk = Array(identifiers[start..<min(start + IdentityToolkitClient.maxLookup, identifiers.count)])
+                group.addTask { try await client.lookup(chunk) }
             }
-            var found: Set<String> = []
-            for try await users in group { found.formUnion(users.compactMap { $0["localId"]?.string }) }
+            var found: [JSONValue] = []
+            for try await users in group { found += users }
             return found
         }
     }
@@ -96,6 +99,7 @@ struct ImportStep {
         let sent = openRequests.count - summary.openRequests
         Console.out("import: \(summary.imported) of \(summary.users) accounts imported into \(services.importTarget?.accountsBase ?? "the project")"
             + (summary.keptExisting > 0 ? ", \(summary.keptExisting) kept as the project has them (their uid is there already)" : "")
+            + (summary.clashing > 0 ? ", \(summary.clashing) left out (another account of the project has their email, phone number or sign-in)" : "")
             + (summary.refused > 0 ? ", \(summary.refused) refused by the API" : "")
             + (summary.notImported > 0 ? " (see the Import section of the report)" : "")
             + "; this session sent \(sent) of the \(openRequests.count) requests left, in \(formatSeconds(seconds))"

@@ -289,8 +289,10 @@ struct PipelineContext {
                 + (config.passwordHash.map { hash in "password hashes as \(hash.algorithm)"
                     + (hash.usesSignerKey ? " (signer key from " + (hash.signerKeyFile == nil ? "$" + hash.signerKeyEnv : "signer_key_file") + ")" : "") }
                    ?? "no password hash parameters (an account with a passwordHash stops the import)")
-                + (config.existingAccounts == .keep ? "; an account whose uid the project has already is kept as it is (each request's uids "
-                    + "looked up first), and listed" : "; an account whose uid the project has already is overwritten with the file's"))
+                + (config.existingAccounts == .keep ? "; an account whose uid the project has already is kept as it is, one whose "
+                    + (d.output.allowDuplicateEmails ? "" : "email, ") + "phone number or sign-in another account of the project has is "
+                    + "left out (each request's accounts looked up first), both listed"
+                    : "; an account whose uid the project has already is overwritten with the file's (nothing is looked up)"))
         }
         return lines
     }

@@ -201,44 +201,63 @@ import Testing
     }
 
     /// An account whose uid the project has already is kept as it is by default: looked up before its request is
-    /// sent, left out of it, listed, and its filled name fails with why (exit 1). `existing_accounts: overwrite`
-    /// replaces it with the file's, as the API does.
+    /// sent, left out of it, listed, and its filled name fails with why (exit 1). So is one whose email (in another
+    /// letter case) or Facebook sign-in another account of the project has. `existing_accounts: overwrite` replaces the
+    /// first with the file's, as the API does, and checks neither.
     @Test func accountsTheProjectHasAreKeptUnlessOverwriteIsAsked() throws {
         let folder = Binary.temporaryDirectory()
         let export = #"{"users": [{"localId": "new-1", "email": "one@example.com", "createdAt": "1700000000000"},"#
             + #"{"localId": "there-1", "email": "two@example.com", "createdAt": "1700000000000", "#
             + #""providerUserInfo": [{"providerId": "facebook.com", "rawId": "10001", "displayName": "Bo Example"}]},"#
-            + #"{"localId": "new-2", "email": "three@example.com", "createdAt": "1700000000000"}]}"#
+            + #"{"localId": "new-2", "email": "three@example.com", "createdAt": "1700000000000"},"#
+            + #"{"localId": "new-3", "email": "Four@example.com", "createdAt": "1700000000000"},"#
+            + #"{"localId": "new-4", "createdAt": "1700000000000", "#
+            + #""providerUserInfo": [{"providerId": "facebook.com", "rawId": "20002", "displayName": "Cy Example"}]}]}"#
         try export.write(toFile: folder + "/export.json", atomically: true, encoding: .utf8)
-        try #"{"users": [{"localId": "there-1", "email": "kept@example.com", "displayName": "Already Here"}]}"#
+        try (#"{"users": [{"localId": "there-1", "email": "kept@example.com", "displayName": "Already Here"}, "#
+            + #"{"localId": "p-mail", "email": "four@example.com"}, "#
+            + #"{"localId": "p-fb", "providerUserInfo": [{"providerId": "facebook.com", "rawId": "20002"}]}]}"#)
             .write(toFile: folder + "/project.json", atomically: true, encoding: .utf8)
         let sandbox = try SandboxProcess(accounts: folder + "/project.json")
         let pipeline = try migration(sandbox, importStage: "  import: true\n", source: folder + "/export.json")
         defer { Binary.removeVariant(pipeline) }
         let (_, validated) = try Binary.run(["validate", pipeline])
-        #expect(validated.contains("an account whose uid the project has already is kept as it is (each request's uids looked up first)"), "\(validated)")
+        #expect(validated.contains("an account whose uid the project has already is kept as it is, one whose email, phone number or sign-in "
+                + "another account of the project has is left out (each request's accounts looked up first), both listed"), "\(validated)")
         let out = Binary.temporaryDirectory()
         try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
         let plan = try String(contentsOfFile: out + "/plan.md", encoding: .utf8)
         #expect(plan.contains("An account whose uid is in the project already is kept as the project has it, not imported, and listed"), "\(plan)")
         let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"])
-        #expect(code == 1 && output.contains("import: 2 of 3 accounts imported into") && output.contains("1 kept as the project has them"), "\(output)")
-        #expect(output.contains("1 account of the import file not imported (1 kept as the project has them, their uid being there already)"), "\(output)")
+        #expect(code == 1 && output.contains("import: 2 of 5 accounts imported into") && output.contains("1 kept as the project has them")
+                && output.contains("2 left out (another account of the project has their email, phone number or sign-in)"), "\(output)")
+        #expect(output.contains("3 accounts of the import file not imported (1 kept as the project has them, their uid being there already, "
+                + "2 left out, another account of the project having their email, phone number or sign-in)"), "\(output)")
         #expect(Set(SandboxLedger(try sandbox.ledger()).changes) == ["identitytoolkit create new-1", "identitytoolkit create new-2"])
         #expect(try lookup(sandbox, "there-1")?["email"] as? String == "kept@example.com")
         let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
         #expect(report.contains("| accounts kept as the project has them, their uid there already (not imported) | 1 |")
                 && report.contains("**1 account was kept as the project has it**") && report.contains("| there-1 |"), "\(report)")
+        #expect(report.contains("| accounts sharing an email, phone number or sign-in with another account of the project (not imported) | 2 |")
+                && report.contains("**2 accounts were not imported** because another account of the project has their email")
+                && report.contains("| new-3 | `email` | p-mail |") && report.contains("| new-4 | `providerUserInfo (facebook.com)` | p-fb |"), "\(report)")
         let json = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/report.json"))) as? [String: Any]
         #expect((json?["import"] as? [String: Any])?["existingAccounts"] as? String == "keep")
         let kept = (json?["import"] as? [String: Any])?["keptExisting"] as? [String: Any]
         #expect(kept?["count"] as? Int == 1 && kept?["uids"] as? [String] == ["there-1"], "\(String(describing: kept))")
+        let clashing = (json?["import"] as? [String: Any])?["clashing"] as? [String: Any]
+        #expect(clashing?["count"] as? Int == 2 && (clashing?["accounts"] as? [[String: String]])?.map { [$0["uid"], $0["field"], $0["projectUid"]] }
+                == [["new-3", "email", "p-mail"], ["new-4", "providerUserInfo (facebook.com)", "p-fb"]], "\(String(describing: clashing))")
         let rows = try LedgerRow.read(Binary.run(["report", "--state", out + "/state.sqlite", "--format", "csv"]).1)
-        let name = try #require(rows.first { $0["action"] == "update-name" })
-        #expect(name["uid"] == "there-1" && name["state"] == "failed" && name["reason"] == "not imported: " + "its uid is in the project already: "
+        let name = try #require(rows.first { $0["action"] == "update-name" && $0["uid"] == "there-1" })
+        #expect(name["state"] == "failed" && name["reason"] == "not imported: " + "its uid is in the project already: "
                 + "kept as the project has it (stages.import.existing_accounts: overwrite would replace it with the file's)", "\(name.fields)")
+        let clashingName = try #require(rows.first { $0["action"] == "update-name" && $0["uid"] == "new-4" })
+        #expect(clashingName["state"] == "failed" && clashingName["reason"] == "not imported: another account of the project has the same "
+                + "facebook.com user (a sign-in); the import would make a second account for it", "\(clashingName.fields)")
         let (_, status) = try Binary.run(["status", "--state", out + "/state.sqlite"])
-        #expect(status.contains("import: 2 of 3 accounts imported, 0 refused, 1 kept as the project has them"), "\(status)")
+        #expect(status.contains("import: 2 of 5 accounts imported, 0 refused, 1 kept as the project has them (their uid is there already), "
+                + "2 left out (another account of the project has their email, phone number or sign-in)"), "\(status)")
 
         let overwriting = try migration(sandbox, importStage: "  import: {existing_accounts: overwrite}\n", source: folder + "/export.json")
         defer { Binary.removeVariant(overwriting) }
@@ -247,7 +266,7 @@ import Testing
         #expect(try String(contentsOfFile: again + "/plan.md", encoding: .utf8).contains("is in the project already is overwritten with the file's"))
         let lookups = (try sandbox.stats()["requests"] as? [String: Int])?["accounts:lookup"] ?? 0
         let (overwritten, overwrittenOutput) = try Binary.run(["apply", "--state", again + "/state.sqlite", "--yes"])
-        #expect(overwritten == 0 && overwrittenOutput.contains("import: 3 of 3 accounts imported"), "\(overwrittenOutput)")
+        #expect(overwritten == 0 && overwrittenOutput.contains("import: 5 of 5 accounts imported"), "\(overwrittenOutput)")
         #expect((try sandbox.stats()["requests"] as? [String: Int])?["accounts:lookup"] ?? 0 == lookups, "overwrite looks nothing up")
         #expect(try lookup(sandbox, "there-1")?["email"] as? String == "two@example.com")
     }

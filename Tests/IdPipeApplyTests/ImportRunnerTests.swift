@@ -80,18 +80,18 @@ struct ImportRunnerTests {
         let path = TemporaryFile.write(Self.file, name: "import-existing.json")
         let store = try StateStore()
         _ = try ImportRunner.prepare(store: store, importFile: path, usersPerRequest: 3)
-        let project = Mutex<Set<String>>(["b"])
+        let project = Mutex<[JSONValue]>([["localId": "b"]])
         let sent = Mutex<[[String]]>([])
         let lookups = Mutex(0)
-        let lookup: ImportRunner.Lookup = { uids in
+        let lookup: ImportRunner.Lookup = { identifiers in
             lookups.withLock { $0 += 1 }
-            return project.withLock { $0 }.intersection(uids)
+            return Self.found(identifiers, in: project.withLock { $0 })
         }
         let losing = ImportRunner(store: store, importFile: path, clock: { 1 }, lookup: lookup) { users in
             let ids = users.map { $0["localId"]?.string ?? "" }
             sent.withLock { $0.append(ids) }
             // The accounts are made, and the answer is lost.
-            project.withLock { $0.formUnion(ids) }
+            project.withLock { $0 += ids.map { ["localId": .string($0)] } }
             throw ConnectorError.unavailable(service: "identitytoolkit", message: "connection reset")
         }
         guard case .stopped = try await losing.run(shouldStop: { false }, progress: { _, _ in }) else { Issue.record("expected a stop"); return }
@@ -111,7 +111,7 @@ struct ImportRunnerTests {
         let summary = try #require(try store.importSummary(limit: 10))
         #expect(summary.imported == 1 && summary.refused == 1 && summary.keptExisting == 1 && summary.notImported == 2, "\(summary)")
         #expect(summary.firstRefused == [ImportFailure(position: 2, uid: "c", message: "INVALID_CLAIMS")])
-        #expect(summary.firstKept == [ImportFailure(position: 1, uid: "b", message: ImportRunner.keptMessage)])
+        #expect(summary.firstKept == [ImportFailure(position: 1, uid: "b", message: ProjectAccounts.keptMessage)])
     }
 
     /// A request whose every account the project has sends nothing, and is done.
@@ -120,7 +120,7 @@ struct ImportRunnerTests {
         let store = try StateStore()
         _ = try ImportRunner.prepare(store: store, importFile: path, usersPerRequest: 2)
         let sent = Mutex<[[String]]>([])
-        let runner = ImportRunner(store: store, importFile: path, clock: { 1 }, lookup: { uids in Set(uids).intersection(["a", "b"]) }) { users in
+        let runner = ImportRunner(store: store, importFile: path, clock: { 1 }, lookup: { Self.found($0, in: [["localId": "a"], ["localId": "b"]]) }) { users in
             sent.withLock { $0.append(users.map { $0["localId"]?.string ?? "" }) }
             return []
         }
@@ -128,6 +128,73 @@ struct ImportRunnerTests {
         #expect(sent.withLock { $0 } == [["c"]])
         let summary = try #require(try store.importSummary(limit: 10))
         #expect(summary.imported == 1 && summary.keptExisting == 2 && summary.openRequests == 0, "\(summary)")
+    }
+
+    /// The project's accounts with any of the identifiers, as `accounts:lookup` answers (emails compared regardless of case).
+    static func found(_ identifiers: [AccountIdentifier], in project: [JSONValue]) -> [JSONValue] {
+        project.filter { account in
+            identifiers.contains { identifier in
+                switch identifier {
+                case .uid(let uid): account["localId"]?.string == uid
+                case .email(let email): account["email"]?.string?.lowercased() == email.lowercased()
+                case .phoneNumber(let number): account["phoneNumber"]?.string == number
+                case .federated(let provider, let rawId):
+                    account["providerUserInfo"]?.array?.contains { $0["providerId"]?.string == provider && $0["rawId"]?.string == rawId } == true
+                }
+            }
+        }
+    }
+
+    /// Another account of the project with an account's email (in any letter case), phone number or federated link
+    /// leaves it out, named with that account and the field; its `password` link is not a sign-in of its own, and an
+    /// account of the project found by the uid of one account clashes with another. The second round of lookups asks
+    /// only for the accounts whose uid is not there. With `checksEmails` off, an email shared is let through.
+    @Test(arguments: [true, false])
+    func anAccountWhoseEmailPhoneOrSignInTheProjectHasIsLeftOut(checksEmails: Bool) async throws {
+        let file = "{\"users\": [\n"
+            + "{\"localId\": \"same-uid\", \"email\": \"same@x.example\"},\n"
+            + "{\"localId\": \"by-email\", \"email\": \"Ann@X.example\", \"providerUserInfo\": [{\"providerId\": \"password\", \"rawId\": \"ann@x.example\"}]},\n"
+            + "{\"localId\": \"by-phone\", \"phoneNumber\": \"+14155550100\"},\n"
+            + "{\"localId\": \"by-apple\", \"email\": \"new@x.example\", \"providerUserInfo\": [{\"providerId\": \"apple.com\", \"rawId\": \"001.abc\"}]},\n"
+            + "{\"localId\": \"by-kept\", \"email\": \"SAME@x.example\"},\n"
+            + "{\"localId\": \"fresh\", \"email\": \"fresh@x.example\", \"phoneNumber\": \"+14155550199\", "
+            + "\"providerUserInfo\": [{\"providerId\": \"facebook.com\", \"rawId\": \"001.abc\"}, {\"providerId\": \"password\", \"rawId\": \"p@x.example\"}]}]}\n"
+        let path = TemporaryFile.write(file, name: "import-clash-\(checksEmails).json")
+        let store = try StateStore()
+        _ = try ImportRunner.prepare(store: store, importFile: path, usersPerRequest: 1000)
+        let project: [JSONValue] = [
+            ["localId": "same-uid", "email": "same@x.example"],
+            ["localId": "p-email", "email": "ann@x.example"],
+            ["localId": "p-phone", "phoneNumber": "+14155550100"],
+            ["localId": "p-apple", "providerUserInfo": [["providerId": "apple.com", "rawId": "001.abc"]]],
+            // The password link's id is an email, not a sign-in: "fresh"'s password link names it.
+            ["localId": "p-password", "providerUserInfo": [["providerId": "password", "rawId": "p@x.example"]]],
+        ]
+        let asked = Mutex<[[AccountIdentifier]]>([])
+        let sent = Mutex<[String]>([])
+        let runner = ImportRunner(store: store, importFile: path, clock: { 1 }, lookup: { identifiers in
+            asked.withLock { $0.append(identifiers) }
+            return Self.found(identifiers, in: project)
+        }, checksEmails: checksEmails) { users in
+            sent.withLock { $0 += users.map { $0["localId"]?.string ?? "" } }
+            return []
+        }
+        #expect(try await runner.run(shouldStop: { false }, progress: { _, _ in }) == .completed)
+        let rounds = asked.withLock { $0 }
+        #expect(rounds.count == 2)
+        #expect(rounds.first == ["same-uid", "by-email", "by-phone", "by-apple", "by-kept", "fresh"].map { .uid($0) })
+        #expect(!(rounds.last ?? []).contains(.email("same@x.example")), "the kept account's email is not asked for")
+        #expect((rounds.last ?? []).contains(.federated(providerId: "facebook.com", rawId: "001.abc")))
+        #expect(!(rounds.last ?? []).contains { if case .federated("password", _) = $0 { true } else { false } })
+
+        let summary = try #require(try store.importSummary(limit: 10))
+        #expect(summary.keptExisting == 1 && summary.firstKept.map(\.uid) == ["same-uid"])
+        var expected = [("by-phone", "phoneNumber", "p-phone"), ("by-apple", "providerUserInfo (apple.com)", "p-apple")]
+        if checksEmails { expected = [("by-email", "email", "p-email")] + expected + [("by-kept", "email", "same-uid")] }
+        #expect(summary.firstClashing.map { [$0.uid, $0.clash?.field ?? "", $0.clash?.projectUid ?? ""] } == expected.map { [$0.0, $0.1, $0.2] })
+        #expect(summary.firstClashing.allSatisfy { $0.message.hasPrefix("another account of the project has the same ") })
+        #expect(summary.clashing == expected.count && summary.imported == 6 - 1 - expected.count && summary.notImported == 1 + expected.count)
+        #expect(sent.withLock { $0 } == (checksEmails ? ["fresh"] : ["by-email", "by-kept", "fresh"]))
     }
 
     /// A stop asked for between two requests sends no more; the next run sends the rest.

@@ -579,6 +579,31 @@ final class CountingFingerprint: InputFingerprint {
         #expect(!(try Self.queryPlan(reopened, StateStore.pendingSequencesSQL)).contains { $0.contains("TEMP B-TREE") })
     }
 
+    /// A store of idpipe 0.6.0 (before migration v14) gains the columns of an account left out for another account of
+    /// the project: its accounts kept by uid count as kept, none as left out for a shared email, phone number or sign-in.
+    @Test func anOlderStoresKeptAccountsStayKept() async throws {
+        let path = TemporaryFile.directory("store-v13") + "/state.sqlite"
+        do {
+            let old = try StateStore(path: path)
+            try old.planImportRequests([ImportRequest(id: 1, start: 0, end: 10, users: 2)])
+            try await old.markImportSent(1, at: 1, kept: [ImportFailure(position: 1, uid: "b", message: "its uid is in the project already")])
+            try await old.finishImport(1, refused: [], at: 2)
+            try await old.queue.write { db in
+                try db.execute(sql: "ALTER TABLE import_failure DROP COLUMN clash_uid; ALTER TABLE import_failure DROP COLUMN clash_field")
+                try db.execute(sql: "DELETE FROM grdb_migrations WHERE identifier = 'v14-import-clash'")
+            }
+        }
+        let reopened = try StateStore(path: path)
+        let summary = try #require(try reopened.importSummary(limit: 5))
+        #expect(summary.keptExisting == 1 && summary.clashing == 0 && summary.imported == 1, "\(summary)")
+        #expect(summary.firstKept == [ImportFailure(position: 1, uid: "b", message: "its uid is in the project already")])
+        // The new columns are written and read back.
+        try await reopened.markImportSent(1, at: 3, kept: [ImportFailure(position: 0, uid: "a", message: "m", clash: ImportClash(field: "email", projectUid: "p"))])
+        try await reopened.finishImport(1, refused: [], at: 4)
+        let after = try #require(try reopened.importSummary(limit: 5))
+        #expect(after.keptExisting == 1 && after.clashing == 1 && after.imported == 0, "\(after)")
+        #expect(after.firstClashing == [ImportFailure(position: 0, uid: "a", message: "m", clash: ImportClash(field: "email", projectUid: "p"))])
+    }
 
     /// Syncing the store keeps the process's locks on it: the syncs went through descriptors that were closed, which
     /// dropped SQLite's locks, and another process that opened the store while apply ran (`status`, `report`, a refused

@@ -19,6 +19,15 @@ public struct UserPage: Sendable {
     public var nextPageToken: String?
 }
 
+/// What `accounts:lookup` finds an account by.
+public enum AccountIdentifier: Sendable, Hashable {
+    case uid(String)
+    case email(String)
+    case phoneNumber(String)
+    /// A link to a federated provider (`apple.com`, `facebook.com`, …): the provider's user id.
+    case federated(providerId: String, rawId: String)
+}
+
 /// A per-id failure of `accounts:batchDelete`, mapped back to the id sent at `index`.
 public struct BatchDeleteFailure: Sendable, Equatable {
     public var index: Int
@@ -124,8 +133,25 @@ public final class IdentityToolkitClient: Sendable {
 
     /// `POST accounts:lookup {localId: [...]}`; up to 100 ids. Missing accounts are simply absent.
     public func lookup(localIds: [String]) async throws -> [JSONValue] {
-        precondition((1...Self.maxLookup).contains(localIds.count))
-        let body = try await call("POST", "accounts:lookup", body: ["localId": .array(localIds.map { .string($0) })], limiter: reads, readOnly: true)
+        try await lookup(localIds.map { .uid($0) })
+    }
+
+    /// `POST accounts:lookup` by up to 100 identifiers of any kind, in one call as the Admin SDK's `get_users` sends them:
+    /// `{localId: [...], email: [...], phoneNumber: [...], federatedUserId: [{providerId, rawId}]}`, the kinds given.
+    /// The accounts found, each once; missing ones are simply absent.
+    public func lookup(_ identifiers: [AccountIdentifier]) async throws -> [JSONValue] {
+        precondition((1...Self.maxLookup).contains(identifiers.count))
+        var lists: [String: [JSONValue]] = [:]
+        for identifier in identifiers {
+            switch identifier {
+            case .uid(let uid): lists["localId", default: []].append(.string(uid))
+            case .email(let email): lists["email", default: []].append(.string(email))
+            case .phoneNumber(let number): lists["phoneNumber", default: []].append(.string(number))
+            case .federated(let providerId, let rawId):
+                lists["federatedUserId", default: []].append(["providerId": .string(providerId), "rawId": .string(rawId)])
+            }
+        }
+        let body = try await call("POST", "accounts:lookup", body: .object(lists.mapValues { .array($0) }), limiter: reads, readOnly: true)
         return try users(in: body, call: "lookup")
     }
 

@@ -19,17 +19,34 @@ public struct ImportRequest: Sendable, Equatable {
     }
 }
 
-/// An account of the import file that the API refused, and why.
+/// An account of the import file that was not imported, and why: the API refused it, or the project has it already.
 public struct ImportFailure: Sendable, Equatable {
     /// Its place in the request's users, from 0.
     public var position: Int
     public var uid: String
     public var message: String
+    /// Left out because another account of the project has its email, phone number or federated link.
+    public var clash: ImportClash?
 
-    public init(position: Int, uid: String, message: String) {
+    public init(position: Int, uid: String, message: String, clash: ImportClash? = nil) {
         self.position = position
         self.uid = uid
         self.message = message
+        self.clash = clash
+    }
+}
+
+/// What an account of the import file shares with another account the project has already: imported, it would be a
+/// second account for one address, number or sign-in, which the API's import does not check (PROTOCOLS §2).
+public struct ImportClash: Sendable, Equatable {
+    /// `email`, `phoneNumber`, or `providerUserInfo (apple.com)`: the field, with the provider of a link.
+    public var field: String
+    /// The project's account that has it.
+    public var projectUid: String
+
+    public init(field: String, projectUid: String) {
+        self.field = field
+        self.projectUid = projectUid
     }
 }
 
@@ -50,13 +67,17 @@ public struct ImportSummary: Sendable, Equatable {
     /// in the requests that are done; and the first of them, in file order.
     public var keptExisting = 0
     public var firstKept: [ImportFailure] = []
+    /// Accounts left out because another account of the project has their email, phone number or federated link
+    /// (`existing_accounts: keep`), in the requests that are done; and the first of them, in file order.
+    public var clashing = 0
+    public var firstClashing: [ImportFailure] = []
 
     public init() {}
 
     /// Accounts the API took.
-    public var imported: Int { usersInDoneRequests - refused - keptExisting }
+    public var imported: Int { usersInDoneRequests - notImported }
     /// Accounts of the done requests that are not in the project as the file has them.
-    public var notImported: Int { refused + keptExisting }
+    public var notImported: Int { refused + keptExisting + clashing }
     public var openRequests: Int { requests.open }
     public var totalRequests: Int { requests.values.reduce(0, +) }
 }

@@ -388,8 +388,10 @@ public struct MarkdownReport {
                 + "with the names filled above in the accounts (no name update is sent on its own). It imports the file as reviewed "
                 + "(sha256 \(digest.prefix(12)), \(run.importFileSize ?? 0) bytes), and refuses it if it has changed. "
                 + (run.importExistingAccounts == ImportConfig.ExistingAccounts.keep.rawValue
-                    ? "An account whose uid is in the project already is kept as the project has it, not imported, and listed "
-                        + "(`stages.import.existing_accounts`: each request's uids are looked up first).\n"
+                    ? "An account whose uid is in the project already is kept as the project has it, not imported, and listed; so "
+                        + "is one whose email (unless `output.allow_duplicate_emails`), phone number or federated sign-in another account "
+                        + "of the project has, which the import "
+                        + "would make a second account for (`stages.import.existing_accounts`: each request's accounts are looked up first).\n"
                     : "An account whose uid is in the project already is overwritten with the file's.\n"))
             let hashes = tally["import.password-hashes"]
             if hashes > 0 {
@@ -439,7 +441,8 @@ public struct MarkdownReport {
         table(&out, ["", "count"], [
             ["accounts imported", "\(summary.imported)"],
             ["accounts refused by the API (not imported)", "\(summary.refused)"],
-        ] + (summary.keptExisting > 0 ? [["accounts kept as the project has them, their uid there already (not imported)", "\(summary.keptExisting)"]] : []) + [
+        ] + (summary.keptExisting > 0 ? [["accounts kept as the project has them, their uid there already (not imported)", "\(summary.keptExisting)"]] : [])
+          + (summary.clashing > 0 ? [["accounts sharing an email, phone number or sign-in with another account of the project (not imported)", "\(summary.clashing)"]] : []) + [
             ["accounts still to send", "\(summary.users - summary.usersInDoneRequests)"],
             ["requests done", "\(summary.requests[.done] ?? 0)"],
             ["requests sent, answer not recorded (sent again by the next apply)", "\(summary.requests[.sent] ?? 0)"],
@@ -456,6 +459,16 @@ public struct MarkdownReport {
                 + "Compare \(count == 1 ? "it" : "them") with the file's; a new plan with `existing_accounts: overwrite` replaces "
                 + "\(count == 1 ? "it" : "them")\(count > summary.firstKept.count ? " (the first \(summary.firstKept.count) here)" : ""):\n\n")
             table(&out, ["uid"], summary.firstKept.map { [masking.accountId($0.uid)] })
+        }
+        if summary.clashing > 0 {
+            let count = summary.clashing
+            out.write("\n**\(count) account\(count == 1 ? " was" : "s were") not imported** because another account of the project has "
+                + "\(count == 1 ? "its" : "their") email, phone number or federated sign-in: the import would have made a second account "
+                + "for it, which `accounts:batchCreate` does not check. Merge each with the project's account, or change it in the "
+                + "source and import it with a new plan\(count > summary.firstClashing.count ? " (the first \(summary.firstClashing.count) here)" : ""):\n\n")
+            table(&out, ["uid", "shares", "with the project's account"], summary.firstClashing.map {
+                [masking.accountId($0.uid), "`\($0.clash?.field ?? "")`", masking.accountId($0.clash?.projectUid ?? "")]
+            })
         }
         guard summary.refused > 0 else { return }
         out.write("\n**\(summary.refused) account\(summary.refused == 1 ? " was" : "s were") refused by the API** and not imported; correct "

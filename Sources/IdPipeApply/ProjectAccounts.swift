@@ -1,0 +1,94 @@
+import IdPipeConnect
+import IdPipeCore
+
+/// Which accounts of an import request the project has already (`stages.import.existing_accounts: keep`): by uid, kept
+/// as the project has them; and by another uid with the same email, phone number or federated link, which the import
+/// would make a second account for (`accounts:batchCreate` checks none of it, PROTOCOLS §2).
+enum ProjectAccounts {
+    /// Why an account is not imported when the project has its uid.
+    static let keptMessage = "its uid is in the project already: kept as the project has it (stages.import.existing_accounts: "
+        + "overwrite would replace it with the file's)"
+
+    /// Why an account is not imported when another account of the project has what it would bring.
+    static func clashMessage(_ what: String) -> String {
+        "another account of the project has the same \(what); the import would make a second account for it"
+    }
+
+    /// The accounts of `users` (a request's) to leave out, by their place in it, in order. Looked up in two rounds: every
+    /// uid, then the emails (with `emails`), phone numbers and links of the accounts whose uid was not found.
+    static func leftOut(_ users: [JSONValue], emails: Bool, lookup: ImportRunner.Lookup) async throws -> [ImportFailure] {
+        let uids = ImportRunner.uids(users)
+        var project = try await lookup(uids.map { .uid($0) })
+        let there = Set(project.compactMap { $0["localId"]?.string })
+        let others = users.indices.filter { !there.contains(uids[$0]) }
+        var identifiers: [AccountIdentifier] = []
+        var asked: Set<AccountIdentifier> = []
+        for index in others {
+            for identifier in Self.identifiers(of: users[index], emails: emails) where asked.insert(identifier).inserted {
+                identifiers.append(identifier)
+            }
+        }
+        if !identifiers.isEmpty { project += try await lookup(identifiers) }
+        let holders = Holders(project)
+        var leftOut: [ImportFailure] = []
+        for (index, uid) in uids.enumerated() {
+            if there.contains(uid) {
+                leftOut.append(ImportFailure(position: index, uid: uid, message: keptMessage))
+                continue
+            }
+            for identifier in Self.identifiers(of: users[index], emails: emails) {
+                guard let holder = holders.first(identifier, otherThan: uid) else { continue }
+                leftOut.append(ImportFailure(position: index, uid: uid, message: clashMessage(holder.what),
+                                             clash: ImportClash(field: holder.field, projectUid: holder.uid)))
+                break
+            }
+        }
+        return leftOut
+    }
+
+    /// What an account of the import file is found by besides its uid: its email (with `emails`), its phone number, and
+    /// its links to federated providers (the `password` and `phone` links are its email and its number again).
+    static func identifiers(of user: JSONValue, emails: Bool) -> [AccountIdentifier] {
+        var identifiers: [AccountIdentifier] = []
+        if emails, let email = user["email"]?.string, !email.isEmpty { identifiers.append(.email(email)) }
+        if let number = user["phoneNumber"]?.string, !number.isEmpty { identifiers.append(.phoneNumber(number)) }
+        for link in user["providerUserInfo"]?.array ?? [] {
+            guard let provider = link["providerId"]?.string, provider != "password", provider != "phone",
+                  let rawId = link["rawId"]?.string, !rawId.isEmpty else { continue }
+            identifiers.append(.federated(providerId: provider, rawId: rawId))
+        }
+        return identifiers
+    }
+
+    /// The project's accounts found, by what they hold. Emails are compared regardless of letter case, as Identity
+    /// Toolkit stores them in lower case.
+    struct Holders {
+        private var uids: [AccountIdentifier: [String]] = [:]
+
+        init(_ accounts: [JSONValue]) {
+            for account in accounts {
+                guard let uid = account["localId"]?.string else { continue }
+                for identifier in ProjectAccounts.identifiers(of: account, emails: true) {
+                    uids[Self.key(identifier), default: []].append(uid)
+                }
+            }
+        }
+
+        /// The first (by uid) account of the project with this identifier, other than `uid`; what it shares, for the
+        /// report (`field`) and for the reason (`what`).
+        func first(_ identifier: AccountIdentifier, otherThan uid: String) -> (uid: String, field: String, what: String)? {
+            guard let holder = uids[Self.key(identifier)]?.filter({ $0 != uid }).min() else { return nil }
+            switch identifier {
+            case .email: return (holder, "email", "email")
+            case .phoneNumber: return (holder, "phoneNumber", "phone number")
+            case .federated(let provider, _): return (holder, "providerUserInfo (\(provider))", "\(provider) user (a sign-in)")
+            case .uid: return nil
+            }
+        }
+
+        private static func key(_ identifier: AccountIdentifier) -> AccountIdentifier {
+            if case .email(let email) = identifier { return .email(email.lowercased()) }
+            return identifier
+        }
+    }
+}
