@@ -660,6 +660,69 @@ import IdPipeTestSupport
         }
     }
 
+    /// Every unknown key is given, each with the key it seems to stand for, and the section it is in is read on: its
+    /// other problem is given with it, as are those of the file's other sections and of a version that stopped the file.
+    @Test func everyUnknownKeyIsGivenAndItsSectionReadOn() {
+        let yaml = """
+            version: 1
+            name: x
+            sourse: {path: a.json}
+            source: {path: a.json, formt: csv}
+            select: {deletion_requested: true, inactve_for_days: 3, disabled: maybe}
+            stages:
+              normalise: true
+              delete: {when-not-revocable: delete, acounts: false}
+            inputs: {deletion_requests: d.csv}
+            """
+        do {
+            _ = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
+            Issue.record("should be rejected")
+        } catch {
+            let lines = error.description.split(separator: "\n").map(String.init)
+            #expect(lines == [
+                "p.yaml:3: sourse: unknown key (did you mean 'source'? expected one of: apply, description, guards, inputs, name, output, "
+                    + "report, select, services, source, stages, version)",
+                "  p.yaml:4: source.formt: unknown key (did you mean 'format'? expected one of: format, mapping, null_values, path, "
+                    + "phone_country_code, phone_trunk_prefix, timestamp_format, timestamp_zone)",
+                "  p.yaml:5: select.disabled: expected true or false, found 'maybe'",
+                "  p.yaml:5: select.inactve_for_days: unknown key (did you mean 'inactive_for_days'? expected one of: deletion_grace_days, "
+                    + "deletion_requested, disabled, inactive_for_days, protect, providers)",
+                "  p.yaml:7: stages.normalise: unknown key (did you mean 'normalize'? expected one of: backfill_names, delete, detect_relay, "
+                    + "import, normalize, revoke)",
+                "  p.yaml:8: stages.delete.when-not-revocable: unknown key (did you mean 'when_not_revocable'? expected one of: accounts, "
+                    + "data_webhook, firestore, realtime_database, storage, when_not_revocable, when_revocation_fails)",
+                "  p.yaml:8: stages.delete.acounts: unknown key (did you mean 'accounts'? expected one of: accounts, data_webhook, firestore, "
+                    + "realtime_database, storage, when_not_revocable, when_revocation_fails)",
+                "  (7 problems)",
+            ], "\(error)")
+        }
+        // A problem that stops the file (its version) is given with the unknown keys read before it.
+        do {
+            _ = try PipelineDefinition.parse(yaml: "version: 2\nname: x\nsoruce: {path: a.json}\n", file: "p.yaml")
+            Issue.record("should be rejected")
+        } catch {
+            #expect(error.description.hasPrefix("p.yaml:1: version: version 2 is not supported"), "\(error)")
+            #expect(error.description.contains("\n  p.yaml:3: soruce: unknown key (did you mean 'source'?") && error.description.hasSuffix("(2 problems)"),
+                    "\(error)")
+        }
+        // A file whose only problem is an unknown key is refused.
+        #expect(throws: PipelineFileError.self) {
+            try PipelineDefinition.parse(yaml: "version: 1\nname: x\nsource: {path: a.json}\nstages: {normalize: true, extra: 1}\n", file: "p.yaml")
+        }
+    }
+
+    /// The key a misspelt one stands for: within two edits (a swap is one), or `-` for `_`; none when two keys are as near.
+    @Test(arguments: [
+        ("sourse", "source"), ("soucre", "source"), ("Source", "source"), ("when-not-revocable", "when_not_revocable"),
+        ("acounts", "accounts"), ("xyz", nil), ("deletion_grace", nil), ("", nil), ("stage", "stages"),
+    ] as [(String, String?)])
+    func anUnknownKeyIsMatchedToTheNearestAllowedOne(typed: String, expected: String?) {
+        let keys: Set = ["source", "stages", "accounts", "when_not_revocable", "when_revocation_fails", "deletion_grace_days", "select"]
+        #expect(ConfigNode.nearest(typed, in: keys) == expected, "\(typed)")
+        // Two keys as near as each other: neither is offered.
+        #expect(ConfigNode.nearest("ab", in: ["ac", "ad"]) == nil)
+    }
+
     /// A secret written where its variable's name goes, or in the app id or Graph version, is refused and not printed
     /// (a review saw `app_secret_env: <the secret>` echoed by "…or the environment variable <the secret>").
     @Test(arguments: [

@@ -6,7 +6,8 @@ public struct PipelineFileError: Error, Sendable, Equatable, CustomStringConvert
     public var line: Int?
     public var path: String
     public var message: String
-    /// The file's other problems, after this one in line order: each section's first is given at once.
+    /// The file's other problems, after this one in line order: every unknown key, and each section's first other
+    /// problem, are given at once.
     public var others: [PipelineFileError] = []
 
     public init(file: String, line: Int?, path: String, message: String) {
@@ -33,11 +34,29 @@ public struct PipelineFileError: Error, Sendable, Equatable, CustomStringConvert
     }
 }
 
+/// The problems of a pipeline file that do not stop its section being read (an unknown key), gathered as it is read.
+final class ConfigProblems {
+    private(set) var problems: [PipelineFileError] = []
+
+    func add(_ problem: PipelineFileError) {
+        if !problems.contains(problem) { problems.append(problem) }
+    }
+}
+
 /// A YAML node with its key path, for decoding with precise errors and refusing unknown keys.
 struct ConfigNode {
     let node: Node
     let path: String
     let file: String
+    /// Where an unknown key is told, the rest of its mapping read on (shared by every node of the file).
+    let problems: ConfigProblems
+
+    init(node: Node, path: String, file: String, problems: ConfigProblems) {
+        self.node = node
+        self.path = path
+        self.file = file
+        self.problems = problems
+    }
 
     var line: Int? { node.mark.map { $0.line } }
 
@@ -45,28 +64,61 @@ struct ConfigNode {
         PipelineFileError(file: file, line: line, path: path, message: message)
     }
 
+    /// The mapping's values by key. A key not in `keys` (a misspelling, most often) is told to `problems` and left out,
+    /// and the rest is read on: every unknown key of the file is given at once, with the other problems of its section.
     func mapping(allowed keys: Set<String>) throws -> [String: ConfigNode] {
         guard let mapping = node.mapping else { throw error("expected a mapping (key: value pairs)") }
         var result: [String: ConfigNode] = [:]
         for (keyNode, valueNode) in mapping {
             guard let key = keyNode.string else {
-                throw PipelineFileError(file: file, line: keyNode.mark?.line ?? line, path: path, message: "keys must be text")
+                problems.add(PipelineFileError(file: file, line: keyNode.mark?.line ?? line, path: path, message: "keys must be text"))
+                continue
             }
             let childPath = path.isEmpty ? key : "\(path).\(key)"
             guard keys.contains(key) else {
                 let known = keys.sorted().joined(separator: ", ")
-                throw PipelineFileError(file: file, line: keyNode.mark.map { $0.line }, path: childPath, message: "unknown key (expected one of: \(known))")
+                let near = Self.nearest(key, in: keys).map { "did you mean '\($0)'? " } ?? ""
+                problems.add(PipelineFileError(file: file, line: keyNode.mark.map { $0.line }, path: childPath,
+                                               message: "unknown key (\(near)expected one of: \(known))"))
+                continue
             }
-            result[key] = ConfigNode(node: valueNode, path: childPath, file: file)
+            result[key] = ConfigNode(node: valueNode, path: childPath, file: file, problems: problems)
         }
         return result
+    }
+
+    /// The allowed key a misspelt one stands for: the only one within two edits (a letter left out, added, changed, or
+    /// two swapped), or `_` for `-` or a space; nil when none is, or more than one.
+    static func nearest(_ key: String, in keys: Set<String>) -> String? {
+        let typed = Array(key.lowercased().replacingOccurrences(of: "-", with: "_").replacingOccurrences(of: " ", with: "_").utf8)
+        let near = keys.filter { editDistance(typed, Array($0.utf8), atMost: 2) }
+        return near.count == 1 ? near.first : nil
+    }
+
+    /// Whether `a` becomes `b` in at most `limit` edits (insertions, deletions, substitutions, adjacent swaps).
+    static func editDistance(_ a: [UInt8], _ b: [UInt8], atMost limit: Int) -> Bool {
+        guard abs(a.count - b.count) <= limit else { return false }
+        guard !a.isEmpty, !b.isEmpty else { return max(a.count, b.count) <= limit }
+        // Optimal string alignment distance, a row at a time: `row` for a[..<i], `above` for a[..<i-1], `twoAbove` before.
+        var twoAbove = [Int](repeating: 0, count: b.count + 1)
+        var above = Array(0...b.count)
+        var row = [Int](repeating: 0, count: b.count + 1)
+        for i in 1...a.count {
+            row[0] = i
+            for j in 1...b.count {
+                row[j] = min(above[j] + 1, row[j - 1] + 1, above[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+                if i > 1, j > 1, a[i - 1] == b[j - 2], a[i - 2] == b[j - 1] { row[j] = min(row[j], twoAbove[j - 2] + 1) }
+            }
+            (twoAbove, above, row) = (above, row, twoAbove)
+        }
+        return above[b.count] <= limit
     }
 
     /// The value under `key` of a mapping already checked by `mapping(allowed:)`, to point an error at it; nil when
     /// it is absent.
     func child(_ key: String) -> ConfigNode? {
         guard let value = node.mapping?[key] else { return nil }
-        return ConfigNode(node: value, path: path.isEmpty ? key : "\(path).\(key)", file: file)
+        return ConfigNode(node: value, path: path.isEmpty ? key : "\(path).\(key)", file: file, problems: problems)
     }
 
     func string() throws -> String {
@@ -132,7 +184,7 @@ struct ConfigNode {
 
     func list() throws -> [ConfigNode] {
         guard let sequence = node.sequence else { throw error("expected a list") }
-        return sequence.enumerated().map { ConfigNode(node: $1, path: "\(path)[\($0)]", file: file) }
+        return sequence.enumerated().map { ConfigNode(node: $1, path: "\(path)[\($0)]", file: file, problems: problems) }
     }
 
     func stringList() throws -> [String] {

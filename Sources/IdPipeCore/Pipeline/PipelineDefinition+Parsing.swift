@@ -25,7 +25,17 @@ extension PipelineDefinition {
             throw PipelineFileError(file: file, line: nil, path: "", message: "not valid YAML: \(shortened("\(error)"))")
         }
         do {
-            return try decode(ConfigNode(node: root, path: "", file: file))
+            let problems = ConfigProblems()
+            do {
+                return try decode(ConfigNode(node: root, path: "", file: file, problems: problems))
+            } catch let error as PipelineFileError {
+                // With the unknown keys read past before a problem that stopped the file (a missing name, a bad version).
+                var first = error
+                first.others = []
+                var all = [first] + error.others
+                for problem in problems.problems where !all.contains(problem) { all.append(problem) }
+                throw PipelineFileError.together(all)
+            }
         } catch let error as PipelineFileError {
             throw error
         } catch {
@@ -100,7 +110,8 @@ extension PipelineDefinition {
         }
         guard let sourceNode = top["source"] else { throw root.error("missing key 'source'") }
         // Each section is read whatever another's problem, and the problems are given together, in line order: one at
-        // a time, a file took one validate per mistake. (Within a section, the first problem is given.)
+        // a time, a file took one validate per mistake. (Within a section, every unknown key and the first other problem
+        // are given: `ConfigNode.mapping` tells the unknown keys to `root.problems`, and reads on.)
         var problems: [PipelineFileError] = []
         func read<T>(_ body: () throws -> T) throws -> T? {
             do { return try body() } catch let problem as PipelineFileError {
@@ -149,9 +160,10 @@ extension PipelineDefinition {
             problems.append((top["select"]?.child("deletion_requested") ?? root)
                 .error("deletion_requested reads inputs.deletion_requests, which the pipeline does not give"))
         }
-        guard problems.isEmpty, let stages, let selection, let source, let inputs, let description, let guards, let report, let output,
+        guard problems.isEmpty, root.problems.problems.isEmpty, let stages, let selection, let source, let inputs, let description, let guards, let report, let output,
               let services, let apply else {
-            throw PipelineFileError.together(problems.isEmpty ? [root.error("could not be read")] : problems)
+            let found = problems + root.problems.problems
+            throw PipelineFileError.together(found.isEmpty ? [root.error("could not be read")] : found)
         }
         return PipelineDefinition(
             version: version, name: name, description: description,
