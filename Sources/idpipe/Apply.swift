@@ -718,21 +718,21 @@ struct ApplyCommand {
     /// Exit code 1, said why, when the run holds failed actions or accounts its import could not bring in, or the plan
     /// quarantined input rows.
     func failIfUnfinished(_ store: StateStore) throws {
-        let (failed, notImported, quarantined) = try unfinished(store)
+        let (failed, imported, quarantined) = try unfinished(store)
         if failed > 0 { Console.error("idpipe: \(Console.count(failed, "action")) failed; see the Outcomes section of \(out)/report.md") }
-        if notImported > 0, let imported = try store.importSummary(limit: 0) {
+        if let imported, imported.notImported > 0 {
             let why = [imported.refused > 0 ? "\(imported.refused) refused by the API" : nil,
                        imported.keptExisting > 0 ? "\(imported.keptExisting) kept as the project has them, their uid being there already" : nil,
                        imported.clashing > 0 ? "\(imported.clashing) left out, another account of the project having their email, phone "
                            + "number or sign-in" : nil]
-            Console.error("idpipe: \(Console.count(notImported, "account")) of the import file not imported (" + why.compactMap { $0 }.joined(separator: ", ")
+            Console.error("idpipe: \(Console.count(imported.notImported, "account")) of the import file not imported (" + why.compactMap { $0 }.joined(separator: ", ")
                 + "); see the Import section of \(out)/report.md")
         }
         if quarantined > 0 {
             Console.error("idpipe: \(Console.quarantinedRows(quarantined)) by the plan and not acted on; see the Quarantine section of "
                 + "\(out)/report.md, or \(out)/quarantine.csv")
         }
-        if failed > 0 || quarantined > 0 || notImported > 0 { throw Exit.doneWithFailures }
+        if failed > 0 || quarantined > 0 || (imported?.notImported ?? 0) > 0 { throw Exit.doneWithFailures }
     }
 
     /// The reports of the apply, with the pipeline's list limit, showing personal data if the plan's reports did, or if
@@ -825,9 +825,8 @@ struct ApplyCommand {
 }
 
 /// What keeps a finished run from "all done" (exit code 1): its failed actions, the accounts its import did not bring
-/// in (refused, kept as the project has them, or left out for another account of the project), and the input rows its
-/// plan quarantined.
-func unfinished(_ store: StateStore) throws -> (failed: Int, notImported: Int, quarantined: Int) {
-    (try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }, try store.importSummary(limit: 0)?.notImported ?? 0,
-     try store.tally().quarantineRows)
+/// in (`notImported`: refused, kept as the project has them, or left out for another account of the project), and the
+/// input rows its plan quarantined.
+func unfinished(_ store: StateStore) throws -> (failed: Int, imported: ImportSummary?, quarantined: Int) {
+    (try store.actionStates().values.reduce(0) { $0 + ($1[.failed] ?? 0) }, try store.importSummary(limit: 0), try store.tally().quarantineRows)
 }

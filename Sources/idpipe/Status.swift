@@ -129,8 +129,8 @@ struct Status: ParsableCommand {
             guard let stop = run.applyStop, stop != "interrupted" else { return Exit.interrupted }
             return stop.hasPrefix("the deletion cap") ? Exit.stoppedByGuard : Exit.badInput
         case .applied:
-            let (failed, notImported, quarantined) = try unfinished(store)
-            return failed > 0 || notImported > 0 || quarantined > 0 ? Exit.doneWithFailures : nil
+            let (failed, imported, quarantined) = try unfinished(store)
+            return failed > 0 || (imported?.notImported ?? 0) > 0 || quarantined > 0 ? Exit.doneWithFailures : nil
         }
     }
 }
