@@ -47,17 +47,30 @@ enum ProjectAccounts {
     }
 
     /// What an account of the import file is found by besides its uid: its email (with `emails`), its phone number, and
-    /// its links to federated providers (the `password` and `phone` links are its email and its number again).
+    /// its links to federated providers (the `password` and `phone` links are its email and its number again). An email
+    /// or number the API would not take in a lookup (`name@domain.tld` under 256 characters; E.164) is not asked for: one
+    /// would refuse the call, and stop the import, for the 99 others in it. (The import refuses such an account itself.)
     static func identifiers(of user: JSONValue, emails: Bool) -> [AccountIdentifier] {
         var identifiers: [AccountIdentifier] = []
-        if emails, let email = user["email"]?.string, !email.isEmpty { identifiers.append(.email(email)) }
-        if let number = user["phoneNumber"]?.string, !number.isEmpty { identifiers.append(.phoneNumber(number)) }
+        if emails, let email = user["email"]?.string, Self.mayLookUp(email: email) { identifiers.append(.email(email)) }
+        if let number = user["phoneNumber"]?.string, Self.mayLookUp(phoneNumber: number) { identifiers.append(.phoneNumber(number)) }
         for link in user["providerUserInfo"]?.array ?? [] {
             guard let provider = link["providerId"]?.string, provider != "password", provider != "phone",
                   let rawId = link["rawId"]?.string, !rawId.isEmpty else { continue }
             identifiers.append(.federated(providerId: provider, rawId: rawId))
         }
         return identifiers
+    }
+
+    static func mayLookUp(email: String) -> Bool {
+        let parts = email.split(separator: "@", omittingEmptySubsequences: false)
+        return email.utf8.count < 256 && parts.count == 2 && !parts[0].isEmpty && parts[1].contains(".")
+            && !parts[1].hasPrefix(".") && !parts[1].hasSuffix(".") && !email.contains(where: \.isWhitespace)
+    }
+
+    static func mayLookUp(phoneNumber: String) -> Bool {
+        let digits = phoneNumber.dropFirst()
+        return phoneNumber.hasPrefix("+") && (2...15).contains(digits.utf8.count) && TextScan.isDigits(digits)
     }
 
     /// The project's accounts found, by what they hold. Emails are compared regardless of letter case, as Identity

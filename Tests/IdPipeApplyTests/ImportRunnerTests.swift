@@ -157,6 +157,8 @@ struct ImportRunnerTests {
             + "{\"localId\": \"by-phone\", \"phoneNumber\": \"+14155550100\"},\n"
             + "{\"localId\": \"by-apple\", \"email\": \"new@x.example\", \"providerUserInfo\": [{\"providerId\": \"apple.com\", \"rawId\": \"001.abc\"}]},\n"
             + "{\"localId\": \"by-kept\", \"email\": \"SAME@x.example\"},\n"
+            // Not asked for: the API would refuse the whole lookup for them.
+            + "{\"localId\": \"not-asked\", \"email\": \"no-domain@localhost\", \"phoneNumber\": \"555-0100\"},\n"
             + "{\"localId\": \"fresh\", \"email\": \"fresh@x.example\", \"phoneNumber\": \"+14155550199\", "
             + "\"providerUserInfo\": [{\"providerId\": \"facebook.com\", \"rawId\": \"001.abc\"}, {\"providerId\": \"password\", \"rawId\": \"p@x.example\"}]}]}\n"
         let path = TemporaryFile.write(file, name: "import-clash-\(checksEmails).json")
@@ -182,7 +184,8 @@ struct ImportRunnerTests {
         #expect(try await runner.run(shouldStop: { false }, progress: { _, _ in }) == .completed)
         let rounds = asked.withLock { $0 }
         #expect(rounds.count == 2)
-        #expect(rounds.first == ["same-uid", "by-email", "by-phone", "by-apple", "by-kept", "fresh"].map { .uid($0) })
+        #expect(rounds.first == ["same-uid", "by-email", "by-phone", "by-apple", "by-kept", "not-asked", "fresh"].map { .uid($0) })
+        #expect(!(rounds.last ?? []).contains(.email("no-domain@localhost")) && !(rounds.last ?? []).contains(.phoneNumber("555-0100")))
         #expect(!(rounds.last ?? []).contains(.email("same@x.example")), "the kept account's email is not asked for")
         #expect((rounds.last ?? []).contains(.federated(providerId: "facebook.com", rawId: "001.abc")))
         #expect(!(rounds.last ?? []).contains { if case .federated("password", _) = $0 { true } else { false } })
@@ -193,8 +196,24 @@ struct ImportRunnerTests {
         if checksEmails { expected = [("by-email", "email", "p-email")] + expected + [("by-kept", "email", "same-uid")] }
         #expect(summary.firstClashing.map { [$0.uid, $0.clash?.field ?? "", $0.clash?.projectUid ?? ""] } == expected.map { [$0.0, $0.1, $0.2] })
         #expect(summary.firstClashing.allSatisfy { $0.message.hasPrefix("another account of the project has the same ") })
-        #expect(summary.clashing == expected.count && summary.imported == 6 - 1 - expected.count && summary.notImported == 1 + expected.count)
-        #expect(sent.withLock { $0 } == (checksEmails ? ["fresh"] : ["by-email", "by-kept", "fresh"]))
+        #expect(summary.clashing == expected.count && summary.imported == 7 - 1 - expected.count && summary.notImported == 1 + expected.count)
+        #expect(sent.withLock { $0 } == (checksEmails ? ["not-asked", "fresh"] : ["by-email", "by-kept", "not-asked", "fresh"]))
+    }
+
+    /// Only an email or phone number the API takes in a lookup is asked for (`name@domain.tld`, E.164).
+    @Test(arguments: [
+        ("ann@x.example", true), ("Ann.B+tag@mail.x.example", true), ("ann@localhost", false), ("@x.example", false),
+        ("ann@x.example@y.example", false), ("ann @x.example", false), ("ann@.example", false), ("ann@x.", false),
+        (String(repeating: "a", count: 250) + "@x.example", false),
+    ])
+    func emailsTheLookupTakes(email: String, taken: Bool) {
+        #expect(ProjectAccounts.mayLookUp(email: email) == taken, "\(email)")
+    }
+
+    @Test(arguments: [("+14155550100", true), ("+44", true), ("+4", false), ("14155550100", false), ("+1 415 555 0100", false),
+                      ("+1234567890123456", false), ("+", false)])
+    func phoneNumbersTheLookupTakes(number: String, taken: Bool) {
+        #expect(ProjectAccounts.mayLookUp(phoneNumber: number) == taken, "\(number)")
     }
 
     /// A stop asked for between two requests sends no more; the next run sends the rest.
