@@ -52,7 +52,8 @@ enum ProjectAccounts {
     /// would refuse the call, and stop the import, for the 99 others in it. (The import refuses such an account itself.)
     static func identifiers(of user: JSONValue, emails: Bool) -> [AccountIdentifier] {
         var identifiers: [AccountIdentifier] = []
-        if emails, let email = user["email"]?.string, Self.mayLookUp(email: email) { identifiers.append(.email(email)) }
+        // In lower case, as Identity Toolkit stores emails: found whether or not a lookup compares them regardless of case.
+        if emails, let email = user["email"]?.string, Self.mayLookUp(email: email) { identifiers.append(.email(email.lowercased())) }
         if let number = user["phoneNumber"]?.string, Self.mayLookUp(phoneNumber: number) { identifiers.append(.phoneNumber(number)) }
         for link in user["providerUserInfo"]?.array ?? [] {
             guard let provider = link["providerId"]?.string, provider != "password", provider != "phone",
@@ -73,35 +74,27 @@ enum ProjectAccounts {
         return phoneNumber.hasPrefix("+") && (2...15).contains(digits.utf8.count) && TextScan.isDigits(digits)
     }
 
-    /// The project's accounts found, by what they hold. Emails are compared regardless of letter case, as Identity
-    /// Toolkit stores them in lower case.
+    /// The project's accounts found, by what they hold (emails in lower case, as `identifiers(of:)` gives them).
     struct Holders {
         private var uids: [AccountIdentifier: [String]] = [:]
 
         init(_ accounts: [JSONValue]) {
             for account in accounts {
                 guard let uid = account["localId"]?.string else { continue }
-                for identifier in ProjectAccounts.identifiers(of: account, emails: true) {
-                    uids[Self.key(identifier), default: []].append(uid)
-                }
+                for identifier in ProjectAccounts.identifiers(of: account, emails: true) { uids[identifier, default: []].append(uid) }
             }
         }
 
         /// The first (by uid) account of the project with this identifier, other than `uid`; what it shares, for the
         /// report (`field`) and for the reason (`what`).
         func first(_ identifier: AccountIdentifier, otherThan uid: String) -> (uid: String, field: String, what: String)? {
-            guard let holder = uids[Self.key(identifier)]?.filter({ $0 != uid }).min() else { return nil }
+            guard let holder = uids[identifier]?.filter({ $0 != uid }).min() else { return nil }
             switch identifier {
             case .email: return (holder, "email", "email")
             case .phoneNumber: return (holder, "phoneNumber", "phone number")
             case .federated(let provider, _): return (holder, "providerUserInfo (\(provider))", "\(provider) user (a sign-in)")
             case .uid: return nil
             }
-        }
-
-        private static func key(_ identifier: AccountIdentifier) -> AccountIdentifier {
-            if case .email(let email) = identifier { return .email(email.lowercased()) }
-            return identifier
         }
     }
 }

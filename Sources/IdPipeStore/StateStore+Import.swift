@@ -107,7 +107,10 @@ extension StateStore {
             summary.refused = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure WHERE existing = 0") ?? 0
             let kept = "existing = 1 AND clash_field IS NULL AND \(done)", clashing = "existing = 1 AND clash_field IS NOT NULL AND \(done)"
             summary.keptExisting = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure WHERE \(kept)") ?? 0
-            summary.clashing = try Int.fetchOne(db, sql: "SELECT count(*) FROM import_failure WHERE \(clashing)") ?? 0
+            for row in try Row.fetchAll(db, sql: "SELECT clash_field, count(*) AS n FROM import_failure WHERE \(clashing) GROUP BY clash_field") {
+                summary.clashingByField[row["clash_field"]] = row["n"]
+            }
+            summary.clashing = summary.clashingByField.values.reduce(0, +)
             func first(_ condition: String) throws -> [ImportFailure] {
                 try Row.fetchAll(db, sql: """
                     SELECT position, uid, message, clash_field, clash_uid FROM import_failure WHERE \(condition) ORDER BY request, position LIMIT ?

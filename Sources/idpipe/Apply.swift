@@ -723,8 +723,8 @@ struct ApplyCommand {
         if let imported, imported.notImported > 0 {
             let why = [imported.refused > 0 ? "\(imported.refused) refused by the API" : nil,
                        imported.keptExisting > 0 ? "\(imported.keptExisting) kept as the project has them, their uid being there already" : nil,
-                       imported.clashing > 0 ? "\(imported.clashing) left out, another account of the project having their email, phone "
-                           + "number or sign-in" : nil]
+                       imported.clashing > 0 ? "\(imported.clashing) left out, another account of the project having their "
+                           + imported.clashingWhat : nil]
             Console.error("idpipe: \(Console.count(imported.notImported, "account")) of the import file not imported (" + why.compactMap { $0 }.joined(separator: ", ")
                 + "); see the Import section of \(out)/report.md")
         }

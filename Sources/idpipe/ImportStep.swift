@@ -96,13 +96,13 @@ struct ImportStep {
     /// Where the import stands after this session, and the name updates it carried.
     func sayWhatWasDone(services: Services, store: StateStore, seconds: Double) throws {
         guard !openRequests.isEmpty, let summary = try store.importSummary(limit: 0) else { return }
-        let sent = openRequests.count - summary.openRequests
+        let finished = openRequests.count - summary.openRequests
         Console.out("import: \(summary.imported) of \(summary.users) accounts imported into \(services.importTarget?.accountsBase ?? "the project")"
             + (summary.keptExisting > 0 ? ", \(summary.keptExisting) kept as the project has them (their uid is there already)" : "")
-            + (summary.clashing > 0 ? ", \(summary.clashing) left out (another account of the project has their email, phone number or sign-in)" : "")
+            + (summary.clashing > 0 ? ", \(summary.clashing) left out (another account of the project has their \(summary.clashingWhat))" : "")
             + (summary.refused > 0 ? ", \(summary.refused) refused by the API" : "")
             + (summary.notImported > 0 ? " (see the Import section of the report)" : "")
-            + "; this session sent \(sent) of the \(openRequests.count) requests left, in \(formatSeconds(seconds))"
+            + "; this session finished \(finished) of the \(openRequests.count) requests left, in \(formatSeconds(seconds))"
             + (summary.openRequests > 0 ? "; \(summary.openRequests) still to send" : "") + ".")
         // Closed by the import once every request was done (`ApplyRunner`).
         if summary.openRequests == 0, let names = try store.actionStates()[.updateName]?[.done], names > 0 {

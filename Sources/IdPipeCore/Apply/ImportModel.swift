@@ -71,6 +71,8 @@ public struct ImportSummary: Sendable, Equatable {
     /// (`existing_accounts: keep`), in the requests that are done; and the first of them, in file order.
     public var clashing = 0
     public var firstClashing: [ImportFailure] = []
+    /// Of those, how many share each field (`email`, `phoneNumber`, `providerUserInfo (apple.com)`).
+    public var clashingByField: [String: Int] = [:]
 
     public init() {}
 
@@ -79,5 +81,14 @@ public struct ImportSummary: Sendable, Equatable {
     /// Accounts of the done requests that are not in the project as the file has them.
     public var notImported: Int { refused + keptExisting + clashing }
     public var openRequests: Int { requests.open }
+
+    /// What the accounts left out share with the project's, in words: `email`, `phone number or sign-in`.
+    public var clashingWhat: String {
+        let fields = clashingByField.keys
+        let words = [("email", fields.contains("email")), ("phone number", fields.contains("phoneNumber")),
+                     ("sign-in", fields.contains { $0.hasPrefix("providerUserInfo") })].filter(\.1).map(\.0)
+        guard let last = words.last else { return "email, phone number or sign-in" }
+        return words.count == 1 ? last : words.dropLast().joined(separator: ", ") + " or " + last
+    }
     public var totalRequests: Int { requests.values.reduce(0, +) }
 }

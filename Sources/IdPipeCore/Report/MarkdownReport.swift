@@ -442,7 +442,8 @@ public struct MarkdownReport {
             ["accounts imported", "\(summary.imported)"],
             ["accounts refused by the API (not imported)", "\(summary.refused)"],
         ] + (summary.keptExisting > 0 ? [["accounts kept as the project has them, their uid there already (not imported)", "\(summary.keptExisting)"]] : [])
-          + (summary.clashing > 0 ? [["accounts sharing an email, phone number or sign-in with another account of the project (not imported)", "\(summary.clashing)"]] : []) + [
+          + (summary.clashing > 0 ? [["accounts sharing their \(summary.clashingWhat) with another account of the project (not imported)",
+                                      "\(summary.clashing)"]] : []) + [
             ["accounts still to send", "\(summary.users - summary.usersInDoneRequests)"],
             ["requests done", "\(summary.requests[.done] ?? 0)"],
             ["requests sent, answer not recorded (sent again by the next apply)", "\(summary.requests[.sent] ?? 0)"],
@@ -463,8 +464,8 @@ public struct MarkdownReport {
         if summary.clashing > 0 {
             let count = summary.clashing
             out.write("\n**\(count) account\(count == 1 ? " was" : "s were") not imported** because another account of the project has "
-                + "\(count == 1 ? "its" : "their") email, phone number or federated sign-in: the import would have made a second account "
-                + "for it, which `accounts:batchCreate` does not check. Merge each with the project's account, or change it in the "
+                + "\(count == 1 ? "its" : "their") \(summary.clashingWhat): the import would have made a second account for "
+                + "\(count == 1 ? "that person" : "each person"), which `accounts:batchCreate` does not check. Merge each with the project's account, or change it in the "
                 + "source and import it with a new plan\(count > summary.firstClashing.count ? " (the first \(summary.firstClashing.count) here)" : ""):\n\n")
             table(&out, ["uid", "shares", "with the project's account"], summary.firstClashing.map {
                 [masking.accountId($0.uid), "`\($0.clash?.field ?? "")`", masking.accountId($0.clash?.projectUid ?? "")]
