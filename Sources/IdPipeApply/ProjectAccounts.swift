@@ -49,7 +49,8 @@ enum ProjectAccounts {
     /// What an account of the import file is found by besides its uid: its email (with `emails`), its phone number, and
     /// its links to federated providers (the `password` and `phone` links are its email and its number again). An email
     /// or number the API would not take in a lookup (`name@domain.tld` under 256 characters; E.164) is not asked for: one
-    /// would refuse the call, and stop the import, for the 99 others in it. (The import refuses such an account itself.)
+    /// would refuse the call, and stop the import, for the 99 others in it (such an account is not checked against the
+    /// project; `accounts:batchCreate` refuses an email it finds invalid, and the report names the account).
     static func identifiers(of user: JSONValue, emails: Bool) -> [AccountIdentifier] {
         var identifiers: [AccountIdentifier] = []
         // In lower case, as Identity Toolkit stores emails: found whether or not a lookup compares them regardless of case.

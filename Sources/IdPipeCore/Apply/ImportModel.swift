@@ -81,6 +81,7 @@ public struct ImportSummary: Sendable, Equatable {
     /// Accounts of the done requests that are not in the project as the file has them.
     public var notImported: Int { refused + keptExisting + clashing }
     public var openRequests: Int { requests.open }
+    public var totalRequests: Int { requests.values.reduce(0, +) }
 
     /// What the accounts left out share with the project's, in words: `email`, `phone number or sign-in`.
     public var clashingWhat: String {
@@ -90,5 +91,4 @@ public struct ImportSummary: Sendable, Equatable {
         guard let last = words.last else { return "email, phone number or sign-in" }
         return words.count == 1 ? last : words.dropLast().joined(separator: ", ") + " or " + last
     }
-    public var totalRequests: Int { requests.values.reduce(0, +) }
 }

@@ -160,8 +160,8 @@ extension PipelineDefinition {
             problems.append((top["select"]?.child("deletion_requested") ?? root)
                 .error("deletion_requested reads inputs.deletion_requests, which the pipeline does not give"))
         }
-        guard problems.isEmpty, root.problems.problems.isEmpty, let stages, let selection, let source, let inputs, let description, let guards, let report, let output,
-              let services, let apply else {
+        guard problems.isEmpty, root.problems.problems.isEmpty, let stages, let selection, let source, let inputs, let description,
+              let guards, let report, let output, let services, let apply else {
             let found = problems + root.problems.problems
             throw PipelineFileError.together(found.isEmpty ? [root.error("could not be read")] : found)
         }

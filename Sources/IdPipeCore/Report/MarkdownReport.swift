@@ -390,8 +390,8 @@ public struct MarkdownReport {
                 + (run.importExistingAccounts == ImportConfig.ExistingAccounts.keep.rawValue
                     ? "An account whose uid is in the project already is kept as the project has it, not imported, and listed; so "
                         + "is one whose email (unless `output.allow_duplicate_emails`), phone number or federated sign-in another account "
-                        + "of the project has, which the import "
-                        + "would make a second account for (`stages.import.existing_accounts`: each request's accounts are looked up first).\n"
+                        + "of the project has, which the import would make a second account for (`stages.import.existing_accounts`: "
+                        + "each request's accounts are looked up first).\n"
                     : "An account whose uid is in the project already is overwritten with the file's.\n"))
             let hashes = tally["import.password-hashes"]
             if hashes > 0 {
@@ -463,10 +463,11 @@ public struct MarkdownReport {
         }
         if summary.clashing > 0 {
             let count = summary.clashing
+            let listed = count > summary.firstClashing.count ? " (the first \(summary.firstClashing.count) here)" : ""
             out.write("\n**\(count) account\(count == 1 ? " was" : "s were") not imported** because another account of the project has "
                 + "\(count == 1 ? "its" : "their") \(summary.clashingWhat): the import would have made a second account for "
-                + "\(count == 1 ? "that person" : "each person"), which `accounts:batchCreate` does not check. Merge each with the project's account, or change it in the "
-                + "source and import it with a new plan\(count > summary.firstClashing.count ? " (the first \(summary.firstClashing.count) here)" : ""):\n\n")
+                + "\(count == 1 ? "that person" : "each person"), which `accounts:batchCreate` does not check. Merge each with the "
+                + "project's account, or change it in the source and import it with a new plan\(listed):\n\n")
             table(&out, ["uid", "shares", "with the project's account"], summary.firstClashing.map {
                 [masking.accountId($0.uid), "`\($0.clash?.field ?? "")`", masking.accountId($0.clash?.projectUid ?? "")]
             })
