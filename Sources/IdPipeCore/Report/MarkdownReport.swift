@@ -392,7 +392,9 @@ public struct MarkdownReport {
                         + "is one whose email (unless `output.allow_duplicate_emails`), phone number or federated sign-in another account "
                         + "of the project has, which the import would make a second account for (`stages.import.existing_accounts`: "
                         + "each request's accounts are looked up first).\n"
-                    : "An account whose uid is in the project already is overwritten with the file's.\n"))
+                    : "An account whose uid is in the project already is overwritten with the file's; nothing is looked up, so one "
+                        + "whose email, phone number or federated sign-in another account of the project has is imported beside it "
+                        + "(`stages.import.existing_accounts: keep` leaves it out).\n"))
             let hashes = tally["import.password-hashes"]
             if hashes > 0 {
                 out.write("\n\(hashes) of them carry a password hash: the import sends them with `stages.import.password_hash`, "
