@@ -9,7 +9,7 @@ struct Validate: ParsableCommand {
         abstract: "Check a pipeline file and print what it would do.",
         discussion: """
             Reads the pipeline file and gives its problems at once, in line order: every unknown key (with the key it \
-            seems to stand for), and each section's first other problem. Reads its side inputs as plan reads them (headers, encoding, repeated ids; not one given as a \
+            seems to stand for), and the first other problem of each section, stage and service. Reads its side inputs as plan reads them (headers, encoding, repeated ids; not one given as a \
             stream, which a read would use up), and the key and secret files its services name (nothing is sent); says \
             which inputs are missing or are folders, and warns when the services could not be set up here (a key file \
             that cannot be read, no GOOGLE_APPLICATION_CREDENTIALS). Exit code 2 when the file is invalid or an input \

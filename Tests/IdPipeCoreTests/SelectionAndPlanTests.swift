@@ -711,6 +711,34 @@ import IdPipeTestSupport
         }
     }
 
+    /// Each stage and each service is read whatever another's problem: the first problem of each is given.
+    @Test func theProblemOfEveryStageAndServiceIsGiven() {
+        let yaml = """
+            version: 1
+            name: x
+            source: {path: a.json}
+            select: {deletion_requested: true}
+            stages:
+              revoke: {apple: maybe}
+              delete: {when_not_revocable: sometimes}
+            inputs: {deletion_requests: d.csv}
+            services:
+              google: {reads_per_second: 0}
+              facebook: {app_id: abc}
+              firestore: {endpoint: "http://example.com"}
+            """
+        do {
+            _ = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
+            Issue.record("should be rejected")
+        } catch {
+            let lines = error.description.split(separator: "\n").map(String.init)
+            #expect(lines.map { $0.trimmingCharacters(in: .whitespaces).split(separator: ":").prefix(3).joined(separator: ":") } == [
+                "p.yaml:6: stages.revoke.apple", "p.yaml:7: stages.delete.when_not_revocable", "p.yaml:10: services.google.reads_per_second",
+                "p.yaml:11: services.facebook.app_id", "p.yaml:12: services.firestore.endpoint", "(5 problems)",
+            ], "\(error)")
+        }
+    }
+
     /// The key a misspelt one stands for: within two edits (a swap is one), or `-` for `_`; none when two keys are as near.
     @Test(arguments: [
         ("sourse", "source"), ("soucre", "source"), ("Source", "source"), ("when-not-revocable", "when_not_revocable"),

@@ -87,6 +87,12 @@ struct ConfigNode {
         return result
     }
 
+    /// Runs `body`, which reads this node; a problem it finds is told to `problems` instead of ending the reading of the
+    /// section around it: each service, and each stage, is read whatever another's problem.
+    func reading(_ body: () throws -> Void) {
+        do { try body() } catch let problem as PipelineFileError { problems.add(problem) } catch { problems.add(self.error("\(error)")) }
+    }
+
     /// The allowed key a misspelt one stands for: the only one within two edits (a letter left out, added, changed, or
     /// two swapped), or `_` for `-` or a space; nil when none is, or more than one.
     static func nearest(_ key: String, in keys: Set<String>) -> String? {

@@ -111,7 +111,7 @@ extension PipelineDefinition {
         guard let sourceNode = top["source"] else { throw root.error("missing key 'source'") }
         // Each section is read whatever another's problem, and the problems are given together, in line order: one at
         // a time, a file took one validate per mistake. (Within a section, every unknown key and the first other problem
-        // are given: `ConfigNode.mapping` tells the unknown keys to `root.problems`, and reads on.)
+        // of each stage and service are given: `ConfigNode.mapping` and `reading` tell them to `root.problems`, and read on.)
         var problems: [PipelineFileError] = []
         func read<T>(_ body: () throws -> T) throws -> T? {
             do { return try body() } catch let problem as PipelineFileError {
@@ -377,67 +377,75 @@ extension PipelineDefinition {
         stages.normalize = try keys["normalize"]?.bool() ?? true
         stages.detectRelay = try keys["detect_relay"]?.bool() ?? true
         if let backfill = keys["backfill_names"] {
-            stages.backfillNames = try backfill.stage(defaults: [NameSource.legacy], allowed: ["sources"]) { sources, entries in
-                guard let list = entries["sources"] else { return }
-                sources = try list.list().map { item in
-                    let text = try item.string()
-                    guard let source = NameSource(text: text) else {
-                        throw item.error("'\(text)' is not a name source (legacy, provider:<provider id>, email-local-part)")
+            backfill.reading {
+                stages.backfillNames = try backfill.stage(defaults: [NameSource.legacy], allowed: ["sources"]) { sources, entries in
+                    guard let list = entries["sources"] else { return }
+                    sources = try list.list().map { item in
+                        let text = try item.string()
+                        guard let source = NameSource(text: text) else {
+                            throw item.error("'\(text)' is not a name source (legacy, provider:<provider id>, email-local-part)")
+                        }
+                        return source
                     }
-                    return source
+                    // Planned with no source, the stage filled nothing, and validate described it as "from ".
+                    if sources.isEmpty { throw list.error("is empty: name at least one source (legacy, provider:<provider id>, email-local-part)") }
                 }
-                // Planned with no source, the stage filled nothing, and validate described it as "from ".
-                if sources.isEmpty { throw list.error("is empty: name at least one source (legacy, provider:<provider id>, email-local-part)") }
             }
         }
         if let revoke = keys["revoke"] {
-            stages.revoke = try revoke.stage(defaults: RevokeConfig(), allowed: ["apple", "facebook", "firebase_sessions"]) { config, entries in
-                config.apple = try entries["apple"]?.bool() ?? true
-                config.facebook = try entries["facebook"]?.bool() ?? true
-                config.firebaseSessions = try entries["firebase_sessions"]?.bool() ?? true
+            revoke.reading {
+                stages.revoke = try revoke.stage(defaults: RevokeConfig(), allowed: ["apple", "facebook", "firebase_sessions"]) { config, entries in
+                    config.apple = try entries["apple"]?.bool() ?? true
+                    config.facebook = try entries["facebook"]?.bool() ?? true
+                    config.firebaseSessions = try entries["firebase_sessions"]?.bool() ?? true
+                }
             }
         }
         if let delete = keys["delete"] {
-            stages.delete = try delete.stage(defaults: DeleteConfig(), allowed: ["data_webhook", "firestore", "realtime_database", "storage", "accounts", "when_not_revocable", "when_revocation_fails"]) { config, entries in
-                if let hook = entries["data_webhook"] {
-                    let url = try hook.string()
-                    guard url.hasPrefix("https://") || url.hasPrefix("http://127.0.0.1") || url.hasPrefix("http://localhost") else {
-                        throw hook.error("the webhook must be an https:// URL (http only on loopback)")
+            delete.reading {
+                stages.delete = try delete.stage(defaults: DeleteConfig(), allowed: ["data_webhook", "firestore", "realtime_database", "storage", "accounts", "when_not_revocable", "when_revocation_fails"]) { config, entries in
+                    if let hook = entries["data_webhook"] {
+                        let url = try hook.string()
+                        guard url.hasPrefix("https://") || url.hasPrefix("http://127.0.0.1") || url.hasPrefix("http://localhost") else {
+                            throw hook.error("the webhook must be an https:// URL (http only on loopback)")
+                        }
+                        config.dataWebhook = url
                     }
-                    config.dataWebhook = url
+                    config.firestore = try entries["firestore"].map(decodeFirestorePaths)
+                    config.realtimeDatabase = try entries["realtime_database"].map(decodeDatabasePaths)
+                    config.storage = try entries["storage"].map(decodeStoragePaths)
+                    config.accounts = try entries["accounts"]?.bool() ?? true
+                    config.whenNotRevocable = try entries["when_not_revocable"]?.oneOf(NotRevocablePolicy.self) ?? .keep
+                    config.whenRevocationFails = try entries["when_revocation_fails"]?.oneOf(NotRevocablePolicy.self) ?? .keep
                 }
-                config.firestore = try entries["firestore"].map(decodeFirestorePaths)
-                config.realtimeDatabase = try entries["realtime_database"].map(decodeDatabasePaths)
-                config.storage = try entries["storage"].map(decodeStoragePaths)
-                config.accounts = try entries["accounts"]?.bool() ?? true
-                config.whenNotRevocable = try entries["when_not_revocable"]?.oneOf(NotRevocablePolicy.self) ?? .keep
-                config.whenRevocationFails = try entries["when_revocation_fails"]?.oneOf(NotRevocablePolicy.self) ?? .keep
             }
         }
         if let item = keys["import"] {
-            let allowed: Set = ["users_per_request", "password_hash", "project_id", "tenant_id", "existing_accounts"]
-            stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: allowed) { config, entries in
-                config.projectId = try entries["project_id"].map { node in
-                    // Google's rule for project ids; anything else would be sent as a path (`demo/tenants/x`).
-                    let id = try node.string()
-                    let bytes = Array(id.utf8)
-                    guard (6...30).contains(bytes.count), (0x61...0x7a).contains(bytes[0]), bytes.last != UInt8(ascii: "-"),
-                          bytes.allSatisfy({ (0x61...0x7a).contains($0) || TextScan.isASCIIDigit($0) || $0 == UInt8(ascii: "-") }) else {
-                        throw node.error("'\(id)' is not a project id (6 to 30 lowercase letters, digits and hyphens, from a letter)")
+            item.reading {
+                let allowed: Set = ["users_per_request", "password_hash", "project_id", "tenant_id", "existing_accounts"]
+                stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: allowed) { config, entries in
+                    config.projectId = try entries["project_id"].map { node in
+                        // Google's rule for project ids; anything else would be sent as a path (`demo/tenants/x`).
+                        let id = try node.string()
+                        let bytes = Array(id.utf8)
+                        guard (6...30).contains(bytes.count), (0x61...0x7a).contains(bytes[0]), bytes.last != UInt8(ascii: "-"),
+                              bytes.allSatisfy({ (0x61...0x7a).contains($0) || TextScan.isASCIIDigit($0) || $0 == UInt8(ascii: "-") }) else {
+                            throw node.error("'\(id)' is not a project id (6 to 30 lowercase letters, digits and hyphens, from a letter)")
+                        }
+                        return id
                     }
-                    return id
-                }
-                config.tenantId = try entries["tenant_id"].map { node in
-                    let id = try node.string()
-                    guard !id.isEmpty, id.utf8.allSatisfy({ TextScan.isASCIILetterOrDigit($0) || $0 == UInt8(ascii: "-") }) else {
-                        throw node.error("'\(id)' is not a tenant id (letters, digits and hyphens, as the console shows it)")
+                    config.tenantId = try entries["tenant_id"].map { node in
+                        let id = try node.string()
+                        guard !id.isEmpty, id.utf8.allSatisfy({ TextScan.isASCIILetterOrDigit($0) || $0 == UInt8(ascii: "-") }) else {
+                            throw node.error("'\(id)' is not a tenant id (letters, digits and hyphens, as the console shows it)")
+                        }
+                        return id
                     }
-                    return id
+                    config.usersPerRequest = try entries["users_per_request"]?.int(minimum: 1, maximum: 1000, why: " (the API takes 1000 accounts a request)")
+                        ?? config.usersPerRequest
+                    config.passwordHash = try entries["password_hash"].map(decodePasswordHash)
+                    config.existingAccounts = try entries["existing_accounts"]?.oneOf(ImportConfig.ExistingAccounts.self) ?? .keep
                 }
-                config.usersPerRequest = try entries["users_per_request"]?.int(minimum: 1, maximum: 1000, why: " (the API takes 1000 accounts a request)")
-                    ?? config.usersPerRequest
-                config.passwordHash = try entries["password_hash"].map(decodePasswordHash)
-                config.existingAccounts = try entries["existing_accounts"]?.oneOf(ImportConfig.ExistingAccounts.self) ?? .keep
             }
         }
         return stages

@@ -82,73 +82,81 @@ extension PipelineDefinition {
         let keys = try node.mapping(allowed: ["google", "apple", "facebook", "webhook", "firestore", "realtime_database", "storage"])
         var services = ServicesConfig()
         if let google = keys["google"] {
-            let entries = try google.mapping(allowed: ["project_id", "tenant_id", "credentials", "endpoint", "updates_per_second",
-                                                       "batch_deletes_per_second", "reads_per_second", "batch_creates_per_second", "max_in_flight"])
-            var config = GoogleServiceConfig()
-            config.projectId = try entries["project_id"]?.string()
-            config.tenantId = try entries["tenant_id"]?.string()
-            config.credentials = try entries["credentials"]?.secretFilePath()
-            config.endpoint = try entries["endpoint"].map(endpoint)
-            config.updatesPerSecond = try entries["updates_per_second"].map(rate) ?? config.updatesPerSecond
-            config.batchDeletesPerSecond = try entries["batch_deletes_per_second"].map(rate) ?? config.batchDeletesPerSecond
-            config.readsPerSecond = try entries["reads_per_second"].map(rate) ?? config.readsPerSecond
-            config.batchCreatesPerSecond = try entries["batch_creates_per_second"].map(rate) ?? config.batchCreatesPerSecond
-            config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
-            services.google = config
+            google.reading {
+                let entries = try google.mapping(allowed: ["project_id", "tenant_id", "credentials", "endpoint", "updates_per_second",
+                                                           "batch_deletes_per_second", "reads_per_second", "batch_creates_per_second", "max_in_flight"])
+                var config = GoogleServiceConfig()
+                config.projectId = try entries["project_id"]?.string()
+                config.tenantId = try entries["tenant_id"]?.string()
+                config.credentials = try entries["credentials"]?.secretFilePath()
+                config.endpoint = try entries["endpoint"].map(endpoint)
+                config.updatesPerSecond = try entries["updates_per_second"].map(rate) ?? config.updatesPerSecond
+                config.batchDeletesPerSecond = try entries["batch_deletes_per_second"].map(rate) ?? config.batchDeletesPerSecond
+                config.readsPerSecond = try entries["reads_per_second"].map(rate) ?? config.readsPerSecond
+                config.batchCreatesPerSecond = try entries["batch_creates_per_second"].map(rate) ?? config.batchCreatesPerSecond
+                config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+                services.google = config
+            }
         }
         if let apple = keys["apple"] {
-            let entries = try apple.mapping(allowed: ["team_id", "key_id", "client_id", "private_key", "endpoint", "requests_per_second",
-                                                      "max_in_flight", "secret_lifetime_seconds"])
-            func required(_ key: String) throws -> ConfigNode {
-                guard let value = entries[key] else { throw apple.error("missing key '\(key)'") }
-                return value
+            apple.reading {
+                let entries = try apple.mapping(allowed: ["team_id", "key_id", "client_id", "private_key", "endpoint", "requests_per_second",
+                                                          "max_in_flight", "secret_lifetime_seconds"])
+                func required(_ key: String) throws -> ConfigNode {
+                    guard let value = entries[key] else { throw apple.error("missing key '\(key)'") }
+                    return value
+                }
+                var config = AppleServiceConfig(teamId: try required("team_id").string(), keyId: try required("key_id").string(),
+                                                clientId: try required("client_id").string(), privateKey: try required("private_key").secretFilePath())
+                config.endpoint = try entries["endpoint"].map(endpoint)
+                config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
+                config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+                if let lifetime = entries["secret_lifetime_seconds"] {
+                    let seconds = try lifetime.int(minimum: 61)
+                    guard seconds < 15_777_000 else { throw lifetime.error("Apple refuses client secrets valid for 15777000 s (about 6 months) or more") }
+                    config.secretLifetime = seconds
+                }
+                services.apple = config
             }
-            var config = AppleServiceConfig(teamId: try required("team_id").string(), keyId: try required("key_id").string(),
-                                            clientId: try required("client_id").string(), privateKey: try required("private_key").secretFilePath())
-            config.endpoint = try entries["endpoint"].map(endpoint)
-            config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
-            config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
-            if let lifetime = entries["secret_lifetime_seconds"] {
-                let seconds = try lifetime.int(minimum: 61)
-                guard seconds < 15_777_000 else { throw lifetime.error("Apple refuses client secrets valid for 15777000 s (about 6 months) or more") }
-                config.secretLifetime = seconds
-            }
-            services.apple = config
         }
         if let facebook = keys["facebook"] {
-            let entries = try facebook.mapping(allowed: ["app_id", "app_secret_file", "app_secret_env", "graph_version", "endpoint",
-                                                         "requests_per_second", "max_in_flight"])
-            guard let appId = entries["app_id"] else { throw facebook.error("missing key 'app_id'") }
-            var config = FacebookServiceConfig(appId: try appId.string())
-            config.appSecretFile = try entries["app_secret_file"]?.secretFilePath()
-            guard TextScan.isDigits(config.appId) else {
-                throw appId.error("is not a Facebook App ID (its digits, as the app dashboard shows it); not shown, as it may be the app secret")
-            }
-            config.appSecretEnv = try entries["app_secret_env"]?.environmentVariableName() ?? config.appSecretEnv
-            if let version = entries["graph_version"] {
-                let text = try version.string()
-                guard text.hasPrefix("v"), Double(text.dropFirst()) != nil, text.utf8.count <= 8 else {
-                    throw version.error("must look like v21.0" + (text.utf8.count <= 8 ? " (found '\(text)')" : " (a longer value is not shown)"))
+            facebook.reading {
+                let entries = try facebook.mapping(allowed: ["app_id", "app_secret_file", "app_secret_env", "graph_version", "endpoint",
+                                                             "requests_per_second", "max_in_flight"])
+                guard let appId = entries["app_id"] else { throw facebook.error("missing key 'app_id'") }
+                var config = FacebookServiceConfig(appId: try appId.string())
+                config.appSecretFile = try entries["app_secret_file"]?.secretFilePath()
+                guard TextScan.isDigits(config.appId) else {
+                    throw appId.error("is not a Facebook App ID (its digits, as the app dashboard shows it); not shown, as it may be the app secret")
                 }
-                config.graphVersion = text
+                config.appSecretEnv = try entries["app_secret_env"]?.environmentVariableName() ?? config.appSecretEnv
+                if let version = entries["graph_version"] {
+                    let text = try version.string()
+                    guard text.hasPrefix("v"), Double(text.dropFirst()) != nil, text.utf8.count <= 8 else {
+                        throw version.error("must look like v21.0" + (text.utf8.count <= 8 ? " (found '\(text)')" : " (a longer value is not shown)"))
+                    }
+                    config.graphVersion = text
+                }
+                config.endpoint = try entries["endpoint"].map(endpoint)
+                config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
+                config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+                services.facebook = config
             }
-            config.endpoint = try entries["endpoint"].map(endpoint)
-            config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
-            config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
-            services.facebook = config
         }
         if let webhook = keys["webhook"] {
-            let entries = try webhook.mapping(allowed: ["secret_file", "secret_env", "requests_per_second", "max_in_flight"])
-            var config = WebhookServiceConfig()
-            config.secretFile = try entries["secret_file"]?.secretFilePath()
-            config.secretEnv = try entries["secret_env"]?.environmentVariableName() ?? config.secretEnv
-            config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
-            config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
-            services.webhook = config
+            webhook.reading {
+                let entries = try webhook.mapping(allowed: ["secret_file", "secret_env", "requests_per_second", "max_in_flight"])
+                var config = WebhookServiceConfig()
+                config.secretFile = try entries["secret_file"]?.secretFilePath()
+                config.secretEnv = try entries["secret_env"]?.environmentVariableName() ?? config.secretEnv
+                config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
+                config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+                services.webhook = config
+            }
         }
-        services.firestore = try keys["firestore"].map(decodeDataService)
-        services.realtimeDatabase = try keys["realtime_database"].map(decodeDataService)
-        services.storage = try keys["storage"].map(decodeDataService)
+        if let node = keys["firestore"] { node.reading { services.firestore = try decodeDataService(node) } }
+        if let node = keys["realtime_database"] { node.reading { services.realtimeDatabase = try decodeDataService(node) } }
+        if let node = keys["storage"] { node.reading { services.storage = try decodeDataService(node) } }
         return services
     }
 
