@@ -20,14 +20,11 @@ enum ProjectAccounts {
         let uids = ImportRunner.uids(users)
         var project = try await lookup(uids.map { .uid($0) })
         let there = Set(project.compactMap { $0["localId"]?.string })
-        let others = users.indices.filter { !there.contains(uids[$0]) }
+        // Those of the accounts whose uid is not there (the others are left out whatever they share).
+        let identities = users.indices.map { there.contains(uids[$0]) ? [] : Self.identifiers(of: users[$0], emails: emails) }
         var identifiers: [AccountIdentifier] = []
         var asked: Set<AccountIdentifier> = []
-        for index in others {
-            for identifier in Self.identifiers(of: users[index], emails: emails) where asked.insert(identifier).inserted {
-                identifiers.append(identifier)
-            }
-        }
+        for identifier in identities.joined() where asked.insert(identifier).inserted { identifiers.append(identifier) }
         if !identifiers.isEmpty { project += try await lookup(identifiers) }
         let holders = Holders(project)
         var leftOut: [ImportFailure] = []
@@ -36,7 +33,7 @@ enum ProjectAccounts {
                 leftOut.append(ImportFailure(position: index, uid: uid, message: keptMessage))
                 continue
             }
-            for identifier in Self.identifiers(of: users[index], emails: emails) {
+            for identifier in identities[index] {
                 guard let holder = holders.first(identifier, otherThan: uid) else { continue }
                 leftOut.append(ImportFailure(position: index, uid: uid, message: clashMessage(holder.what),
                                              clash: ImportClash(field: holder.field, projectUid: holder.uid)))

@@ -110,7 +110,6 @@ extension StateStore {
             for row in try Row.fetchAll(db, sql: "SELECT clash_field, count(*) AS n FROM import_failure WHERE \(clashing) GROUP BY clash_field") {
                 summary.clashingByField[row["clash_field"]] = row["n"]
             }
-            summary.clashing = summary.clashingByField.values.reduce(0, +)
             func first(_ condition: String) throws -> [ImportFailure] {
                 try Row.fetchAll(db, sql: """
                     SELECT position, uid, message, clash_field, clash_uid FROM import_failure WHERE \(condition) ORDER BY request, position LIMIT ?

@@ -68,11 +68,11 @@ public struct ImportSummary: Sendable, Equatable {
     public var keptExisting = 0
     public var firstKept: [ImportFailure] = []
     /// Accounts left out because another account of the project has their email, phone number or federated link
-    /// (`existing_accounts: keep`), in the requests that are done; and the first of them, in file order.
-    public var clashing = 0
-    public var firstClashing: [ImportFailure] = []
-    /// Of those, how many share each field (`email`, `phoneNumber`, `providerUserInfo (apple.com)`).
+    /// (`existing_accounts: keep`), in the requests that are done, by the field they share (`email`, `phoneNumber`,
+    /// `providerUserInfo (apple.com)`); and the first of them, in file order.
     public var clashingByField: [String: Int] = [:]
+    public var firstClashing: [ImportFailure] = []
+    public var clashing: Int { clashingByField.values.reduce(0, +) }
 
     public init() {}
 
