@@ -6,7 +6,7 @@ SEED ?= 42
 AS_OF ?= 2026-11-21T00:00:00Z
 
 VENV = .build-venv
-PY_PACKAGES = firebase-admin==7.7.0 PyJWT==2.10.1 cryptography
+PY_PACKAGES = firebase-admin==7.7.0 PyJWT==2.10.1 cryptography cmarkgfm==2025.10.22
 
 .PHONY: deps venv build demo demo-sandbox test samples bench bench-delete bench-apply bench-import sandbox clean
 
@@ -19,9 +19,12 @@ deps:
 	fi
 
 # The Python the tests use as an independent implementation: the official firebase-admin SDK (run against
-# the sandbox) and PyJWT on cryptography (verifies idpipe's ES256/RS256 JWTs). Made once, from PyPI.
-venv: $(VENV)/.installed
-$(VENV)/.installed:
+# the sandbox), PyJWT on cryptography (verifies idpipe's ES256/RS256 JWTs) and cmarkgfm (GitHub's Markdown
+# renderer, for what a reviewer sees of report.md). Made from PyPI once for each list of packages: the stamp is
+# named for the list, so a package added here is installed into an older environment too.
+VENV_STAMP = $(VENV)/.installed-$(shell echo '$(PY_PACKAGES)' | sha256sum | cut -c1-12)
+venv: $(VENV_STAMP)
+$(VENV_STAMP):
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check $(PY_PACKAGES)
 	touch $@

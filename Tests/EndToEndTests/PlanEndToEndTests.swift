@@ -649,6 +649,48 @@ struct Binary {
         }
     }
 
+    /// Ids, addresses and names an account's owner chose, and a quarantined value, show in plan.md as written: GitHub's
+    /// renderer makes no link, image, HTML or emphasis of them, masked or revealed.
+    @Test func valuesFromTheExportAreNotMarkdownInThePlanReport() throws {
+        let folder = Binary.temporaryDirectory()
+        try #"""
+            {"users": [
+              {"localId": "[approve](https://evil.example/ok)", "email": "boss@x.example", "displayName": "<img src=x onerror=alert(1)>",
+               "disabled": true, "providerUserInfo": []},
+              {"localId": "www.evil.example", "email": "*bad*@@x.example", "providerUserInfo": []},
+              {"localId": "_x_ `y`", "providerUserInfo": [
+                {"providerId": "facebook.com", "rawId": "1234567", "displayName": "~~Struck~~ <b>Name</b> **bold**"}]},
+              {"localId": "u4", "providerUserInfo": [{"providerId": "facebook.com", "rawId": "7654321", "displayName": "<img src=x onerror=alert(1)>"}]}
+            ]}
+            """#.write(toFile: folder + "/accounts.json", atomically: true, encoding: .utf8)
+        try """
+            version: 1
+            name: hostile
+            source: {path: accounts.json}
+            select: {disabled: true}
+            stages: {backfill_names: {sources: ["provider:facebook.com"]}, delete: {when_not_revocable: delete}}
+
+            """.write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        var reports: [String] = []
+        for reveal in [false, true] {
+            let out = Binary.temporaryDirectory()
+            let (code, output) = try Binary.run(["plan", folder + "/pipeline.yaml", "--out", out, "--as-of", asOf] + (reveal ? ["--reveal-personal-data"] : []))
+            #expect(code == 1, "a row is quarantined: \(output)")
+            reports.append(try String(contentsOfFile: out + "/plan.md", encoding: .utf8))
+        }
+        let html = try TestPython.renderMarkdown(reports)
+        for (page, reveal) in zip(html, [false, true]) {
+            for tag in [#"href="http"#, #"href="ftp"#, "<img", "<b>", "<em>", "<strong>bold", "<del>", "<code>y"] {
+                #expect(!page.contains(tag), "plan.md (revealed: \(reveal)) renders \(tag): \(page)")
+            }
+            // The report's own code spans stay.
+            #expect(page.contains("<code>delete-account</code> planned"))
+            #expect(page.contains("[approve](https://evil.example/ok)") && page.contains("www.evil.example") && page.contains("_x_ `y`"), "\(page)")
+        }
+        #expect(html[1].contains("~~Struck~~ &lt;b&gt;Name&lt;/b&gt; **bold**") && html[1].contains("&lt;img src=x onerror=alert(1)&gt;"), "\(html[1])")
+        #expect(html[1].contains("*bad*@@x.example"), "the quarantined value, as written: \(html[1])")
+    }
+
     /// With a grace period, the requests younger than it wait: their accounts are listed as not acted on, with those
     /// whose request is dated after the plan, and get no name; plan.md from the store says the same.
     @Test func deletionRequestsWithinTheGracePeriodWait() throws {

@@ -70,6 +70,16 @@ public enum TestPython {
         }
         return try runProgram(path, [self.script(script)] + arguments, environment: environment, input: input)
     }
+
+    /// The HTML that GitHub's renderer (cmark-gfm, `render_markdown.py`) makes of each Markdown document.
+    public static func renderMarkdown(_ documents: [String]) throws -> [String] {
+        let input = String(decoding: try JSONEncoder().encode(documents), as: UTF8.self)
+        let (status, output) = try run("render_markdown.py", [], input: input)
+        guard status == 0, let html = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String], html.count == documents.count else {
+            throw ToolError("render_markdown.py failed: \(output)")
+        }
+        return html
+    }
 }
 
 public struct ToolError: Error, CustomStringConvertible {

@@ -17,30 +17,30 @@ public struct MarkdownReport {
         let totals = try source.counts()
         if applied != nil {
             // Named for the stage, as the plan's is: "run" is also the command that plans and applies in one go.
-            out.write("# idpipe apply: \(run.pipelineName)\n\n")
+            out.write("# idpipe apply: \(Self.escaped(run.pipelineName))\n\n")
             out.write("Applied: the outcomes are what the services answered. ")
         } else {
-            out.write("# idpipe plan: \(run.pipelineName)\n\n")
+            out.write("# idpipe plan: \(Self.escaped(run.pipelineName))\n\n")
             out.write("Dry run: nothing was changed. ")
         }
         out.write(masking.reveal ? "Personal data is shown (--reveal-personal-data, or report.reveal_personal_data in the pipeline).\n\n"
             : "Personal data is masked; `--reveal-personal-data` shows it.\n\n")
         table(&out, ["", ""], [
-            ["Pipeline", "`\(run.pipelinePath)` (sha256 \(run.pipelineSHA256.prefix(12)))"],
-            ["Input", "`\(run.sourcePath)` (\(run.sourceFormat), \(run.sourceSize) bytes, sha256 \(run.sourceSHA256.map { String($0.prefix(12)) } ?? "not finished"))"],
-        ] + (run.sourceAssumptions.map { [["Input read with", $0]] } ?? []) + [
+            ["Pipeline", "\(Self.code(run.pipelinePath)) (sha256 \(run.pipelineSHA256.prefix(12)))"],
+            ["Input", "\(Self.code(run.sourcePath)) (\(run.sourceFormat), \(run.sourceSize) bytes, sha256 \(run.sourceSHA256.map { String($0.prefix(12)) } ?? "not finished"))"],
+        ] + (run.sourceAssumptions.map { [["Input read with", Self.escaped($0)]] } ?? []) + [
             ["As of", Timestamp.formatRFC3339(run.asOf)],
-            ["Planned by", run.plannedBy],
-            ["Status", run.status.rawValue + (run.applyStop.map { " (last apply stopped: \($0))" } ?? "")],
+            ["Planned by", Self.escaped(run.plannedBy)],
+            ["Status", run.status.rawValue + (run.applyStop.map { " (last apply stopped: \(Self.escaped($0)))" } ?? "")],
         ] + guardsRow(run, tally))
         if let verdict = run.guardVerdict {
-            out.write("\n**Stopped by a guard:** \(verdict). Nothing may be applied from this plan. To go on, raise the guard in the "
+            out.write("\n**Stopped by a guard:** \(Self.escaped(verdict)). Nothing may be applied from this plan. To go on, raise the guard in the "
                 + "pipeline (or narrow its selection) and plan again into a new state store.\n")
         }
         if run.status == .planning {
             out.write("\n**Incomplete:** the plan stopped before the end of its input (interrupted, or still running); the counts and "
                 + "lists below cover only the accounts read so far. "
-                + (run.resumesHere ? "`idpipe resume` finishes it.\n" : "It was started by \(run.plannedBy); only that idpipe finishes it.\n"))
+                + (run.resumesHere ? "`idpipe resume` finishes it.\n" : "It was started by \(Self.escaped(run.plannedBy)); only that idpipe finishes it.\n"))
         }
 
         section(&out, "Summary")
@@ -102,7 +102,7 @@ public struct MarkdownReport {
                 + [["relay accounts needing consent review", "\(tally["relay.consent-review"])"]])
             try accountList(&out, totals, .consentReview, title: "Relay accounts linked to identifying data without recorded consent",
                             columns: ["uid", "email", "linked data", "providers", "source"]) { account, _ in
-                [masking.accountId(account.uid), masking.email(account.email), account.consentReview ?? "", account.providers, "\(account.file):\(account.line)"]
+                escapedCells(masking.accountId(account.uid), masking.email(account.email), account.consentReview ?? "", account.providers, "\(account.file):\(account.line)")
             }
         }
 
@@ -112,8 +112,8 @@ public struct MarkdownReport {
             table(&out, ["outcome", "accounts"], names.map { [$0.0.replacingFirst("fill.", "fill from ").replacingFirst("no-source.", "no source: "), "\($0.1)"] })
             // The new name is the value of the account's name update.
             try accountList(&out, totals, .nameFill, title: "Names to fill", columns: ["uid", "new name", "source", "email"]) { account, actions in
-                [masking.accountId(account.uid), masking.name(actions.first { $0.kind == ActionKind.updateName.rawValue }?.value),
-                 account.nameOutcome ?? "", masking.email(account.email)]
+                escapedCells(masking.accountId(account.uid), masking.name(actions.first { $0.kind == ActionKind.updateName.rawValue }?.value),
+                             account.nameOutcome ?? "", masking.email(account.email))
             }
         }
 
@@ -143,16 +143,16 @@ public struct MarkdownReport {
             }
             try accountList(&out, totals, .requestNotActedOn, title: "Deletion requested, not acted on",
                             columns: ["uid", "email", "request", "why", "providers"]) { account, _ in
-                [masking.accountId(account.uid), masking.email(account.email), account.deletionRequest ?? "", account.selectionDetail ?? "",
-                 account.providers]
+                escapedCells(masking.accountId(account.uid), masking.email(account.email), account.deletionRequest ?? "", account.selectionDetail ?? "",
+                             account.providers)
             }
             try accountList(&out, totals, .protected, title: "Protected accounts (never deleted)", columns: ["uid", "email", "why"]) { account, _ in
-                [masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? ""]
+                escapedCells(masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? "")
             }
             // Counted only, a deletion request the provider filter set aside was carried out by no one and named nowhere.
             try accountList(&out, totals, .filteredByProvider, title: "Matched, but left out by select.providers (not acted on)",
                             columns: ["uid", "email", "matched", "request", "providers"]) { account, _ in
-                [masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers]
+                escapedCells(masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers)
             }
         }
 
@@ -184,8 +184,8 @@ public struct MarkdownReport {
             // What becomes of each: a kept account (a login that cannot be revoked, data out of reach) looked like the others.
             try accountList(&out, totals, .selected, title: "Accounts selected for cleanup",
                             columns: ["uid", "email", "why", "request", "providers", "actions"]) { account, actions in
-                [masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "", account.providers,
-                 Self.actionsInBrief(actions)]
+                escapedCells(masking.accountId(account.uid), masking.email(account.email), account.selectionDetail ?? "", account.deletionRequest ?? "",
+                             account.providers) + [Self.actionsInBrief(actions)]
             }
         }
 
@@ -204,8 +204,8 @@ public struct MarkdownReport {
             // Kept only in a migration: elsewhere a repair serves matching, and the accounts stay as they are.
             try accountList(&out, totals, .repaired, title: "Accounts written to the import file with repaired values",
                             columns: ["uid", "repairs", "email", "phone", "display name", "source"]) { account, _ in
-                [masking.accountId(account.uid), account.repairs.all.map(\.label).joined(separator: "; "), masking.email(account.email),
-                 masking.phone(account.phone), masking.name(account.displayName), "\(account.file):\(account.line)"]
+                escapedCells(masking.accountId(account.uid), account.repairs.all.map(\.label).joined(separator: "; "), masking.email(account.email),
+                             masking.phone(account.phone), masking.name(account.displayName), "\(account.file):\(account.line)")
             }
         }
 
@@ -221,8 +221,8 @@ public struct MarkdownReport {
             try source.quarantine(limit: listLimit) { _, entry in
                 listed += 1
                 for issue in entry.issues {
-                    rows.append(["\(entry.position.file):\(entry.position.line)", masking.quarantinedId(entry.localId) ?? "", "`\(issue.field)`",
-                                 masking.quotedValues(in: issue.reason, field: issue.field)])
+                    rows.append([Self.escaped("\(entry.position.file):\(entry.position.line)"), Self.escaped(masking.quarantinedId(entry.localId) ?? ""),
+                                 Self.code(issue.field), Self.escaped(masking.quotedValues(in: issue.reason, field: issue.field))])
                 }
             }
             table(&out, ["where", "uid", "field", "reason"], rows)
@@ -258,7 +258,7 @@ public struct MarkdownReport {
         })
         out.write("\n")
         table(&out, ["action", "path", "would delete"], data.kinds.flatMap { kind in
-            kind.perPath.map { ["`\(kind.kind.rawValue)`", "`\($0.template)`", "\($0.count) \(kind.unit)"] }
+            kind.perPath.map { ["`\(kind.kind.rawValue)`", Self.code($0.template), "\($0.count) \(kind.unit)"] }
         })
         let uncounted = data.kinds.reduce(0) { $0 + $1.uncounted }
         if uncounted > 0 && stoppedByGuard {
@@ -272,12 +272,12 @@ public struct MarkdownReport {
             out.write("\n### Not counted, and why\n\n")
             out.write("Until apply starts, counts that gave up on passing faults (5xx, timeouts, throttling) are tried again by the next "
                 + "`idpipe plan` or `idpipe resume` of this state; a refused one (permission denied) is not.\n\n")
-            table(&out, ["reason", "actions"], data.notCounted.map { [$0.reason, "\($0.count)"] })
+            table(&out, ["reason", "actions"], data.notCounted.map { [Self.escaped($0.reason), "\($0.count)"] })
         }
         if !data.largest.isEmpty {
             out.write("\n### The accounts with the most data\n\n")
             table(&out, ["uid", "action", "would delete", "per path"], data.largest.map {
-                [masking.accountId($0.uid), "`\($0.kind.rawValue)`", "\($0.count)", $0.detail]
+                [Self.escaped(masking.accountId($0.uid)), "`\($0.kind.rawValue)`", "\($0.count)", Self.escaped($0.detail)]
             })
         }
     }
@@ -298,12 +298,12 @@ public struct MarkdownReport {
         }
         if !summary.policies.isEmpty {
             out.write("\n### Deletions, and the rule that let each through or held it back\n\n")
-            table(&out, ["action", "state", "rule", "accounts"], summary.policies.map { ["`\($0.kind)`", $0.state, $0.policy, "\($0.count)"] })
+            table(&out, ["action", "state", "rule", "accounts"], summary.policies.map { ["`\($0.kind)`", $0.state, Self.escaped($0.policy), "\($0.count)"] })
         }
         if !summary.reasons.isEmpty {
             out.write("\n### Failed, not possible and blocked, and why\n\n")
             let shown = summary.reasons.prefix(listLimit)
-            table(&out, ["action", "state", "reason", "accounts"], shown.map { ["`\($0.kind)`", $0.state, $0.reason, "\($0.count)"] })
+            table(&out, ["action", "state", "reason", "accounts"], shown.map { ["`\($0.kind)`", $0.state, Self.escaped($0.reason), "\($0.count)"] })
             if summary.reasons.count > shown.count { out.write("\n… and \(summary.reasons.count - shown.count) more reasons in the JSON report.\n") }
         }
     }
@@ -326,7 +326,7 @@ public struct MarkdownReport {
         table(&out, ["session", "started", "seconds", "sent again", "outcome", "by"], summary.sessions.enumerated().map { index, session in
             ["\(index + 1) (`\(session.command)`)", Timestamp.formatRFC3339(session.startedAt),
              FixedPoint.text(Double((session.endedAt ?? session.startedAt) - session.startedAt) / 1000, places: 1), "\(session.resent)",
-             session.outcome ?? "did not end (killed)", session.ranBy]
+             Self.escaped(session.outcome ?? "did not end (killed)"), Self.escaped(session.ranBy)]
         })
         out.write("\n")
         let rates = summary.kinds.compactMap { figures in
@@ -371,7 +371,7 @@ public struct MarkdownReport {
             var end = start + 1
             while end < actions.endIndex && actions[end].state == first.state && actions[end].reason == first.reason { end += 1 }
             entries.append(actions[start..<end].map { "`\($0.kind)`" }.joined(separator: ", ") + " \(first.state)"
-                + (first.reason.map { " (\($0))" } ?? ""))
+                + (first.reason.map { " (\(Self.escaped($0)))" } ?? ""))
             start = end
         }
         return entries.joined(separator: "; ")
@@ -384,7 +384,7 @@ public struct MarkdownReport {
         section(&out, "Import file")
         out.write("\(written) accounts are in the import file (the auth:export JSON layout, cleaned, with the names filled above).\n")
         if let digest = run.importFileSHA256 {
-            out.write("\n`idpipe apply` imports it (`stages.import`) into \(run.importTarget ?? "the project of `services.google`") through `accounts:batchCreate`, "
+            out.write("\n`idpipe apply` imports it (`stages.import`) into \(run.importTarget.map(Self.escaped) ?? "the project of `services.google`") through `accounts:batchCreate`, "
                 + "with the names filled above in the accounts (no name update is sent on its own). It imports the file as reviewed "
                 + "(sha256 \(digest.prefix(12)), \(run.importFileSize ?? 0) bytes), and refuses it if it has changed. "
                 + (run.importExistingAccounts == ImportConfig.ExistingAccounts.keep.rawValue
@@ -461,7 +461,7 @@ public struct MarkdownReport {
                 + "the project holds an account of \(count == 1 ? "its uid" : "their uids") already (`stages.import.existing_accounts: keep`). "
                 + "Compare \(count == 1 ? "it" : "them") with the file's; a new plan with `existing_accounts: overwrite` replaces "
                 + "\(count == 1 ? "it" : "them")\(count > summary.firstKept.count ? " (the first \(summary.firstKept.count) here)" : ""):\n\n")
-            table(&out, ["uid"], summary.firstKept.map { [masking.accountId($0.uid)] })
+            table(&out, ["uid"], summary.firstKept.map { [Self.escaped(masking.accountId($0.uid))] })
         }
         if summary.clashing > 0 {
             let count = summary.clashing
@@ -471,20 +471,20 @@ public struct MarkdownReport {
                 + "\(count == 1 ? "that person" : "each person"), which `accounts:batchCreate` does not check. Merge each with the "
                 + "project's account, or change it in the source and import it with a new plan\(listed):\n\n")
             table(&out, ["uid", "shares", "with the project's account"], summary.firstClashing.map {
-                [masking.accountId($0.uid), "`\($0.clash?.field ?? "")`", masking.accountId($0.clash?.projectUid ?? "")]
+                [Self.escaped(masking.accountId($0.uid)), "`\($0.clash?.field ?? "")`", Self.escaped(masking.accountId($0.clash?.projectUid ?? ""))]
             })
         }
         guard summary.refused > 0 else { return }
         out.write("\n**\(summary.refused) account\(summary.refused == 1 ? " was" : "s were") refused by the API** and not imported; correct "
             + "\(summary.refused == 1 ? "it" : "them") in the source, and import \(summary.refused == 1 ? "it" : "them") with a new plan\(summary.refused > summary.firstRefused.count ? " (the first \(summary.firstRefused.count) here)" : ""):\n\n")
-        table(&out, ["uid", "why"], summary.firstRefused.map { [masking.accountId($0.uid), $0.message] })
+        table(&out, ["uid", "why"], summary.firstRefused.map { [Self.escaped(masking.accountId($0.uid)), Self.escaped($0.message)] })
     }
 
     /// The first ids of a list of `count`, as code, masked as ids that read as an address or a number; `…` for the rest.
     /// An id that may be a secret is not named (`PlanRunner.Unmatched.mayBeSecret`), which is said when none is.
     private func firstIds(_ named: [String], of count: Int) -> String {
         if named.isEmpty && count > 0 { return "(not named: each may be a secret rather than an id, as too long for a uid, shaped as a token, or a stored token)" }
-        return named.map { "`\(masking.quarantinedId($0) ?? $0)`" }.joined(separator: " ") + (count > named.count ? " …" : "")
+        return named.map { Self.code(masking.quarantinedId($0) ?? $0) }.joined(separator: " ") + (count > named.count ? " …" : "")
     }
 
     private func section(_ out: inout some TextOutputStream, _ title: String) {
@@ -497,17 +497,21 @@ public struct MarkdownReport {
         for row in rows { out.write("| " + row.map(Self.cell).joined(separator: " | ") + " |\n") }
     }
 
+    /// A table cell: `|` escaped, a line end a space (by scalar: "\r\n" is one Character).
     static func cell(_ text: String) -> String {
-        var result = ""
-        for character in text {
-            switch character {
-            case "|": result += "\\|"
-            case "\n", "\r": result += " "
-            default: result.append(character)
+        var result = String.UnicodeScalarView()
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "|": result.append(contentsOf: "\\|".unicodeScalars)
+            case "\n", "\r": result.append(" ")
+            default: result.append(scalar)
             }
         }
-        return result
+        return String(result)
     }
+
+    /// Cells of text from outside idpipe, each `escaped`.
+    private func escapedCells(_ values: String...) -> [String] { values.map(Self.escaped) }
 }
 
 extension String {
