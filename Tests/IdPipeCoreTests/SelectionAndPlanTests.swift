@@ -660,6 +660,48 @@ import IdPipeTestSupport
         }
     }
 
+    /// Every bad value of a section, a stage or a service is given, not only its first, and a section with one is not
+    /// taken: the checks across sections add nothing of their own about it.
+    @Test func everyBadValueOfASectionIsGiven() {
+        let yaml = """
+            version: 1
+            name: x
+            source: {path: a.json}
+            select:
+              disabled: maybe
+              inactive_for_days: -3
+              providers: [apple.com, myspace.com, facebook.com, friendster.com]
+            stages:
+              normalize: yes please
+              delete: {when_not_revocable: shrug, accounts: sometimes, firestore: {paths: ['users/{uid}', users]}}
+            services:
+              google: {project_id: demo, reads_per_second: 0, max_in_flight: none}
+            guards: {max_deletions: many, max_deletion_share: 2}
+            """
+        do {
+            _ = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
+            Issue.record("should be rejected")
+        } catch {
+            let lines = error.description.split(separator: "\n").map(String.init)
+            #expect(lines == [
+                "p.yaml:5: select.disabled: expected true or false, found 'maybe'",
+                "  p.yaml:6: select.inactive_for_days: must be at least 1",
+                "  p.yaml:7: select.providers[1]: 'myspace.com' is not a provider id (e.g. apple.com, facebook.com)",
+                "  p.yaml:7: select.providers[3]: 'friendster.com' is not a provider id (e.g. apple.com, facebook.com)",
+                "  p.yaml:9: stages.normalize: expected true or false, found 'yes please'",
+                // On one line, in the order they are read.
+                "  p.yaml:10: stages.delete.firestore.paths[1]: 'users' has no {uid}: every selected account would delete the same data",
+                "  p.yaml:10: stages.delete.accounts: expected true or false, found 'sometimes'",
+                "  p.yaml:10: stages.delete.when_not_revocable: 'shrug' is not one of: delete, keep",
+                "  p.yaml:12: services.google.reads_per_second: a rate is a number of requests per second above 0",
+                "  p.yaml:12: services.google.max_in_flight: expected a whole number, found 'none'",
+                "  p.yaml:13: guards.max_deletions: expected a whole number, found 'many'",
+                "  p.yaml:13: guards.max_deletion_share: a share is between 0 and 1 (0.05 is 5 %)",
+                "  (12 problems)",
+            ], "\(error)")
+        }
+    }
+
     /// Every unknown key is given, each with the key it seems to stand for, and the section it is in is read on: its
     /// other problem is given with it, as are those of the file's other sections and of a version that stopped the file.
     @Test func everyUnknownKeyIsGivenAndItsSectionReadOn() {
@@ -684,9 +726,9 @@ import IdPipeTestSupport
                     + "report, select, services, source, stages, version)",
                 "  p.yaml:4: source.formt: unknown key (did you mean 'format'? expected one of: format, mapping, null_values, path, "
                     + "phone_country_code, phone_trunk_prefix, timestamp_format, timestamp_zone)",
-                "  p.yaml:5: select.disabled: expected true or false, found 'maybe'",
                 "  p.yaml:5: select.inactve_for_days: unknown key (did you mean 'inactive_for_days'? expected one of: deletion_grace_days, "
                     + "deletion_requested, disabled, inactive_for_days, protect, providers)",
+                "  p.yaml:5: select.disabled: expected true or false, found 'maybe'",
                 "  p.yaml:7: stages.normalise: unknown key (did you mean 'normalize'? expected one of: backfill_names, delete, detect_relay, "
                     + "import, normalize, revoke)",
                 "  p.yaml:8: stages.delete.when-not-revocable: unknown key (did you mean 'when_not_revocable'? expected one of: accounts, "

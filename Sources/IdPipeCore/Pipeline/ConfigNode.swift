@@ -34,14 +34,26 @@ public struct PipelineFileError: Error, Sendable, Equatable, CustomStringConvert
     }
 }
 
-/// The problems of a pipeline file that do not stop its section being read (an unknown key), gathered as it is read.
+/// The problems of a pipeline file that do not stop its section being read (an unknown key, a bad value), gathered as
+/// it is read.
 final class ConfigProblems {
     private(set) var problems: [PipelineFileError] = []
+    /// How many bad values were told (`ConfigNode.value`): a section that had one is not taken (`ConfigNode.section`).
+    fileprivate(set) var badValues = 0
 
     func add(_ problem: PipelineFileError) {
         if !problems.contains(problem) { problems.append(problem) }
     }
+
+    fileprivate func addBadValue(_ problem: PipelineFileError) {
+        add(problem)
+        badValues += 1
+    }
 }
+
+/// A section (or stage, or service) had a bad value, told to `ConfigProblems` already: it is not taken, as the value's
+/// default in its place would have been read as given.
+struct ProblemsTold: Error {}
 
 /// A YAML node with its key path, for decoding with precise errors and refusing unknown keys.
 struct ConfigNode {
@@ -87,10 +99,46 @@ struct ConfigNode {
         return result
     }
 
-    /// Runs `body`, which reads this node; a problem it finds is told to `problems` instead of ending the reading of the
-    /// section around it: each service, and each stage, is read whatever another's problem.
-    func reading(_ body: () throws -> Void) {
-        do { try body() } catch let problem as PipelineFileError { problems.add(problem) } catch { problems.add(self.error("\(error)")) }
+    /// Reads one value of a section (a key's, or a list's item) with `body`. A problem it finds is told to `problems`
+    /// and nil returned, so that the section's other values are read too: every bad value of the file is given at
+    /// once. The section around it is then not taken (`section`).
+    func value<T>(_ body: (ConfigNode) throws -> T) -> T? {
+        do { return try body(self) } catch let problem as PipelineFileError {
+            problems.addBadValue(problem)
+            return nil
+        } catch {
+            problems.addBadValue(self.error("\(error)"))
+            return nil
+        }
+    }
+
+    /// Tells a problem of this node's value, as `value` would have, and reads on.
+    func tell(_ message: String) {
+        problems.addBadValue(error(message))
+    }
+
+    /// Reads a section with `body`, which reads its values with `value`: `ProblemsTold` when any had a problem.
+    func section<T>(_ body: () throws -> T) throws -> T {
+        let before = problems.badValues
+        let result = try body()
+        guard problems.badValues == before else { throw ProblemsTold() }
+        return result
+    }
+
+    /// Reads a part of a section that stands on its own (a stage, a service) with `body`; a problem it finds is told to
+    /// `problems` and nil returned, instead of ending the reading of the section around it, which is taken without
+    /// this part: each service, and each stage, is read whatever another's problem.
+    func reading<T>(_ body: () throws -> T) -> T? {
+        let before = problems.badValues
+        // Its bad values leave only it unset.
+        defer { problems.badValues = before }
+        do { return try section(body) } catch let problem as PipelineFileError {
+            problems.add(problem)
+        } catch is ProblemsTold {
+        } catch {
+            problems.add(self.error("\(error)"))
+        }
+        return nil
     }
 
     /// The allowed key a misspelt one stands for: the only one within two edits (a letter left out, added, changed, or

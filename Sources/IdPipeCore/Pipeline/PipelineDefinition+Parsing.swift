@@ -110,12 +110,15 @@ extension PipelineDefinition {
         }
         guard let sourceNode = top["source"] else { throw root.error("missing key 'source'") }
         // Each section is read whatever another's problem, and the problems are given together, in line order: one at
-        // a time, a file took one validate per mistake. (Within a section, every unknown key and the first other problem
-        // of each stage and service are given: `ConfigNode.mapping` and `reading` tell them to `root.problems`, and read on.)
+        // a time, a file took one validate per mistake. (Within a section, every unknown key and every bad value are
+        // given: `ConfigNode.mapping` and `value` tell them to `root.problems`, and read on. A problem that leaves
+        // nothing to read on from, a missing key, a value the others depend on, ends its section, stage or service.)
         var problems: [PipelineFileError] = []
         func read<T>(_ body: () throws -> T) throws -> T? {
-            do { return try body() } catch let problem as PipelineFileError {
+            do { return try root.section(body) } catch let problem as PipelineFileError {
                 problems.append(problem)
+                return nil
+            } catch is ProblemsTold {
                 return nil
             }
         }
@@ -220,9 +223,9 @@ extension PipelineDefinition {
             throw node.error("is for a mapped table (format: mapped-csv): an export's times are epoch milliseconds")
         }
         return SourceConfig(format: format, path: path, mapping: mapping, timestampFormat: timestamps,
-                            timestampZone: try keys["timestamp_zone"].map { try decodeTimestampZone($0, format: format, timestamps: timestamps) },
-                            phoneDefault: try decodePhoneDefault(keys, format: format),
-                            nullValues: try keys["null_values"].map { try decodeNullValues($0, format: format) })
+                            timestampZone: keys["timestamp_zone"]?.value { try decodeTimestampZone($0, format: format, timestamps: timestamps) },
+                            phoneDefault: node.value { _ in try decodePhoneDefault(keys, format: format) } ?? nil,
+                            nullValues: keys["null_values"]?.value { try decodeNullValues($0, format: format) })
     }
 
     /// `null_values`: the texts a table's cells hold for NULL.
@@ -232,16 +235,18 @@ extension PipelineDefinition {
         }
         // One text alone is a list of one.
         let items = node.node.sequence == nil ? [node] : try node.list()
-        return try items.map { item in
-            let text = try item.string()
-            guard !text.isEmpty else { throw item.error("an empty cell is no value already: list only the texts that stand for NULL") }
-            // In double quotes, YAML reads \N as one character (U+0085, a line end).
-            guard text != "\u{85}" else { throw item.error("in double quotes YAML reads \\N as a line end (U+0085): write '\\N' in single quotes, or \\N alone") }
-            // A flag's spelling would turn the flags written so into false, without a word.
-            guard !["true", "false", "1", "0", "yes", "no", "y", "n", "t", "f"].contains(text.lowercased()) else {
-                throw item.error("'\(text)' is also how a flag is written (true/false, 1/0, yes/no, y/n, t/f): a table's NULL text cannot be one")
+        return items.compactMap { item in
+            item.value { item in
+                let text = try item.string()
+                guard !text.isEmpty else { throw item.error("an empty cell is no value already: list only the texts that stand for NULL") }
+                // In double quotes, YAML reads \N as one character (U+0085, a line end).
+                guard text != "\u{85}" else { throw item.error("in double quotes YAML reads \\N as a line end (U+0085): write '\\N' in single quotes, or \\N alone") }
+                // A flag's spelling would turn the flags written so into false, without a word.
+                guard !["true", "false", "1", "0", "yes", "no", "y", "n", "t", "f"].contains(text.lowercased()) else {
+                    throw item.error("'\(text)' is also how a flag is written (true/false, 1/0, yes/no, y/n, t/f): a table's NULL text cannot be one")
+                }
+                return text
             }
-            return text
         }
     }
 
@@ -312,59 +317,65 @@ extension PipelineDefinition {
     private static func decodeMapping(_ node: ConfigNode) throws -> ColumnMapping {
         let keys = try node.mapping(allowed: Set(ColumnMapping.fields + ["providers"]))
         var columns: [String: String] = [:]
-        for field in ColumnMapping.fields { columns[field] = try keys[field]?.string() }
-        guard columns["localId"] != nil else { throw node.error("the mapping needs at least 'localId'") }
+        for field in ColumnMapping.fields { columns[field] = keys[field]?.value { try $0.string() } }
+        if keys["localId"] == nil { node.tell("the mapping needs at least 'localId'") }
         var providers: [String: String] = [:]
-        if let providerNode = keys["providers"] {
-            let entries = try providerNode.mapping(allowed: Set(ProviderID.exported))
-            for (id, column) in entries { providers[id] = try column.string() }
+        if let providerNode = keys["providers"], let entries = providerNode.value({ try $0.mapping(allowed: Set(ProviderID.exported)) }) {
+            for (id, column) in entries { providers[id] = column.value { try $0.string() } }
         }
         return ColumnMapping(columns: columns, providers: providers)
     }
 
     private static func decodeInputs(_ node: ConfigNode) throws -> InputsConfig {
         let keys = try node.mapping(allowed: ["legacy_names", "deletion_requests", "stored_tokens", "protected_accounts"])
-        return InputsConfig(
-            legacyNames: try keys["legacy_names"]?.string(), deletionRequests: try keys["deletion_requests"]?.string(),
-            storedTokens: try keys["stored_tokens"]?.string(), protectedAccounts: try keys["protected_accounts"]?.string())
+        func path(_ key: String) -> String? { keys[key]?.value { try $0.string() } }
+        return InputsConfig(legacyNames: path("legacy_names"), deletionRequests: path("deletion_requests"), storedTokens: path("stored_tokens"),
+                            protectedAccounts: path("protected_accounts"))
     }
 
     private static func decodeSelection(_ node: ConfigNode) throws -> SelectionConfig {
         let keys = try node.mapping(allowed: ["deletion_requested", "deletion_grace_days", "disabled", "inactive_for_days", "providers", "protect"])
         var selection = SelectionConfig()
-        selection.deletionRequested = try keys["deletion_requested"]?.bool() ?? false
+        // Nil when not given; nil inside when its value is bad (told already).
+        let requested = keys["deletion_requested"].map { node in node.value { try $0.bool() } }
+        selection.deletionRequested = (requested ?? false) ?? false
         if let grace = keys["deletion_grace_days"] {
-            selection.deletionGraceDays = try grace.int(minimum: 1, maximum: 3_650, why: " (10 years)")
+            selection.deletionGraceDays = grace.value { try $0.int(minimum: 1, maximum: 3_650, why: " (10 years)") }
             // Without the rule it delays, the key would do nothing, silently.
-            guard selection.deletionRequested else { throw grace.error("delays the deletion_requested rule, which is not on") }
+            if (requested ?? false) == false { grace.tell("delays the deletion_requested rule, which is not on") }
         }
-        selection.disabled = try keys["disabled"]?.bool() ?? false
-        selection.inactiveForDays = try keys["inactive_for_days"]?.int(minimum: 1, maximum: 36_500, why: " (100 years)")
-        if let providers = keys["providers"] {
+        selection.disabled = keys["disabled"]?.value { try $0.bool() } ?? false
+        selection.inactiveForDays = keys["inactive_for_days"]?.value { try $0.int(minimum: 1, maximum: 36_500, why: " (100 years)") }
+        if let providers = keys["providers"], let items = providers.value({ try $0.list() }) {
             // An empty list would read as "no filter": every account selected, whatever it is linked to.
-            guard !(try providers.list()).isEmpty else { throw providers.error("is empty: name the providers to act on, or leave the key out") }
-            for item in try providers.list() {
-                let id = try item.string()
-                guard ProviderID.isKnown(id) else { throw item.error("'\(id)' is not a provider id (e.g. apple.com, facebook.com)") }
-                selection.providers.append(id)
+            if items.isEmpty { providers.tell("is empty: name the providers to act on, or leave the key out") }
+            selection.providers = items.compactMap { item in
+                item.value { item in
+                    let id = try item.string()
+                    guard ProviderID.isKnown(id) else { throw item.error("'\(id)' is not a provider id (e.g. apple.com, facebook.com)") }
+                    return id
+                }
             }
         }
-        if let protect = keys["protect"] {
-            let entries = try protect.mapping(allowed: ["uids", "email_domains"])
-            selection.protectedIds = try (entries["uids"]?.list() ?? []).map { item in
-                let uid = try item.string()
-                if let problem = Selector.problem(inProtectedId: uid) { throw item.error("'\(uid)': \(problem) (an id that matches no account protects nobody)") }
-                return uid
+        if let protect = keys["protect"], let entries = protect.value({ try $0.mapping(allowed: ["uids", "email_domains"]) }) {
+            selection.protectedIds = (entries["uids"]?.value { try $0.list() } ?? []).compactMap { item in
+                item.value { item in
+                    let uid = try item.string()
+                    if let problem = Selector.problem(inProtectedId: uid) { throw item.error("'\(uid)': \(problem) (an id that matches no account protects nobody)") }
+                    return uid
+                }
             }
             // Written as the normalize stage writes an email's domain (lower case, Unicode labels in their xn-- form), so
             // that `Bücher.example` protects `boss@bücher.example`, which the stage turns into `boss@xn--bcher-kva.example`.
             // A domain that could match no address (`@corp.example`, `corp`) would protect nobody, silently: refused.
-            selection.protectedEmailDomains = try (entries["email_domains"]?.list() ?? []).map { item in
-                let written = try item.string()
-                var repairs = RepairSet()
-                switch EmailNormalizer.normalizeDomain(TextScan.trimmingWhitespace(Substring(written)), repairs: &repairs) {
-                case .success(let domain): return domain
-                case .failure(let reason): throw item.error("'\(written)' is not an email domain: \(reason)")
+            selection.protectedEmailDomains = (entries["email_domains"]?.value { try $0.list() } ?? []).compactMap { item in
+                item.value { item in
+                    let written = try item.string()
+                    var repairs = RepairSet()
+                    switch EmailNormalizer.normalizeDomain(TextScan.trimmingWhitespace(Substring(written)), repairs: &repairs) {
+                    case .success(let domain): return domain
+                    case .failure(let reason): throw item.error("'\(written)' is not an email domain: \(reason)")
+                    }
                 }
             }
         }
@@ -374,57 +385,60 @@ extension PipelineDefinition {
     private static func decodeStages(_ node: ConfigNode) throws -> StagesConfig {
         let keys = try node.mapping(allowed: ["normalize", "detect_relay", "backfill_names", "revoke", "delete", "import"])
         var stages = StagesConfig()
-        stages.normalize = try keys["normalize"]?.bool() ?? true
-        stages.detectRelay = try keys["detect_relay"]?.bool() ?? true
+        stages.normalize = keys["normalize"]?.value { try $0.bool() } ?? true
+        stages.detectRelay = keys["detect_relay"]?.value { try $0.bool() } ?? true
         if let backfill = keys["backfill_names"] {
-            backfill.reading {
-                stages.backfillNames = try backfill.stage(defaults: [NameSource.legacy], allowed: ["sources"]) { sources, entries in
-                    guard let list = entries["sources"] else { return }
-                    sources = try list.list().map { item in
-                        let text = try item.string()
-                        guard let source = NameSource(text: text) else {
-                            throw item.error("'\(text)' is not a name source (legacy, provider:<provider id>, email-local-part)")
+            stages.backfillNames = backfill.reading {
+                try backfill.stage(defaults: [NameSource.legacy], allowed: ["sources"]) { sources, entries in
+                    guard let list = entries["sources"], let items = list.value({ try $0.list() }) else { return }
+                    sources = items.compactMap { item in
+                        item.value { item in
+                            let text = try item.string()
+                            guard let source = NameSource(text: text) else {
+                                throw item.error("'\(text)' is not a name source (legacy, provider:<provider id>, email-local-part)")
+                            }
+                            return source
                         }
-                        return source
                     }
                     // Planned with no source, the stage filled nothing, and validate described it as "from ".
-                    if sources.isEmpty { throw list.error("is empty: name at least one source (legacy, provider:<provider id>, email-local-part)") }
+                    if items.isEmpty { list.tell("is empty: name at least one source (legacy, provider:<provider id>, email-local-part)") }
                 }
-            }
+            } ?? nil
         }
         if let revoke = keys["revoke"] {
-            revoke.reading {
-                stages.revoke = try revoke.stage(defaults: RevokeConfig(), allowed: ["apple", "facebook", "firebase_sessions"]) { config, entries in
-                    config.apple = try entries["apple"]?.bool() ?? true
-                    config.facebook = try entries["facebook"]?.bool() ?? true
-                    config.firebaseSessions = try entries["firebase_sessions"]?.bool() ?? true
+            stages.revoke = revoke.reading {
+                try revoke.stage(defaults: RevokeConfig(), allowed: ["apple", "facebook", "firebase_sessions"]) { config, entries in
+                    config.apple = entries["apple"]?.value { try $0.bool() } ?? true
+                    config.facebook = entries["facebook"]?.value { try $0.bool() } ?? true
+                    config.firebaseSessions = entries["firebase_sessions"]?.value { try $0.bool() } ?? true
                 }
-            }
+            } ?? nil
         }
         if let delete = keys["delete"] {
-            delete.reading {
-                stages.delete = try delete.stage(defaults: DeleteConfig(), allowed: ["data_webhook", "firestore", "realtime_database", "storage", "accounts", "when_not_revocable", "when_revocation_fails"]) { config, entries in
-                    if let hook = entries["data_webhook"] {
+            let allowed: Set = ["data_webhook", "firestore", "realtime_database", "storage", "accounts", "when_not_revocable", "when_revocation_fails"]
+            stages.delete = delete.reading {
+                try delete.stage(defaults: DeleteConfig(), allowed: allowed) { config, entries in
+                    config.dataWebhook = entries["data_webhook"]?.value { hook in
                         let url = try hook.string()
                         guard url.hasPrefix("https://") || url.hasPrefix("http://127.0.0.1") || url.hasPrefix("http://localhost") else {
                             throw hook.error("the webhook must be an https:// URL (http only on loopback)")
                         }
-                        config.dataWebhook = url
+                        return url
                     }
-                    config.firestore = try entries["firestore"].map(decodeFirestorePaths)
-                    config.realtimeDatabase = try entries["realtime_database"].map(decodeDatabasePaths)
-                    config.storage = try entries["storage"].map(decodeStoragePaths)
-                    config.accounts = try entries["accounts"]?.bool() ?? true
-                    config.whenNotRevocable = try entries["when_not_revocable"]?.oneOf(NotRevocablePolicy.self) ?? .keep
-                    config.whenRevocationFails = try entries["when_revocation_fails"]?.oneOf(NotRevocablePolicy.self) ?? .keep
+                    config.firestore = entries["firestore"]?.value(decodeFirestorePaths)
+                    config.realtimeDatabase = entries["realtime_database"]?.value(decodeDatabasePaths)
+                    config.storage = entries["storage"]?.value(decodeStoragePaths)
+                    config.accounts = entries["accounts"]?.value { try $0.bool() } ?? true
+                    config.whenNotRevocable = entries["when_not_revocable"]?.value { try $0.oneOf(NotRevocablePolicy.self) } ?? .keep
+                    config.whenRevocationFails = entries["when_revocation_fails"]?.value { try $0.oneOf(NotRevocablePolicy.self) } ?? .keep
                 }
-            }
+            } ?? nil
         }
         if let item = keys["import"] {
-            item.reading {
-                let allowed: Set = ["users_per_request", "password_hash", "project_id", "tenant_id", "existing_accounts"]
-                stages.importAccounts = try item.stage(defaults: ImportConfig(), allowed: allowed) { config, entries in
-                    config.projectId = try entries["project_id"].map { node in
+            let allowed: Set = ["users_per_request", "password_hash", "project_id", "tenant_id", "existing_accounts"]
+            stages.importAccounts = item.reading {
+                try item.stage(defaults: ImportConfig(), allowed: allowed) { config, entries in
+                    config.projectId = entries["project_id"]?.value { node in
                         // Google's rule for project ids; anything else would be sent as a path (`demo/tenants/x`).
                         let id = try node.string()
                         let bytes = Array(id.utf8)
@@ -434,19 +448,19 @@ extension PipelineDefinition {
                         }
                         return id
                     }
-                    config.tenantId = try entries["tenant_id"].map { node in
+                    config.tenantId = entries["tenant_id"]?.value { node in
                         let id = try node.string()
                         guard !id.isEmpty, id.utf8.allSatisfy({ TextScan.isASCIILetterOrDigit($0) || $0 == UInt8(ascii: "-") }) else {
                             throw node.error("'\(id)' is not a tenant id (letters, digits and hyphens, as the console shows it)")
                         }
                         return id
                     }
-                    config.usersPerRequest = try entries["users_per_request"]?.int(minimum: 1, maximum: 1000, why: " (the API takes 1000 accounts a request)")
+                    config.usersPerRequest = entries["users_per_request"]?.value { try $0.int(minimum: 1, maximum: 1000, why: " (the API takes 1000 accounts a request)") }
                         ?? config.usersPerRequest
-                    config.passwordHash = try entries["password_hash"].map(decodePasswordHash)
-                    config.existingAccounts = try entries["existing_accounts"]?.oneOf(ImportConfig.ExistingAccounts.self) ?? .keep
+                    config.passwordHash = entries["password_hash"]?.value(decodePasswordHash)
+                    config.existingAccounts = entries["existing_accounts"]?.value { try $0.oneOf(ImportConfig.ExistingAccounts.self) } ?? .keep
                 }
-            }
+            } ?? nil
         }
         return stages
     }
@@ -473,19 +487,20 @@ extension PipelineDefinition {
         if !config.usesSignerKey, let key = keys["signer_key_file"] ?? keys["signer_key_env"] {
             throw key.error("\(name) hashes take no signer key (SCRYPT and the HMAC algorithms do)")
         }
-        if let separator = keys["salt_separator"] {
+        config.saltSeparator = keys["salt_separator"]?.value { separator in
             let text = try separator.string()
             guard TextScan.isBase64(text) else { throw separator.error("is not base64 (the console shows it so, e.g. Bw==)") }
-            config.saltSeparator = text
-        }
-        config.rounds = try keys["rounds"]?.int(minimum: 0, maximum: 120_000)
-        config.memoryCost = try keys["memory_cost"]?.int(minimum: 0, maximum: 14)
-        if name == "SCRYPT", config.rounds == nil || config.memoryCost == nil {
-            throw node.error("SCRYPT needs rounds and memory_cost (the console's Password hash parameters)")
+            return text
+        } ?? config.saltSeparator
+        config.rounds = keys["rounds"]?.value { try $0.int(minimum: 0, maximum: 120_000) }
+        config.memoryCost = keys["memory_cost"]?.value { try $0.int(minimum: 0, maximum: 14) }
+        // (A key given with a bad value is told already.)
+        if name == "SCRYPT", keys["rounds"] == nil || keys["memory_cost"] == nil {
+            node.tell("SCRYPT needs rounds and memory_cost (the console's Password hash parameters)")
         }
         // The digests and PBKDFs are run a number of times: the API needs it (BCRYPT and the HMACs take none).
-        if name != "BCRYPT", !name.hasPrefix("HMAC_"), config.rounds == nil {
-            throw node.error("\(name) needs rounds (how many times the hash was applied)")
+        if name != "BCRYPT", !name.hasPrefix("HMAC_"), keys["rounds"] == nil {
+            node.tell("\(name) needs rounds (how many times the hash was applied)")
         }
         return config
     }
@@ -495,24 +510,29 @@ extension PipelineDefinition {
         guard let node else { throw parent.error("missing key 'paths' (a list of paths with {uid})") }
         let items = try node.list()
         guard !items.isEmpty else { throw node.error("the list of paths is empty") }
-        return try items.map { item in
-            let path = try item.string()
-            guard path.contains(DataPath.placeholder) else {
-                throw item.error("'\(path)' has no {uid}: every selected account would delete the same data")
+        return items.compactMap { item in
+            item.value { item in
+                let path = try item.string()
+                guard path.contains(DataPath.placeholder) else {
+                    throw item.error("'\(path)' has no {uid}: every selected account would delete the same data")
+                }
+                // The state store keeps per-path counts as "path: n; path: n".
+                if path.contains("; ") { throw item.error("'\(path)': idpipe does not take '; ' in a data path") }
+                if let problem = check(path) { throw item.error("'\(path)': \(problem)") }
+                return path
             }
-            // The state store keeps per-path counts as "path: n; path: n".
-            if path.contains("; ") { throw item.error("'\(path)': idpipe does not take '; ' in a data path") }
-            if let problem = check(path) { throw item.error("'\(path)': \(problem)") }
-            return path
         }
     }
 
     private static func decodeFirestorePaths(_ node: ConfigNode) throws -> FirestorePaths {
         let keys = try node.mapping(allowed: ["database", "mode", "paths"])
         var config = FirestorePaths()
-        config.database = try keys["database"]?.string() ?? config.database
-        guard !config.database.isEmpty, !config.database.contains("/") else { throw keys["database"]!.error("a database id has no '/'") }
-        config.mode = try keys["mode"]?.oneOf(FirestoreDeleteMode.self) ?? .shallow
+        config.database = keys["database"]?.value { node in
+            let id = try node.string()
+            guard !id.isEmpty, !id.contains("/") else { throw node.error("a database id has no '/'") }
+            return id
+        } ?? config.database
+        config.mode = keys["mode"]?.value { try $0.oneOf(FirestoreDeleteMode.self) } ?? .shallow
         config.paths = try templates(keys["paths"], in: node) { path in
             if path.hasPrefix("/") || path.hasSuffix("/") { return "a Firestore path has no leading or trailing '/' (users/{uid})" }
             if path.split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) { return "a segment is empty" }
@@ -556,11 +576,11 @@ extension PipelineDefinition {
     private static func decodeGuards(_ node: ConfigNode) throws -> GuardsConfig {
         let keys = try node.mapping(allowed: ["max_deletions", "max_deletion_share"])
         var guards = GuardsConfig()
-        guards.maxDeletions = try keys["max_deletions"]?.int()
-        if let share = keys["max_deletion_share"] {
+        guards.maxDeletions = keys["max_deletions"]?.value { try $0.int() }
+        guards.maxDeletionShare = keys["max_deletion_share"]?.value { share in
             let value = try share.double()
             guard value >= 0 && value <= 1 else { throw share.error("a share is between 0 and 1 (0.05 is 5 %)") }
-            guards.maxDeletionShare = value
+            return value
         }
         return guards
     }
@@ -568,16 +588,16 @@ extension PipelineDefinition {
     private static func decodeReport(_ node: ConfigNode) throws -> ReportConfig {
         let keys = try node.mapping(allowed: ["reveal_personal_data", "list_limit"])
         var report = ReportConfig()
-        report.revealPersonalData = try keys["reveal_personal_data"]?.bool() ?? false
-        report.listLimit = try keys["list_limit"]?.int() ?? report.listLimit
+        report.revealPersonalData = keys["reveal_personal_data"]?.value { try $0.bool() } ?? false
+        report.listLimit = keys["list_limit"]?.value { try $0.int() } ?? report.listLimit
         return report
     }
 
     private static func decodeApply(_ node: ConfigNode) throws -> ApplyConfig {
         let keys = try node.mapping(allowed: ["unattended", "accounts_in_flight"])
         var apply = ApplyConfig()
-        apply.unattended = try keys["unattended"]?.bool() ?? false
-        apply.accountsInFlight = try keys["accounts_in_flight"]?.int(minimum: 1) ?? apply.accountsInFlight
+        apply.unattended = keys["unattended"]?.value { try $0.bool() } ?? false
+        apply.accountsInFlight = keys["accounts_in_flight"]?.value { try $0.int(minimum: 1) } ?? apply.accountsInFlight
         return apply
     }
 

@@ -82,24 +82,24 @@ extension PipelineDefinition {
         let keys = try node.mapping(allowed: ["google", "apple", "facebook", "webhook", "firestore", "realtime_database", "storage"])
         var services = ServicesConfig()
         if let google = keys["google"] {
-            google.reading {
+            services.google = google.reading {
                 let entries = try google.mapping(allowed: ["project_id", "tenant_id", "credentials", "endpoint", "updates_per_second",
                                                            "batch_deletes_per_second", "reads_per_second", "batch_creates_per_second", "max_in_flight"])
                 var config = GoogleServiceConfig()
-                config.projectId = try entries["project_id"]?.string()
-                config.tenantId = try entries["tenant_id"]?.string()
-                config.credentials = try entries["credentials"]?.secretFilePath()
-                config.endpoint = try entries["endpoint"].map(endpoint)
-                config.updatesPerSecond = try entries["updates_per_second"].map(rate) ?? config.updatesPerSecond
-                config.batchDeletesPerSecond = try entries["batch_deletes_per_second"].map(rate) ?? config.batchDeletesPerSecond
-                config.readsPerSecond = try entries["reads_per_second"].map(rate) ?? config.readsPerSecond
-                config.batchCreatesPerSecond = try entries["batch_creates_per_second"].map(rate) ?? config.batchCreatesPerSecond
-                config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
-                services.google = config
+                config.projectId = entries["project_id"]?.value { try $0.string() }
+                config.tenantId = entries["tenant_id"]?.value { try $0.string() }
+                config.credentials = entries["credentials"]?.value { try $0.secretFilePath() }
+                config.endpoint = entries["endpoint"]?.value(endpoint)
+                config.updatesPerSecond = entries["updates_per_second"]?.value(rate) ?? config.updatesPerSecond
+                config.batchDeletesPerSecond = entries["batch_deletes_per_second"]?.value(rate) ?? config.batchDeletesPerSecond
+                config.readsPerSecond = entries["reads_per_second"]?.value(rate) ?? config.readsPerSecond
+                config.batchCreatesPerSecond = entries["batch_creates_per_second"]?.value(rate) ?? config.batchCreatesPerSecond
+                config.maxInFlight = entries["max_in_flight"]?.value { try $0.int(minimum: 1) } ?? config.maxInFlight
+                return config
             }
         }
         if let apple = keys["apple"] {
-            apple.reading {
+            services.apple = apple.reading {
                 let entries = try apple.mapping(allowed: ["team_id", "key_id", "client_id", "private_key", "endpoint", "requests_per_second",
                                                           "max_in_flight", "secret_lifetime_seconds"])
                 func required(_ key: String) throws -> ConfigNode {
@@ -108,64 +108,64 @@ extension PipelineDefinition {
                 }
                 var config = AppleServiceConfig(teamId: try required("team_id").string(), keyId: try required("key_id").string(),
                                                 clientId: try required("client_id").string(), privateKey: try required("private_key").secretFilePath())
-                config.endpoint = try entries["endpoint"].map(endpoint)
-                config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
-                config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
-                if let lifetime = entries["secret_lifetime_seconds"] {
+                config.endpoint = entries["endpoint"]?.value(endpoint)
+                config.requestsPerSecond = entries["requests_per_second"]?.value(rate) ?? config.requestsPerSecond
+                config.maxInFlight = entries["max_in_flight"]?.value { try $0.int(minimum: 1) } ?? config.maxInFlight
+                config.secretLifetime = entries["secret_lifetime_seconds"]?.value { lifetime in
                     let seconds = try lifetime.int(minimum: 61)
                     guard seconds < 15_777_000 else { throw lifetime.error("Apple refuses client secrets valid for 15777000 s (about 6 months) or more") }
-                    config.secretLifetime = seconds
-                }
-                services.apple = config
+                    return seconds
+                } ?? config.secretLifetime
+                return config
             }
         }
         if let facebook = keys["facebook"] {
-            facebook.reading {
+            services.facebook = facebook.reading {
                 let entries = try facebook.mapping(allowed: ["app_id", "app_secret_file", "app_secret_env", "graph_version", "endpoint",
                                                              "requests_per_second", "max_in_flight"])
                 guard let appId = entries["app_id"] else { throw facebook.error("missing key 'app_id'") }
                 var config = FacebookServiceConfig(appId: try appId.string())
-                config.appSecretFile = try entries["app_secret_file"]?.secretFilePath()
-                guard TextScan.isDigits(config.appId) else {
-                    throw appId.error("is not a Facebook App ID (its digits, as the app dashboard shows it); not shown, as it may be the app secret")
+                config.appSecretFile = entries["app_secret_file"]?.value { try $0.secretFilePath() }
+                if !TextScan.isDigits(config.appId) {
+                    appId.tell("is not a Facebook App ID (its digits, as the app dashboard shows it); not shown, as it may be the app secret")
                 }
-                config.appSecretEnv = try entries["app_secret_env"]?.environmentVariableName() ?? config.appSecretEnv
-                if let version = entries["graph_version"] {
+                config.appSecretEnv = entries["app_secret_env"]?.value { try $0.environmentVariableName() } ?? config.appSecretEnv
+                config.graphVersion = entries["graph_version"]?.value { version in
                     let text = try version.string()
                     guard text.hasPrefix("v"), Double(text.dropFirst()) != nil, text.utf8.count <= 8 else {
                         throw version.error("must look like v21.0" + (text.utf8.count <= 8 ? " (found '\(text)')" : " (a longer value is not shown)"))
                     }
-                    config.graphVersion = text
-                }
-                config.endpoint = try entries["endpoint"].map(endpoint)
-                config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
-                config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
-                services.facebook = config
+                    return text
+                } ?? config.graphVersion
+                config.endpoint = entries["endpoint"]?.value(endpoint)
+                config.requestsPerSecond = entries["requests_per_second"]?.value(rate) ?? config.requestsPerSecond
+                config.maxInFlight = entries["max_in_flight"]?.value { try $0.int(minimum: 1) } ?? config.maxInFlight
+                return config
             }
         }
         if let webhook = keys["webhook"] {
-            webhook.reading {
+            services.webhook = webhook.reading {
                 let entries = try webhook.mapping(allowed: ["secret_file", "secret_env", "requests_per_second", "max_in_flight"])
                 var config = WebhookServiceConfig()
-                config.secretFile = try entries["secret_file"]?.secretFilePath()
-                config.secretEnv = try entries["secret_env"]?.environmentVariableName() ?? config.secretEnv
-                config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
-                config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
-                services.webhook = config
+                config.secretFile = entries["secret_file"]?.value { try $0.secretFilePath() }
+                config.secretEnv = entries["secret_env"]?.value { try $0.environmentVariableName() } ?? config.secretEnv
+                config.requestsPerSecond = entries["requests_per_second"]?.value(rate) ?? config.requestsPerSecond
+                config.maxInFlight = entries["max_in_flight"]?.value { try $0.int(minimum: 1) } ?? config.maxInFlight
+                return config
             }
         }
-        if let node = keys["firestore"] { node.reading { services.firestore = try decodeDataService(node) } }
-        if let node = keys["realtime_database"] { node.reading { services.realtimeDatabase = try decodeDataService(node) } }
-        if let node = keys["storage"] { node.reading { services.storage = try decodeDataService(node) } }
+        if let node = keys["firestore"] { services.firestore = node.reading { try decodeDataService(node) } }
+        if let node = keys["realtime_database"] { services.realtimeDatabase = node.reading { try decodeDataService(node) } }
+        if let node = keys["storage"] { services.storage = node.reading { try decodeDataService(node) } }
         return services
     }
 
     private static func decodeDataService(_ node: ConfigNode) throws -> DataServiceConfig {
         let entries = try node.mapping(allowed: ["endpoint", "requests_per_second", "max_in_flight"])
         var config = DataServiceConfig()
-        config.endpoint = try entries["endpoint"].map(endpoint)
-        config.requestsPerSecond = try entries["requests_per_second"].map(rate) ?? config.requestsPerSecond
-        config.maxInFlight = try entries["max_in_flight"]?.int(minimum: 1) ?? config.maxInFlight
+        config.endpoint = entries["endpoint"]?.value(endpoint)
+        config.requestsPerSecond = entries["requests_per_second"]?.value(rate) ?? config.requestsPerSecond
+        config.maxInFlight = entries["max_in_flight"]?.value { try $0.int(minimum: 1) } ?? config.maxInFlight
         return config
     }
 
