@@ -480,7 +480,7 @@ struct ConsoleLogHandler: LogHandler {
             localtime_r(&now, &parts)
             head = String(format: "%02d:%02d:%02d ", parts.tm_hour, parts.tm_min, parts.tm_sec)
         }
-        Console.error((Console.stderrIsTerminal ? "\r\u{1B}[K" : "") + "idpipe: " + head + event.message.description + details)
+        Console.error("idpipe: " + head + event.message.description + details, clearingProgressLine: true)
     }
 }
 

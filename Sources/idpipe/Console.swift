@@ -20,13 +20,18 @@ enum Console {
         "`idpipe \(verb) --state \(shellWord(state))\(extra)`"
     }
 
+    /// Writes a line of text. Its messages quote services, ids and file contents: a character that acts rather than
+    /// shows (an ESC, a BS, a bidi mark) is written as its code (`VisibleText`), its line ends and tabs kept.
     static func out(_ text: String) {
-        writeAll(1, text + "\n")
+        writeAll(1, VisibleText.shown(text, keeping: lineBreaks) + "\n")
     }
 
-    static func error(_ text: String) {
-        writeAll(2, text + "\n")
+    /// The same on stderr; `clearingProgressLine`: the progress line on the terminal is cleared first (in the same write).
+    static func error(_ text: String, clearingProgressLine: Bool = false) {
+        writeAll(2, (clearingProgressLine && stderrIsTerminal ? "\r\u{1B}[K" : "") + VisibleText.shown(text, keeping: lineBreaks) + "\n")
     }
+
+    private static let lineBreaks: Set<Unicode.Scalar> = ["\n", "\t"]
 
     /// Writes straight to a file descriptor (no shared C stream, so no shared mutable state).
     static func writeAll(_ fd: Int32, _ text: String) {

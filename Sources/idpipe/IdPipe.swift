@@ -29,11 +29,14 @@ struct IdPipe: ParsableCommand {
             try command.run()
         } catch {
             // Bad usage exits 2, as the exit codes above say (ArgumentParser's own code for it is 64, EX_USAGE).
-            if exitCode(for: error).rawValue == 64 {
-                Console.error(fullMessage(for: error))
-                exit(withError: Exit.badInput)
-            }
-            exit(withError: error)
+            let code = exitCode(for: error)
+            // --help and --version are printed as ArgumentParser prints them.
+            guard code != .success else { exit(withError: error) }
+            // An error's message may quote a service or a file: written through Console, which shows a control character
+            // as its code rather than sending it to the terminal.
+            let message = fullMessage(for: error)
+            if !message.isEmpty { Console.error(message) }
+            exit(withError: code.rawValue == 64 ? Exit.badInput : code)
         }
     }
 }

@@ -691,6 +691,30 @@ struct Binary {
         #expect(html[1].contains("*bad*@@x.example"), "the quarantined value, as written: \(html[1])")
     }
 
+    /// A value an error quotes from an input (here a deletion request's time) reaches the terminal with its control
+    /// characters written as codes, not as the escape sequences they are.
+    @Test func aControlCharacterInAnInputDoesNotReachTheTerminal() throws {
+        let folder = Binary.temporaryDirectory()
+        try #"{"users": [{"localId": "u1", "providerUserInfo": []}]}"#.write(toFile: folder + "/accounts.json", atomically: true, encoding: .utf8)
+        try "uid,requested_at,source\nu1,\u{1B}]0;pwned\u{7}\u{8}\u{1B}[2J,app\n".write(toFile: folder + "/requests.csv", atomically: true, encoding: .utf8)
+        try """
+            version: 1
+            name: controls
+            source: {path: accounts.json}
+            inputs: {deletion_requests: requests.csv}
+            select: {deletion_requested: true}
+            stages: {delete: {when_not_revocable: delete}}
+
+            """.write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        for command in [["validate", folder + "/pipeline.yaml"], ["plan", folder + "/pipeline.yaml", "--out", Binary.temporaryDirectory(), "--as-of", asOf]] {
+            let (code, output) = try Binary.run(command)
+            #expect(code == 2, "\(command[0]): \(output)")
+            // (The rest of the value is masked.)
+            #expect(output.contains("requested_at: '\\u{1B}"), "\(command[0]): \(output)")
+            #expect(!output.unicodeScalars.contains { $0.properties.generalCategory == .control && $0 != "\n" }, "\(command[0]): \(output)")
+        }
+    }
+
     /// With a grace period, the requests younger than it wait: their accounts are listed as not acted on, with those
     /// whose request is dated after the plan, and get no name; plan.md from the store says the same.
     @Test func deletionRequestsWithinTheGracePeriodWait() throws {

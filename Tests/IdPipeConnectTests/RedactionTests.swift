@@ -32,6 +32,8 @@ import Testing
         ("a known bearer token", "Authorization: Bearer ya29.tok3n-abc", ["ya29.tok3n-abc"], "Authorization: Bearer [redacted]"),
         ("JSON inside a JSON string", #"{"refresh_token": "r1abc"}"#, [], #"{"refresh_token": "[redacted]"}"#),
         ("a uid", "no user 0MuYCa51kmC6QvMXDG9kQJ2LFZhi", [], "no user 0MuYCa51kmC6QvMXDG9kQJ2LFZhi"),
+        // Shown in reports and on the terminal: what would act there is written as its code.
+        ("control characters", "refused\u{1B}]0;pwned\u{7} \u{1B}[2J", [], #"refused\u{1B}]0;pwned\u{7} \u{1B}[2J"#),
         // A review saw the app token come back as the query had it, and a secret's first 20 characters kept.
         ("the app token percent-encoded", "Cannot parse access token 1234567890123456%7Csandbox-Qz8_x (url)", ["1234567890123456|sandbox-Qz8_x"],
          "Cannot parse access token [redacted] (url)"),

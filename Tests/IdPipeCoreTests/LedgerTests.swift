@@ -37,6 +37,18 @@ import Testing
         #expect(CSVLedger.header.split(separator: ",").count == 15)
     }
 
+    /// A service's words in the reason or the result are written with their control characters as codes: `cat ledger.csv`
+    /// sent them to the terminal.
+    @Test func aServicesControlCharactersAreShownAsCodes() {
+        let action = ReportAction(sequence: 4, uid: "u4", kind: "revoke-facebook", state: "failed", detail: "facebook", reason: "graph_100: no\u{1B}]0;x\u{7}",
+                                  value: nil, attempts: 1, result: "HTTP 400\u{1B}[2J", policy: nil, resent: 0, wouldDelete: nil, counted: nil, deleted: nil)
+        var out: [UInt8] = []
+        var masked: [UInt8] = []
+        CSVLedger.appendLine(action, masking: Masking(reveal: false), masked: &masked, to: &out)
+        let line = String(decoding: out, as: UTF8.self)
+        #expect(!line.unicodeScalars.contains("\u{1B}") && line.contains(#"graph_100: no\u{1B}]0;x\u{7}"#) && line.contains(#"HTTP 400\u{1B}[2J"#), "\(line)")
+    }
+
     /// A path deletion fills the columns the line above leaves empty: reason, policy, would_delete and counted.
     @Test func aPathDeletionFillsItsCountColumns() {
         let action = ReportAction(sequence: 3, uid: "u3", kind: "delete-firestore", state: "failed", detail: "users/{uid}", reason: "-1 left",

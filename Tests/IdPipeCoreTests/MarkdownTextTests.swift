@@ -69,7 +69,7 @@ struct MarkdownTextTests {
         ("uid_123", "uid_123"), ("first_last@x.example", "first_last@x.example"), ("_x_", #"\_x\_"#), ("a*b", #"a\*b"#),
         ("[x](y)", #"\[x\](y)"#), ("<b>", #"\<b\>"#), ("www.x.example", #"www\.x.example"#), ("https://x", #"https\://x"#),
         ("a:b", "a:b"), ("a|b", "a|b"), ("l1\r\nl2", "l1  l2"), ("€5 & $5", #"€5 \& \$5"#), ("a\u{1B}[2Jb", #"a\u{1B}\[2Jb"#),
-        ("txt\u{202E}exe.scr", #"txt\u{202E}exe.scr"#), ("tab\there", #"tab\u{9}here"#),
+        ("txt\u{202E}exe.scr", #"txt\u{202E}exe.scr"#), ("tab\there", #"tab\u{9}here"#), ("admin\u{200B}", #"admin\u{200B}"#),
     ])
     func escapes(value: String, expected: String) {
         #expect(MarkdownReport.escaped(value) == expected)

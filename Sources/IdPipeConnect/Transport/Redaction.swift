@@ -25,6 +25,8 @@ public enum Redaction {
         result = result.replacing(field) { "\($0.output.1)\($0.output.2)\(marker)" }
         result = result.replacing(jwt, with: marker)
         result = result.replacing(longRun, with: marker)
+        // Stored, reported and printed: a control character in it would reach the terminal of whoever reads it there.
+        result = VisibleText.shown(result)
         if result.count > maxLength { result = String(result.prefix(maxLength)) + "…" }
         return result
     }

@@ -400,7 +400,8 @@ public struct CSVLedger {
         out.append(comma)
         append(action.detail, to: &out)
         out.append(comma)
-        append(action.reason ?? "", to: &out)
+        // A service's words: a control character in them would reach the terminal that shows the ledger.
+        append(VisibleText.shown(action.reason ?? ""), to: &out)
         out.append(comma)
         if let value = action.value {
             masked.removeAll(keepingCapacity: true)
@@ -408,7 +409,7 @@ public struct CSVLedger {
             masked.withUnsafeBufferPointer { append(bytes: $0, to: &out) }
         }
         out.append(comma)
-        append(action.result ?? "", to: &out)
+        append(VisibleText.shown(action.result ?? ""), to: &out)
         out.append(comma)
         append(action.policy ?? "", to: &out)
         out.append(comma)

@@ -439,7 +439,7 @@ public struct MarkdownReport {
     private func importedSection(_ out: inout some TextOutputStream, _ summary: ImportSummary, _ run: RunRecord) {
         section(&out, "Import")
         out.write("The import file is sent to `accounts:batchCreate` in \(summary.totalRequests) request\(summary.totalRequests == 1 ? "" : "s")"
-            + (run.importTarget.map { ", into \($0)" } ?? "") + ".\n\n")
+            + (run.importTarget.map { ", into \(Self.escaped($0))" } ?? "") + ".\n\n")
         table(&out, ["", "count"], [
             ["accounts imported", "\(summary.imported)"],
             ["accounts refused by the API (not imported)", "\(summary.refused)"],

@@ -3,11 +3,11 @@
 /// that the account's owner or a service chose. Checked against GitHub's renderer (cmark-gfm) by `MarkdownTextTests`.
 extension MarkdownReport {
     /// As running text. The ASCII punctuation that can start Markdown or HTML inline is escaped with a backslash
-    /// (CommonMark takes an escape before any ASCII punctuation), a line end is a space, and a control character or a
-    /// mark that reorders text is written as its code (`isHidden`). GFM's links made from bare text are broken where
-    /// they start (`www\.`, `http\://`); an email address is still linked, to itself, which no escape prevents. An `_`
-    /// between two letters or digits is left as it is: it cannot emphasize, and ids and addresses have many. `|` is
-    /// left to the table cell (`cell`), which escapes it once.
+    /// (CommonMark takes an escape before any ASCII punctuation), a line end is a space, and a character that acts
+    /// rather than shows is written as its code (`VisibleText`). GFM's links made from bare text are broken where they
+    /// start (`www\.`, `http\://`); an address (`ann@x.example`, `xmpp:ann@x.example`) is still linked, to itself,
+    /// which no escape prevents. An `_` between two letters or digits is left as it is: it cannot emphasize, and ids
+    /// and addresses have many. `|` is left to the table cell (`cell`), which escapes it once.
     static func escaped(_ value: String) -> String {
         let scalars = Array(value.unicodeScalars)
         var out = String.UnicodeScalarView()
@@ -25,8 +25,8 @@ extension MarkdownReport {
                 out.append(" ")
                 continue
             default:
-                if isHidden(scalar) {
-                    out.append(contentsOf: shown(scalar).unicodeScalars)
+                if VisibleText.isHidden(scalars, index) {
+                    out.append(contentsOf: VisibleText.code(scalar).unicodeScalars)
                     continue
                 }
             }
@@ -41,14 +41,15 @@ extension MarkdownReport {
     /// for an empty value (no code span is empty).
     static func code(_ value: String) -> String {
         guard !value.isEmpty else { return "" }
+        let scalars = Array(value.unicodeScalars)
         var flat = ""
         var run = 0, longest = 0
-        for scalar in value.unicodeScalars {
+        for (index, scalar) in scalars.enumerated() {
             if scalar == "`" { run += 1; longest = max(longest, run) } else { run = 0 }
             if scalar == "\n" || scalar == "\r" {
                 flat.unicodeScalars.append(" ")
-            } else if isHidden(scalar) {
-                flat += shown(scalar)
+            } else if VisibleText.isHidden(scalars, index) {
+                flat += VisibleText.code(scalar)
             } else {
                 flat.unicodeScalars.append(scalar)
             }
@@ -57,18 +58,6 @@ extension MarkdownReport {
         let spacedEnds = flat.hasPrefix(" ") && flat.hasSuffix(" ") && flat.unicodeScalars.contains { $0 != " " }
         let pad = flat.hasPrefix("`") || flat.hasSuffix("`") || spacedEnds ? " " : ""
         return fence + pad + flat + pad + fence
-    }
-
-    /// A control character (an ESC would reach the terminal of a reviewer who reads report.md there) or a mark that
-    /// reorders the text around it (U+202E shows `exe.txt` for `txt.exe`): written as `\u{1B}`, as quarantine entries
-    /// write a control character.
-    private static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.properties.generalCategory == .control
-            || [0x200E, 0x200F, 0x061C].contains(scalar.value) || (0x202A...0x202E).contains(scalar.value) || (0x2066...0x2069).contains(scalar.value)
-    }
-
-    private static func shown(_ scalar: Unicode.Scalar) -> String {
-        "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
     }
 
     private static func isWordScalar(_ scalars: [Unicode.Scalar], _ index: Int) -> Bool {
