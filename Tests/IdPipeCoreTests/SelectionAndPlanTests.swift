@@ -689,10 +689,10 @@ import IdPipeTestSupport
                 "  p.yaml:7: select.providers[1]: 'myspace.com' is not a provider id (e.g. apple.com, facebook.com)",
                 "  p.yaml:7: select.providers[3]: 'friendster.com' is not a provider id (e.g. apple.com, facebook.com)",
                 "  p.yaml:9: stages.normalize: expected true or false, found 'yes please'",
-                // On one line, in the order they are read.
-                "  p.yaml:10: stages.delete.firestore.paths[1]: 'users' has no {uid}: every selected account would delete the same data",
-                "  p.yaml:10: stages.delete.accounts: expected true or false, found 'sometimes'",
+                // On one line, in its order (they are read in another).
                 "  p.yaml:10: stages.delete.when_not_revocable: 'shrug' is not one of: delete, keep",
+                "  p.yaml:10: stages.delete.accounts: expected true or false, found 'sometimes'",
+                "  p.yaml:10: stages.delete.firestore.paths[1]: 'users' has no {uid}: every selected account would delete the same data",
                 "  p.yaml:12: services.google.reads_per_second: a rate is a number of requests per second above 0",
                 "  p.yaml:12: services.google.max_in_flight: expected a whole number, found 'none'",
                 "  p.yaml:13: guards.max_deletions: expected a whole number, found 'many'",

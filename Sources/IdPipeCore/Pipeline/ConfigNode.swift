@@ -6,21 +6,25 @@ public struct PipelineFileError: Error, Sendable, Equatable, CustomStringConvert
     public var line: Int?
     public var path: String
     public var message: String
-    /// The file's other problems, after this one in line order: every unknown key, and each section's first other
-    /// problem, are given at once.
+    /// Where on its line (from 1), when known: problems on one line are given in its order.
+    public var column: Int?
+    /// The file's other problems, after this one in line order: every unknown key and every bad value are given at once.
     public var others: [PipelineFileError] = []
 
-    public init(file: String, line: Int?, path: String, message: String) {
+    public init(file: String, line: Int?, path: String, message: String, column: Int? = nil) {
         self.file = file
         self.line = line
         self.path = path
         self.message = message
+        self.column = column
     }
 
-    /// The problems of one file as one error: the first in the file, the others after it, in line order (those
-    /// without a line last).
+    /// The problems of one file as one error: the first in the file, the others after it, in line order and on a line in
+    /// column order (those without a line last, those without a column last on their line).
     static func together(_ problems: [PipelineFileError]) -> PipelineFileError {
-        let sorted = problems.enumerated().sorted { ($0.element.line ?? .max, $0.offset) < ($1.element.line ?? .max, $1.offset) }.map(\.element)
+        let sorted = problems.enumerated().sorted {
+            ($0.element.line ?? .max, $0.element.column ?? .max, $0.offset) < ($1.element.line ?? .max, $1.element.column ?? .max, $1.offset)
+        }.map(\.element)
         var first = sorted[0]
         first.others = Array(sorted.dropFirst())
         return first
@@ -73,7 +77,7 @@ struct ConfigNode {
     var line: Int? { node.mark.map { $0.line } }
 
     func error(_ message: String) -> PipelineFileError {
-        PipelineFileError(file: file, line: line, path: path, message: message)
+        PipelineFileError(file: file, line: line, path: path, message: message, column: node.mark?.column)
     }
 
     /// The mapping's values by key. A key not in `keys` (a misspelling, most often) is told to `problems` and left out,
@@ -83,7 +87,8 @@ struct ConfigNode {
         var result: [String: ConfigNode] = [:]
         for (keyNode, valueNode) in mapping {
             guard let key = keyNode.string else {
-                problems.add(PipelineFileError(file: file, line: keyNode.mark?.line ?? line, path: path, message: "keys must be text"))
+                problems.add(PipelineFileError(file: file, line: keyNode.mark?.line ?? line, path: path, message: "keys must be text",
+                                               column: keyNode.mark?.column))
                 continue
             }
             let childPath = path.isEmpty ? key : "\(path).\(key)"
@@ -91,7 +96,7 @@ struct ConfigNode {
                 let known = keys.sorted().joined(separator: ", ")
                 let near = Self.nearest(key, in: keys).map { "did you mean '\($0)'? " } ?? ""
                 problems.add(PipelineFileError(file: file, line: keyNode.mark.map { $0.line }, path: childPath,
-                                               message: "unknown key (\(near)expected one of: \(known))"))
+                                               message: "unknown key (\(near)expected one of: \(known))", column: keyNode.mark?.column))
                 continue
             }
             result[key] = ConfigNode(node: valueNode, path: childPath, file: file, problems: problems)
