@@ -146,7 +146,8 @@ struct ImportStageConfigTests {
         ("stages: {import: {project_id: demo-idpipe/tenants/x}}\n" + output + services, "is not a project id"),
         ("stages: {import: {tenant_id: ''}}\n" + output + services, "is not a tenant id"),
         (hash("algorithm: BCRYPT, signer_key_env: K"), "BCRYPT hashes take no signer key"),
-        (hash("algorithm: SCRYPT, rounds: 8"), "SCRYPT needs rounds and memory_cost"),
+        (hash("algorithm: SCRYPT"), "SCRYPT needs rounds and memory_cost (the console's"),
+        (hash("algorithm: SCRYPT, rounds: 8"), "SCRYPT needs memory_cost (the console's"),
         (hash("algorithm: SCRYPT, salt_separator: 'B w', rounds: 8, memory_cost: 14"), "is not base64"),
         (hash("algorithm: SCRYPT, rounds: 8, memory_cost: 15"), "must be at most 14"),
     ]

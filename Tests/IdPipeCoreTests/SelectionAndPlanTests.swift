@@ -588,6 +588,7 @@ import IdPipeTestSupport
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {uids: ['vip ', b]}}",
          "select.protect.uids[0]: 'vip ': a space in the id"),
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {uids: ['a,b']}}", "'a,b': , in the id"),
+        ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, protect: {uids: ['', b]}}", "select.protect.uids[0]: '': empty"),
         // An empty filter would read as none: every disabled account selected, whatever it is linked to.
         ("version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, providers: []}", "select.providers: is empty"),
         // A rule whose input is not given did nothing: "no configured source has a name" for every account.
@@ -699,6 +700,63 @@ import IdPipeTestSupport
                 "  p.yaml:13: guards.max_deletion_share: a share is between 0 and 1 (0.05 is 5 %)",
                 "  (12 problems)",
             ], "\(error)")
+        }
+    }
+
+    /// The same in the parts whose values hang together: the import file's name, a database's url and paths, Apple's
+    /// keys, a hash's parameters (only the keys not given are said to be missing; one given is told for its value).
+    @Test func everyBadValueOfTheRestIsGiven() {
+        let yaml = """
+            version: 1
+            name: x
+            source: {path: a.json}
+            output: {import_json: x.csv, allow_duplicate_emails: nope}
+            stages:
+              import: {password_hash: {algorithm: SCRYPT, rounds: x}}
+            services:
+              google: {project_id: demo}
+              apple: {team_id: [T], key_id: [K], private_key: k.p8, max_in_flight: 0}
+              facebook: {app_id: 'secret', requests_per_second: -1}
+            """
+        do {
+            _ = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
+            Issue.record("should be rejected")
+        } catch {
+            let lines = error.description.split(separator: "\n").map(String.init)
+            #expect(lines == [
+                "p.yaml:4: output.import_json: 'x.csv' does not end in .json: the import file is JSON, and firebase auth:import reads a file by its extension",
+                "  p.yaml:4: output.allow_duplicate_emails: expected true or false, found 'nope'",
+                "  p.yaml:6: stages.import.password_hash: SCRYPT needs memory_cost (the console's Password hash parameters)",
+                "  p.yaml:6: stages.import.password_hash.rounds: expected a whole number, found 'x'",
+                "  p.yaml:9: services.apple: missing key 'client_id'",
+                "  p.yaml:9: services.apple.team_id: expected a text value",
+                "  p.yaml:9: services.apple.key_id: expected a text value",
+                "  p.yaml:9: services.apple.max_in_flight: must be at least 1",
+                "  p.yaml:10: services.facebook.app_id: is not a Facebook App ID (its digits, as the app dashboard shows it); not shown, as it may be the app secret",
+                "  p.yaml:10: services.facebook.requests_per_second: a rate is a number of requests per second above 0",
+                "  (10 problems)",
+            ], "\(error)")
+        }
+        // A database's paths are read whatever its url's problem.
+        let database = "version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true}\n"
+            + "stages: {delete: {realtime_database: {url: 'http://x', paths: [users]}}}\n"
+        #expect(throws: PipelineFileError.self) { try PipelineDefinition.parse(yaml: database, file: "p.yaml") }
+        do { _ = try PipelineDefinition.parse(yaml: database, file: "p.yaml") } catch {
+            #expect(error.description.contains("url: 'http://x' is neither") && error.description.contains("paths[0]: 'users' has no {uid}"), "\(error)")
+        }
+    }
+
+    /// A list of thousands of bad items gives its first problems, and how many there are.
+    @Test func aLongListOfBadItemsIsCounted() {
+        let ids = (0..<3000).map { "p\($0).example" }.joined(separator: ", ")
+        let yaml = "version: 1\nname: x\nsource: {path: a.json}\nselect: {disabled: true, providers: [\(ids)]}\n"
+        do {
+            _ = try PipelineDefinition.parse(yaml: yaml, file: "p.yaml")
+            Issue.record("should be rejected")
+        } catch {
+            let lines = error.description.split(separator: "\n").map(String.init)
+            #expect(lines.count == 102 && lines[100] == "  … and 2900 more" && lines[101] == "  (3000 problems)", "\(lines.suffix(3))")
+            #expect(lines[99].contains("providers[99]: 'p99.example' is not a provider id"), "\(lines[99])")
         }
     }
 

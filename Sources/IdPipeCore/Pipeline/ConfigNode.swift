@@ -6,6 +6,8 @@ public struct PipelineFileError: Error, Sendable, Equatable, CustomStringConvert
     public var line: Int?
     public var path: String
     public var message: String
+    /// How many problems `description` gives before it counts the rest.
+    static let shownProblems = 100
     /// Where on its line (from 1), when known: problems on one line are given in its order.
     public var column: Int?
     /// The file's other problems, after this one in line order: every unknown key and every bad value are given at once.
@@ -34,7 +36,10 @@ public struct PipelineFileError: Error, Sendable, Equatable, CustomStringConvert
         let location = line.map { "\(file):\($0)" } ?? file
         let text = path.isEmpty ? "\(location): \(message)" : "\(location): \(path): \(message)"
         guard !others.isEmpty else { return text }
-        return text + others.map { "\n  " + $0.description }.joined() + "\n  (\(others.count + 1) problems)"
+        // A list of thousands of bad items: the first problems, and how many.
+        let shown = others.prefix(Self.shownProblems - 1)
+        let more = others.count > shown.count ? "\n  … and \(others.count - shown.count) more" : ""
+        return text + shown.map { "\n  " + $0.description }.joined() + more + "\n  (\(others.count + 1) problems)"
     }
 }
 
@@ -44,9 +49,11 @@ final class ConfigProblems {
     private(set) var problems: [PipelineFileError] = []
     /// How many bad values were told (`ConfigNode.value`): a section that had one is not taken (`ConfigNode.section`).
     fileprivate(set) var badValues = 0
+    /// The problems told, to tell each once (a list of 10,000 bad items took `contains` 17 s).
+    private var told: Set<String> = []
 
     func add(_ problem: PipelineFileError) {
-        if !problems.contains(problem) { problems.append(problem) }
+        if told.insert(problem.description).inserted { problems.append(problem) }
     }
 
     fileprivate func addBadValue(_ problem: PipelineFileError) {

@@ -33,7 +33,8 @@ extension PipelineDefinition {
                 var first = error
                 first.others = []
                 var all = [first] + error.others
-                for problem in problems.problems where !all.contains(problem) { all.append(problem) }
+                var given = Set(all.map(\.description))
+                for problem in problems.problems where given.insert(problem.description).inserted { all.append(problem) }
                 throw PipelineFileError.together(all)
             }
         } catch let error as PipelineFileError {
@@ -361,7 +362,9 @@ extension PipelineDefinition {
             selection.protectedIds = (entries["uids"]?.value { try $0.list() } ?? []).compactMap { item in
                 item.value { item in
                     let uid = try item.string()
-                    if let problem = Selector.problem(inProtectedId: uid) { throw item.error("'\(uid)': \(problem) (an id that matches no account protects nobody)") }
+                    if let problem = uid.isEmpty ? "empty" : Selector.problem(inProtectedId: uid) {
+                        throw item.error("'\(uid)': \(problem) (an id that matches no account protects nobody)")
+                    }
                     return uid
                 }
             }
@@ -494,12 +497,12 @@ extension PipelineDefinition {
         } ?? config.saltSeparator
         config.rounds = keys["rounds"]?.value { try $0.int(minimum: 0, maximum: 120_000) }
         config.memoryCost = keys["memory_cost"]?.value { try $0.int(minimum: 0, maximum: 14) }
-        // (A key given with a bad value is told already.)
-        if name == "SCRYPT", keys["rounds"] == nil || keys["memory_cost"] == nil {
-            node.tell("SCRYPT needs rounds and memory_cost (the console's Password hash parameters)")
-        }
-        // The digests and PBKDFs are run a number of times: the API needs it (BCRYPT and the HMACs take none).
-        if name != "BCRYPT", !name.hasPrefix("HMAC_"), keys["rounds"] == nil {
+        // The digests and PBKDFs are run a number of times: the API needs it (BCRYPT and the HMACs take none). Only the
+        // keys not given are named: one given with a bad value is told already.
+        if name == "SCRYPT" {
+            let missing = ["rounds", "memory_cost"].filter { keys[$0] == nil }
+            if !missing.isEmpty { node.tell("SCRYPT needs \(missing.joined(separator: " and ")) (the console's Password hash parameters)") }
+        } else if name != "BCRYPT", !name.hasPrefix("HMAC_"), keys["rounds"] == nil {
             node.tell("\(name) needs rounds (how many times the hash was applied)")
         }
         return config
@@ -544,10 +547,15 @@ extension PipelineDefinition {
     private static func decodeDatabasePaths(_ node: ConfigNode) throws -> DatabasePaths {
         let keys = try node.mapping(allowed: ["url", "paths"])
         guard let urlNode = keys["url"] else { throw node.error("missing key 'url' (https://<instance>.firebaseio.com)") }
-        let url = try urlNode.string()
-        guard let instance = DataPath.databaseInstance(url: url) else {
-            throw urlNode.error("'\(url)' is neither https://<instance>.firebaseio.com nor https://<instance>.<region>.firebasedatabase.app")
-        }
+        // (The paths are read whatever the url's problem.)
+        let url = urlNode.value { urlNode in
+            let url = try urlNode.string()
+            guard DataPath.databaseInstance(url: url) != nil else {
+                throw urlNode.error("'\(url)' is neither https://<instance>.firebaseio.com nor https://<instance>.<region>.firebasedatabase.app")
+            }
+            return url
+        } ?? ""
+        let instance = DataPath.databaseInstance(url: url) ?? ""
         let paths = try templates(keys["paths"], in: node) { path in
             if !path.hasPrefix("/") { return "a database path starts at the root with '/' (/users/{uid})" }
             if path == "/" || path.dropFirst().split(separator: "/", omittingEmptySubsequences: false).contains(where: \.isEmpty) { return "a segment is empty" }
@@ -609,21 +617,24 @@ extension PipelineDefinition {
             }
             return OutputConfig()
         }
-        // Written in the plan's output folder: a path was joined to it (`out//tmp/x.json`) and the plan failed at its end.
-        let name = try item.string()
-        guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
-            throw item.error("'\(name)' is not a file name: the import file is written in the plan's output folder (--out)")
+        let name = item.value { item in
+            // Written in the plan's output folder: a path was joined to it (`out//tmp/x.json`) and the plan failed at its end.
+            let name = try item.string()
+            guard !name.isEmpty, !name.contains("/"), name != ".", name != ".." else {
+                throw item.error("'\(name)' is not a file name: the import file is written in the plan's output folder (--out)")
+            }
+            // `firebase auth:import` takes the format from the extension: JSON written as `x.csv` would be read as CSV.
+            guard name.lowercased().hasSuffix(".json") else {
+                throw item.error("'\(name)' does not end in .json: the import file is JSON, and firebase auth:import reads a file by its extension")
+            }
+            // The plan's and apply's JSON reports are written in the same folder (plan refused it; validate said valid).
+            guard !OutputConfig.reportFileNames.contains(name) else {
+                throw item.error("'\(name)' is the name of a report the run writes in the same folder (\(OutputConfig.reportFileNames.joined(separator: ", "))): "
+                    + "choose another name")
+            }
+            return name
         }
-        // `firebase auth:import` takes the format from the extension: JSON written as `x.csv` would be read as CSV.
-        guard name.lowercased().hasSuffix(".json") else {
-            throw item.error("'\(name)' does not end in .json: the import file is JSON, and firebase auth:import reads a file by its extension")
-        }
-        // The plan's and apply's JSON reports are written in the same folder (plan refused it; validate said valid).
-        guard !OutputConfig.reportFileNames.contains(name) else {
-            throw item.error("'\(name)' is the name of a report the run writes in the same folder (\(OutputConfig.reportFileNames.joined(separator: ", "))): "
-                + "choose another name")
-        }
-        return OutputConfig(importJSON: name, allowDuplicateEmails: try keys["allow_duplicate_emails"]?.bool() ?? false)
+        return OutputConfig(importJSON: name ?? "", allowDuplicateEmails: keys["allow_duplicate_emails"]?.value { try $0.bool() } ?? false)
     }
 }
 

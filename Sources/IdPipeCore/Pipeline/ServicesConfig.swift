@@ -102,12 +102,17 @@ extension PipelineDefinition {
             services.apple = apple.reading {
                 let entries = try apple.mapping(allowed: ["team_id", "key_id", "client_id", "private_key", "endpoint", "requests_per_second",
                                                           "max_in_flight", "secret_lifetime_seconds"])
-                func required(_ key: String) throws -> ConfigNode {
-                    guard let value = entries[key] else { throw apple.error("missing key '\(key)'") }
-                    return value
+                // Each told, and the service not taken (`reading`), when missing or bad.
+                func required(_ key: String, _ read: (ConfigNode) throws -> String) -> String {
+                    guard let node = entries[key] else {
+                        apple.tell("missing key '\(key)'")
+                        return ""
+                    }
+                    return node.value(read) ?? ""
                 }
-                var config = AppleServiceConfig(teamId: try required("team_id").string(), keyId: try required("key_id").string(),
-                                                clientId: try required("client_id").string(), privateKey: try required("private_key").secretFilePath())
+                var config = AppleServiceConfig(teamId: required("team_id") { try $0.string() }, keyId: required("key_id") { try $0.string() },
+                                                clientId: required("client_id") { try $0.string() },
+                                                privateKey: required("private_key") { try $0.secretFilePath() })
                 config.endpoint = entries["endpoint"]?.value(endpoint)
                 config.requestsPerSecond = entries["requests_per_second"]?.value(rate) ?? config.requestsPerSecond
                 config.maxInFlight = entries["max_in_flight"]?.value { try $0.int(minimum: 1) } ?? config.maxInFlight
@@ -124,11 +129,14 @@ extension PipelineDefinition {
                 let entries = try facebook.mapping(allowed: ["app_id", "app_secret_file", "app_secret_env", "graph_version", "endpoint",
                                                              "requests_per_second", "max_in_flight"])
                 guard let appId = entries["app_id"] else { throw facebook.error("missing key 'app_id'") }
-                var config = FacebookServiceConfig(appId: try appId.string())
+                var config = FacebookServiceConfig(appId: appId.value { appId in
+                    let id = try appId.string()
+                    guard TextScan.isDigits(id) else {
+                        throw appId.error("is not a Facebook App ID (its digits, as the app dashboard shows it); not shown, as it may be the app secret")
+                    }
+                    return id
+                } ?? "")
                 config.appSecretFile = entries["app_secret_file"]?.value { try $0.secretFilePath() }
-                if !TextScan.isDigits(config.appId) {
-                    appId.tell("is not a Facebook App ID (its digits, as the app dashboard shows it); not shown, as it may be the app secret")
-                }
                 config.appSecretEnv = entries["app_secret_env"]?.value { try $0.environmentVariableName() } ?? config.appSecretEnv
                 config.graphVersion = entries["graph_version"]?.value { version in
                     let text = try version.string()
