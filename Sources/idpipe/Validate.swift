@@ -9,8 +9,9 @@ struct Validate: ParsableCommand {
         abstract: "Check a pipeline file and print what it would do.",
         discussion: """
             Reads the pipeline file and gives its problems at once, in line order: every unknown key (with the key it \
-            seems to stand for), and the first other problem of each section, stage and service. Reads its side inputs as plan reads them (headers, encoding, repeated ids; not one given as a \
-            stream, which a read would use up), and the key and secret files its services name (nothing is sent); says \
+            seems to stand for), and every bad or missing value (a value others depend on, such as source.format, ends \
+            its section, stage or service). Reads its side inputs as plan reads them (headers, encoding, repeated ids; \
+            not one given as a stream, which a read would use up), and the key and secret files its services name (nothing is sent); says \
             which inputs are missing or are folders, and warns when the services could not be set up here (a key file \
             that cannot be read, no GOOGLE_APPLICATION_CREDENTIALS). Exit code 2 when the file is invalid or an input \
             could not be read. The export itself is not read, but for a table's header row, checked against the mapping.
