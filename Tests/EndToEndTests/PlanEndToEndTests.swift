@@ -706,6 +706,9 @@ struct Binary {
             stages: {delete: {when_not_revocable: delete}}
 
             """.write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        // (An option ArgumentParser refuses is printed through the same door.)
+        let (code, output) = try Binary.run(["plan", folder + "/pipeline.yaml", "--as-\u{1B}[2Jof", asOf])
+        #expect(code == 2 && output.contains(#"--as-\u{1B}[2Jof"#) && !output.unicodeScalars.contains("\u{1B}"), "\(output)")
         for command in [["validate", folder + "/pipeline.yaml"], ["plan", folder + "/pipeline.yaml", "--out", Binary.temporaryDirectory(), "--as-of", asOf]] {
             let (code, output) = try Binary.run(command)
             #expect(code == 2, "\(command[0]): \(output)")
@@ -713,6 +716,25 @@ struct Binary {
             #expect(output.contains("requested_at: '\\u{1B}"), "\(command[0]): \(output)")
             #expect(!output.unicodeScalars.contains { $0.properties.generalCategory == .control && $0 != "\n" }, "\(command[0]): \(output)")
         }
+    }
+
+    /// A uid with an invisible character given twice is a duplicate like any other: the second row is quarantined and
+    /// the guard against planning on an id given twice trips, as the quarantine keeps the id as it is.
+    @Test func anIdWithAnInvisibleCharacterGivenTwiceIsCaught() throws {
+        let folder = Binary.temporaryDirectory()
+        try """
+            {"users": [
+              {"localId": "victim\u{200B}", "disabled": true, "providerUserInfo": []},
+              {"localId": "victim\u{200B}", "email": "v@x.example", "providerUserInfo": []}
+            ]}
+            """.write(toFile: folder + "/accounts.json", atomically: true, encoding: .utf8)
+        try "version: 1\nname: twice\nsource: {path: accounts.json}\nselect: {disabled: true}\nstages: {delete: {when_not_revocable: delete}}\n"
+            .write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", folder + "/pipeline.yaml", "--out", out, "--as-of", asOf])
+        #expect(code == 3 && output.contains("twice"), "\(output)")
+        let quarantine = try String(contentsOfFile: out + "/quarantine.csv", encoding: .utf8)
+        #expect(quarantine.contains(#"victim\u{200B}"#), "written as a code for whoever fixes the source: \(quarantine)")
     }
 
     /// With a grace period, the requests younger than it wait: their accounts are listed as not acted on, with those

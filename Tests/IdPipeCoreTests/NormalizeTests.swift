@@ -474,9 +474,10 @@ extension EmailNormalizerTests {
         #expect(entry.localId == "a2\\u{0}zz")
         #expect(entry.reason == "domain 'exa\\u{0}mple.com' contains '\\u{1B}'")
         #expect(QuarantineEntry(position: entry.position, localId: "u1", field: "email", reason: "has no @").reason == "has no @")
-        // So are the invisible ones: the reason's problem was a character no one could see.
+        // An invisible format character is kept as it is: the id may be an account's, which the duplicate check and
+        // the guards match as it is (quarantine.csv and report.md write it as a code).
         let invisible = QuarantineEntry(position: entry.position, localId: "admin\u{200B}", field: "email", reason: "'ann\u{200B}@x.example' is not an address")
-        #expect(invisible.localId == "admin\\u{200B}" && invisible.reason == "'ann\\u{200B}@x.example' is not an address")
+        #expect(invisible.localId == "admin\u{200B}" && invisible.reason == "'ann\u{200B}@x.example' is not an address")
     }
 }
 

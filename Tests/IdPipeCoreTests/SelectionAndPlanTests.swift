@@ -803,7 +803,7 @@ import IdPipeTestSupport
         }
     }
 
-    /// Each stage and each service is read whatever another's problem: the first problem of each is given.
+    /// Each stage and each service is read whatever another's problem: the problems of each are given.
     @Test func theProblemOfEveryStageAndServiceIsGiven() {
         let yaml = """
             version: 1

@@ -19,6 +19,9 @@ struct VisibleTextTests {
         // Joiners that shape letters or an emoji sequence, between characters beyond ASCII, are kept.
         ("می\u{200C}خواهم", "می\u{200C}خواهم"),
         ("👨\u{200D}👩\u{200D}👧", "👨\u{200D}👩\u{200D}👧"),
+        // Scotland's flag: a black flag and its tags; tags elsewhere are hidden.
+        ("\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}", "\u{1F3F4}\u{E0067}\u{E0062}\u{E0073}\u{E0063}\u{E0074}\u{E007F}"),
+        ("a\u{E0067}", #"a\u{E0067}"#),
         ("Thérèse 山田 ﬁ", "Thérèse 山田 ﬁ"),
     ])
     func charactersThatActAreShownAsTheirCode(_ text: String, _ expected: String) {

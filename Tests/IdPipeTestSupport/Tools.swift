@@ -58,7 +58,8 @@ public enum TestKeys {
     }
 }
 
-/// The Python of the test virtual environment (`make test` creates it with firebase-admin, PyJWT, cryptography).
+/// The Python of the test virtual environment (`make test` creates it with firebase-admin, PyJWT, cryptography and
+/// cmarkgfm).
 public enum TestPython {
     public static var path: String { repositoryRoot.appendingPathComponent(".build-venv/bin/python").path }
 

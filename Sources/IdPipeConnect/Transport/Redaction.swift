@@ -26,8 +26,8 @@ public enum Redaction {
         result = result.replacing(jwt, with: marker)
         result = result.replacing(longRun, with: marker)
         // Stored, reported and printed: a control character in it would reach the terminal of whoever reads it there.
-        result = VisibleText.shown(result)
-        if result.count > maxLength { result = String(result.prefix(maxLength)) + "…" }
+        // (Cut first, so that no code is cut in two.)
+        result = result.count > maxLength ? VisibleText.shown(String(result.prefix(maxLength))) + "…" : VisibleText.shown(result)
         return result
     }
 

@@ -25,11 +25,11 @@ public struct QuarantineEntry: Sendable, Equatable, Codable {
     /// instead of a plan for each of its problems.
     public var otherIssues: [RecordIssue]
 
-    /// Characters that act rather than show, in the id and the reason (which may quote a value), are written as their
-    /// code, `\u{0}` (`VisibleText`): a NUL ended the text wherever a C string carried it (the report named the account
-    /// `a2` for `a2\0zz`, and showed a masked value cut short, unmasked), an ESC would have reached a reviewer's
-    /// terminal, and a zero-width space in a quoted value was the problem no one could see. (Side inputs refuse ids with
-    /// such characters, so none names a quarantined id as it was.)
+    /// Control characters in the id and the reason (which may quote a value) are written as escapes, `\u{0}`: a NUL
+    /// ended the text wherever a C string carried it (the report named the account `a2` for `a2\0zz`, and showed a
+    /// masked value cut short, unmasked), and an ESC would have reached a reviewer's terminal. Only those: an id with
+    /// one is always quarantined, while one with an invisible format character (U+200B) may be an account's, which the
+    /// duplicate check and the guards match by the id as it is; the reports write those as codes (`VisibleText`).
     public init(position: SourcePosition, localId: String?, field: String, reason: String, otherIssues: [RecordIssue] = []) {
         self.position = position
         self.localId = localId.map(Self.visible)
@@ -47,7 +47,16 @@ public struct QuarantineEntry: Sendable, Equatable, Codable {
     public var issues: [RecordIssue] { [RecordIssue(field: field, reason: reason)] + otherIssues }
 
     static func visible(_ text: String) -> String {
-        VisibleText.shown(text)
+        guard TextScan.hasControlByte(text.utf8) else { return text }
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            if scalar.properties.generalCategory == .control {  // C0, DEL and C1: what `hasControlByte` finds
+                shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            } else {
+                shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
     }
 }
 

@@ -24,13 +24,19 @@ public enum VisibleText {
 
     /// Whether `scalars[index]` is hidden: a control or format character, or a line or paragraph separator. A zero-width
     /// joiner or non-joiner between two characters beyond ASCII is not: it shapes the letters of Persian or the
-    /// Indic scripts, or joins an emoji sequence, in names written so.
+    /// Indic scripts, or joins an emoji sequence, in names written so; nor are the tags of a region's flag.
     public static func isHidden(_ scalars: [Unicode.Scalar], _ index: Int) -> Bool {
         let scalar = scalars[index]
         switch scalar.properties.generalCategory {
         case .control, .lineSeparator, .paragraphSeparator:
             return true
         case .format:
+            // The tags that follow a black flag spell a region's flag (England's, Scotland's, Wales's).
+            if (0xE0020...0xE007F).contains(scalar.value) {
+                var before = index - 1
+                while before >= 0, (0xE0020...0xE007F).contains(scalars[before].value) { before -= 1 }
+                return !(before >= 0 && scalars[before].value == 0x1F3F4)
+            }
             guard scalar.value == 0x200C || scalar.value == 0x200D else { return true }
             return !(index > 0 && !scalars[index - 1].isASCII && index + 1 < scalars.count && !scalars[index + 1].isASCII)
         default:

@@ -463,13 +463,14 @@ public enum QuarantineCSV {
                 buffer.bytes.append(comma)
                 CSVLedger.append(String(entry.position.line), to: &buffer.bytes)
                 buffer.bytes.append(comma)
-                CSVLedger.append(masking.quarantinedId(entry.localId) ?? "", to: &buffer.bytes)
+                // For whoever fixes the source: an invisible character in the id or a quoted value shows as its code.
+                CSVLedger.append(VisibleText.shown(masking.quarantinedId(entry.localId) ?? ""), to: &buffer.bytes)
                 buffer.bytes.append(comma)
                 CSVLedger.append(String(index + 1), to: &buffer.bytes)
                 buffer.bytes.append(comma)
                 CSVLedger.append(issue.field, to: &buffer.bytes)
                 buffer.bytes.append(comma)
-                CSVLedger.append(masking.quotedValues(in: issue.reason, field: issue.field), to: &buffer.bytes)
+                CSVLedger.append(VisibleText.shown(masking.quotedValues(in: issue.reason, field: issue.field)), to: &buffer.bytes)
                 buffer.bytes.append(0x0A)
             }
             buffer.flush(whenFull: &out)
