@@ -58,6 +58,14 @@ enum Console {
         writeAll(2, "\r\u{1B}[K")
     }
 
+    /// The accounts of an import left out for the project's own, in the words `status` and apply's line share: those
+    /// whose uid it has, and those whose email, phone number or sign-in another of its accounts has.
+    static func leftOutOfImport(_ summary: ImportSummary) -> [String] {
+        [summary.keptExisting > 0 ? "\(summary.keptExisting) kept as the project has them (their uid is there already)" : nil,
+         summary.clashing > 0 ? "\(summary.clashing) left out (another account of the project has their \(summary.clashingWhat))" : nil]
+            .compactMap { $0 }
+    }
+
     /// "1 account", "2 accounts": a count with its noun, for the summary lines.
     static func count(_ number: Int, _ noun: String) -> String {
         "\(number) " + (number == 1 ? noun : noun + "s")

@@ -98,8 +98,7 @@ struct ImportStep {
         guard !openRequests.isEmpty, let summary = try store.importSummary(limit: 0) else { return }
         let finished = openRequests.count - summary.openRequests
         Console.out("import: \(summary.imported) of \(summary.users) accounts imported into \(services.importTarget?.accountsBase ?? "the project")"
-            + (summary.keptExisting > 0 ? ", \(summary.keptExisting) kept as the project has them (their uid is there already)" : "")
-            + (summary.clashing > 0 ? ", \(summary.clashing) left out (another account of the project has their \(summary.clashingWhat))" : "")
+            + Console.leftOutOfImport(summary).map { ", " + $0 }.joined()
             + (summary.refused > 0 ? ", \(summary.refused) refused by the API" : "")
             + (summary.notImported > 0 ? " (see the Import section of the report)" : "")
             + "; this session finished \(finished) of the \(openRequests.count) requests left, in \(formatSeconds(seconds))"

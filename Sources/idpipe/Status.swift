@@ -85,9 +85,7 @@ struct Status: ParsableCommand {
             if let imported = try store.importSummary(limit: 0) {
                 let unanswered = imported.requests[.sent] ?? 0
                 Console.out("import: \(imported.imported) of \(imported.users) accounts imported, \(imported.refused) refused, "
-                    + (imported.keptExisting > 0 ? "\(imported.keptExisting) kept as the project has them (their uid is there already), " : "")
-                    + (imported.clashing > 0 ? "\(imported.clashing) left out (another account of the project has their "
-                        + "\(imported.clashingWhat)), " : "")
+                    + Console.leftOutOfImport(imported).map { $0 + ", " }.joined()
                     + "\(imported.openRequests) of \(imported.totalRequests) requests still to send"
                     + (unanswered > 0 && holder == nil ? " (\(unanswered) of them sent, their answer lost to a stop: their accounts may be in, and "
                         + "are sent again)" : unanswered > 0 ? " (\(unanswered) in flight now)" : ""))

@@ -14,7 +14,8 @@ struct Validate: ParsableCommand {
             not one given as a stream, which a read would use up), and the key and secret files its services name \
             (nothing is sent); says which inputs are missing or are folders, and warns when the services could not be \
             set up here (a key file that cannot be read, no GOOGLE_APPLICATION_CREDENTIALS). Exit code 2 when the file is \
-            invalid or an input could not be read. The export itself is not read, but for a table's header row, checked against the mapping.
+            invalid or an input could not be read. The export itself is not read, but for a table's header row, checked \
+            against the mapping.
             With --check-services it also signs in to each configured service without changing anything \
             (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
             Facebook: an app access token; Firestore, the Realtime Database and Storage: a read of the configured paths \

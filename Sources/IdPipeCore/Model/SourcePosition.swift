@@ -51,7 +51,7 @@ public struct QuarantineEntry: Sendable, Equatable, Codable {
         var shown = ""
         for scalar in text.unicodeScalars {
             if scalar.properties.generalCategory == .control {  // C0, DEL and C1: what `hasControlByte` finds
-                shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+                shown += VisibleText.code(scalar)
             } else {
                 shown.unicodeScalars.append(scalar)
             }
