@@ -54,8 +54,32 @@ public enum SideInputReader {
         case protectedIds(Set<String>)
     }
 
+    /// `path` from the folder `base` unless it is absolute, tidied (`tidied`): a pipeline in `Pipelines/` reading
+    /// `../Samples/accounts.json` names it `Samples/accounts.json` in every report, line and quarantine row.
     public static func resolve(_ path: String, _ base: String) -> String {
-        path.hasPrefix("/") || base.isEmpty ? path : base + (base.hasSuffix("/") ? "" : "/") + path
+        tidied(path.hasPrefix("/") || base.isEmpty ? path : base + (base.hasSuffix("/") ? "" : "/") + path)
+    }
+
+    /// `path` without its `.` parts and repeated slashes, and with each `folder/..` taken out where the folder is one (not
+    /// a link to one, which `..` would leave by its target's parent, nor a name that is not there): the same file, named
+    /// as a reader would name it. A trailing slash stays.
+    static func tidied(_ path: String) -> String {
+        let absolute = path.hasPrefix("/")
+        var kept: [Substring] = []
+        for part in path.split(separator: "/") where part != "." {
+            if part == "..", let last = kept.last, last != ".." {
+                var info = stat()
+                let folder = (absolute ? "/" : "") + kept.joined(separator: "/")
+                if lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
+                    kept.removeLast()
+                    continue
+                }
+            }
+            kept.append(part)
+        }
+        let joined = (absolute ? "/" : "") + kept.joined(separator: "/")
+        if joined.isEmpty { return "." }
+        return path.hasSuffix("/") && !joined.hasSuffix("/") ? joined + "/" : joined
     }
 
     /// The columns of the legacy names table.
