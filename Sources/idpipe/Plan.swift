@@ -174,9 +174,12 @@ struct PlanExecution {
             reading \(sourcePath) (\(definition.source.format.rawValue), \(sourceSize) bytes) on \(workers) workers, as of \
             \(Timestamp.formatRFC3339(planAsOf))\(resuming)
             """)
+        // The store of a plan by idpipe 0.7.0 or before names the input as it was joined ("Pipelines/../Samples/a.json"):
+        // the same file, which a plan into that store is still to be given.
+        let recordedSourcePath = existing.flatMap { SideInputReader.resolve($0.sourcePath, "") == sourcePath ? $0.sourcePath : nil } ?? sourcePath
         var run = RunRecord(
             pipelineName: definition.name, pipelinePath: context.path, pipelineSHA256: context.sha256,
-            asOf: planAsOf, createdAt: existing?.createdAt ?? epochMilliseconds(), status: .planning, sourcePath: sourcePath,
+            asOf: planAsOf, createdAt: existing?.createdAt ?? epochMilliseconds(), status: .planning, sourcePath: recordedSourcePath,
             sourceFormat: definition.source.format.rawValue, sourceSize: sourceSize, sideInputSHA256: sideDigests)
         run.importFileToken = existing?.stagingToken ?? "\(run.createdAt)-\(String(UInt32.random(in: .min ... .max), radix: 16))"
         if applyRequested {
