@@ -718,6 +718,19 @@ struct Binary {
         }
     }
 
+    /// quarantine.csv, for whoever `cat`s it, writes a control character in the input's path as its code.
+    @Test func aControlCharacterInTheInputsPathIsShownAsItsCode() throws {
+        let folder = Binary.temporaryDirectory() + "/in\u{1B}[2Jput"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: false)
+        try #"{"users": [{"localId": "u1", "email": "no-at-sign"}]}"#.write(toFile: folder + "/accounts.json", atomically: true, encoding: .utf8)
+        try "version: 1\nname: controls\nsource: {path: accounts.json}\n".write(toFile: folder + "/pipeline.yaml", atomically: true, encoding: .utf8)
+        let out = Binary.temporaryDirectory()
+        let (code, output) = try Binary.run(["plan", folder + "/pipeline.yaml", "--out", out, "--as-of", asOf])
+        #expect(code == 1, "\(output)")
+        let quarantine = try String(contentsOfFile: out + "/quarantine.csv", encoding: .utf8)
+        #expect(quarantine.contains(#"/in\u{1B}[2Jput/accounts.json,1,u1,1,email,"#) && !quarantine.unicodeScalars.contains("\u{1B}"), "\(quarantine)")
+    }
+
     /// A uid with an invisible character given twice is a duplicate like any other: the second row is quarantined and
     /// the guard against planning on an id given twice trips, as the quarantine keeps the id as it is.
     @Test func anIdWithAnInvisibleCharacterGivenTwiceIsCaught() throws {

@@ -459,16 +459,17 @@ public enum QuarantineCSV {
         let comma = UInt8(ascii: ",")
         try source.quarantine(limit: nil) { _, entry in
             for (index, issue) in entry.issues.enumerated() {
-                CSVLedger.append(entry.position.file, to: &buffer.bytes)
+                // For whoever fixes the source: an invisible character in the path, the id, a mapped table's column name
+                // or a quoted value shows as its code.
+                CSVLedger.append(VisibleText.shown(entry.position.file), to: &buffer.bytes)
                 buffer.bytes.append(comma)
                 CSVLedger.append(String(entry.position.line), to: &buffer.bytes)
                 buffer.bytes.append(comma)
-                // For whoever fixes the source: an invisible character in the id or a quoted value shows as its code.
                 CSVLedger.append(VisibleText.shown(masking.quarantinedId(entry.localId) ?? ""), to: &buffer.bytes)
                 buffer.bytes.append(comma)
                 CSVLedger.append(String(index + 1), to: &buffer.bytes)
                 buffer.bytes.append(comma)
-                CSVLedger.append(issue.field, to: &buffer.bytes)
+                CSVLedger.append(VisibleText.shown(issue.field), to: &buffer.bytes)
                 buffer.bytes.append(comma)
                 CSVLedger.append(VisibleText.shown(masking.quotedValues(in: issue.reason, field: issue.field)), to: &buffer.bytes)
                 buffer.bytes.append(0x0A)
