@@ -672,6 +672,27 @@ import IdPipeTestSupport
         }
     }
 
+    /// A missing version, name or source, or a bad name, is given with the rest of the file's problems; a version this
+    /// idpipe does not read ends the reading, with the unknown keys beside it.
+    @Test func theTopLevelsProblemsAreGivenWithTheRest() {
+        #expect(Self.problemLines("name: bad name!\nsource: {path: a.json, formatt: json}\nselect: {inactive_for_day: 3}\n") == [
+            "p.yaml:1: missing key 'version' (this idpipe reads version 1)",
+            "  p.yaml:1: name: a name is letters, digits, '-' and '_' (it names the output folder)",
+            "  p.yaml:2: source.formatt: unknown key (did you mean 'format'? expected one of: format, mapping, null_values, path, phone_country_code, "
+                + "phone_trunk_prefix, timestamp_format, timestamp_zone)",
+            "  p.yaml:3: select.inactive_for_day: unknown key (did you mean 'inactive_for_days'? expected one of: deletion_grace_days, "
+                + "deletion_requested, disabled, inactive_for_days, protect, providers)",
+            "  (4 problems)"])
+        #expect(Self.problemLines("version: 1\nstages: {delete: {when_not_revocable: shrug}}\n") == [
+            "p.yaml:1: missing key 'name'", "  p.yaml:1: missing key 'source'",
+            "  p.yaml:2: stages.delete.when_not_revocable: 'shrug' is not one of: delete, keep", "  (3 problems)"])
+        #expect(Self.problemLines("version: 2\nname: x\nsource: {path: a.json, formatt: json}\nfoo: 1\n") == [
+            "p.yaml:1: version: version 2 is not supported (this idpipe reads version 1)",
+            "  p.yaml:4: foo: unknown key (expected one of: apply, description, guards, inputs, name, output, report, select, services, source, "
+                + "stages, version)",
+            "  (2 problems)"])
+    }
+
     /// Every bad value of a section, a stage or a service is given, not only its first, and a section with one is not
     /// taken: the checks across sections add nothing of their own about it.
     @Test func everyBadValueOfASectionIsGiven() {

@@ -29,7 +29,7 @@ extension PipelineDefinition {
             do {
                 return try decode(ConfigNode(node: root, path: "", file: file, problems: problems))
             } catch let error as PipelineFileError {
-                // With the unknown keys read past before a problem that stopped the file (a missing name, a bad version).
+                // With the unknown keys read past before a problem that stopped the file (a version this idpipe does not read).
                 var first = error
                 first.others = []
                 var all = [first] + error.others
@@ -97,19 +97,33 @@ extension PipelineDefinition {
 
     private static func decode(_ root: ConfigNode) throws -> PipelineDefinition {
         let top = try root.mapping(allowed: ["version", "name", "description", "source", "inputs", "select", "stages", "guards", "report", "output", "services", "apply"])
-        guard let versionNode = top["version"] else { throw root.error("missing key 'version' (this idpipe reads version 1)") }
-        // Digits beyond any number are a version this idpipe does not read, as 2 is.
-        if let text = versionNode.node.scalar?.string, text.count > 1, text.allSatisfy({ $0.isASCII && $0.isNumber }), Int(text) == nil {
-            throw versionNode.error("version \(text) is not supported (this idpipe reads version 1)")
+        // A version this idpipe does not read ends the reading: its keys may mean other things. One not given is read as
+        // version 1, for the rest of the file's problems to be given with it.
+        var version = 1
+        if let versionNode = top["version"] {
+            // Digits beyond any number are a version this idpipe does not read, as 2 is.
+            if let text = versionNode.node.scalar?.string, text.count > 1, text.allSatisfy({ $0.isASCII && $0.isNumber }), Int(text) == nil {
+                throw versionNode.error("version \(text) is not supported (this idpipe reads version 1)")
+            }
+            version = try versionNode.int()
+            guard version == 1 else { throw versionNode.error("version \(version) is not supported (this idpipe reads version 1)") }
+        } else {
+            root.tell("missing key 'version' (this idpipe reads version 1)")
         }
-        let version = try versionNode.int()
-        guard version == 1 else { throw versionNode.error("version \(version) is not supported (this idpipe reads version 1)") }
-        guard let nameNode = top["name"] else { throw root.error("missing key 'name'") }
-        let name = try nameNode.string()
-        guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
-            throw nameNode.error("a name is letters, digits, '-' and '_' (it names the output folder)")
-        }
-        guard let sourceNode = top["source"] else { throw root.error("missing key 'source'") }
+        let name = top["name"].map { nameNode in
+            nameNode.value { node in
+                let name = try node.string()
+                guard !name.isEmpty, name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" }) else {
+                    throw node.error("a name is letters, digits, '-' and '_' (it names the output folder)")
+                }
+                return name
+            }
+        } ?? {
+            root.tell("missing key 'name'")
+            return nil
+        }()
+        let sourceNode = top["source"]
+        if sourceNode == nil { root.tell("missing key 'source'") }
         // Each section is read whatever another's problem, and the problems are given together, in line order: one at
         // a time, a file took one validate per mistake. (Within a section, every unknown key and every bad value are
         // given: `ConfigNode.mapping` and `value` tell them to `root.problems`, and read on. A problem that leaves
@@ -125,7 +139,7 @@ extension PipelineDefinition {
         }
         let stages = try read { try top["stages"].map(decodeStages) ?? StagesConfig() }
         let selection = try read { try top["select"].map(decodeSelection) ?? SelectionConfig() }
-        let source = try read { try decodeSource(sourceNode) }
+        let source = try sourceNode.flatMap { node in try read { try decodeSource(node) } }
         let inputs = try read { try top["inputs"].map(decodeInputs) ?? InputsConfig() }
         let description = try read { try top["description"]?.string() }
         let guards = try read { try top["guards"].map(decodeGuards) ?? GuardsConfig() }
@@ -149,10 +163,10 @@ extension PipelineDefinition {
         if let stages, let selection, stages.revoke != nil || stages.delete != nil, !selection.selectsAnything {
             problems.append((top["select"] ?? root).error("the revoke and delete stages need a 'select' rule (deletion_requested, disabled or inactive_for_days)"))
         }
-        if let source, let stages, source.phoneDefault != nil, !stages.normalize, let code = sourceNode.child("phone_country_code") {
+        if let source, let stages, source.phoneDefault != nil, !stages.normalize, let code = sourceNode?.child("phone_country_code") {
             problems.append(code.error("is read by the normalize stage, which stages.normalize turns off"))
         }
-        if let source, source.format == .identityToolkit, top["services"]?.node.mapping?["google"] == nil {
+        if let source, let sourceNode, source.format == .identityToolkit, top["services"]?.node.mapping?["google"] == nil {
             problems.append(sourceNode.error("format identity-toolkit reads the live API: add services.google (project_id, credentials)"))
         }
         // A rule whose input is missing does nothing, and the plan said so only as "no configured source has a name".
@@ -164,7 +178,7 @@ extension PipelineDefinition {
             problems.append((top["select"]?.child("deletion_requested") ?? root)
                 .error("deletion_requested reads inputs.deletion_requests, which the pipeline does not give"))
         }
-        guard problems.isEmpty, root.problems.problems.isEmpty, let stages, let selection, let source, let inputs, let description,
+        guard problems.isEmpty, root.problems.problems.isEmpty, let name, let stages, let selection, let source, let inputs, let description,
               let guards, let report, let output, let services, let apply else {
             let found = problems + root.problems.problems
             throw PipelineFileError.together(found.isEmpty ? [root.error("could not be read")] : found)
