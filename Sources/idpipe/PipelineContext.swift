@@ -46,6 +46,13 @@ struct PipelineContext {
 
     var sourcePath: String { resolve(definition.source.path) }
 
+    /// Whether a plan of this pipeline sets its services up (and stops when they cannot be): to read the live API, or
+    /// to count the data its deletions would remove.
+    var planUsesServices: Bool {
+        definition.source.format == .identityToolkit
+            || definition.services.google != nil && definition.stages.delete?.pathKinds.isEmpty == false
+    }
+
     /// The side inputs by role and resolved path.
     var sideInputPaths: [(String, String)] {
         InputsConfig.roles.compactMap { role, key in definition.inputs[keyPath: key].map { (role, resolve($0)) } }

@@ -92,9 +92,8 @@ struct PlanExecution {
         // will use them: the live source, the data counts (`countData`), an apply that follows. A key file's path mistyped
         // failed the plan once recorded, as its data were to be counted, and the pipeline file, corrected, was then
         // refused as a change to the finished plan. Only the live source uses them in the plan itself.
-        let counts = definition.services.google != nil && definition.stages.delete?.pathKinds.isEmpty == false
         var services: Services?
-        if live || counts || applyRequested {
+        if context.planUsesServices || applyRequested {
             services = try Services(context, logger: logger)
         } else if definition.services != ServicesConfig() {
             // A dry run that does not use them still says what its apply will meet (the plan would be made again, as a

@@ -14,8 +14,9 @@ struct Validate: ParsableCommand {
             not one given as a stream, which a read would use up), and the key and secret files its services name \
             (nothing is sent); says which inputs are missing or are folders, and warns when the services could not be \
             set up here (a key file that cannot be read, no GOOGLE_APPLICATION_CREDENTIALS). Exit code 2 when the file is \
-            invalid or an input could not be read. The export itself is not read, but for a table's header row, checked \
-            against the mapping.
+            invalid, an input could not be read, or the services could not be set up for a plan that uses them (the live \
+            API as its source, or data paths to count). The export itself is not read, but for a table's header row, \
+            checked against the mapping.
             With --check-services it also signs in to each configured service without changing anything \
             (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
             Facebook: an app access token; Firestore, the Realtime Database and Storage: a read of the configured paths \
@@ -49,10 +50,12 @@ struct Validate: ParsableCommand {
         switch Result(catching: { try Services(context, retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.2), logger: Logger(label: "idpipe")) }) {
         case .failure(let error) where checkServices:
             throw fail("\(error)")
+        case .failure(let error) where context.planUsesServices:
+            // A plan here would stop at the same place.
+            throw fail("\(pipeline): the file itself is well formed, but plan would stop here setting up the services it reads "
+                + "\(context.definition.source.format == .identityToolkit ? "the accounts" : "the data to delete") with: \(error)")
         case .failure(let error):
-            let d = context.definition
-            let who = d.source.format == .identityToolkit || d.stages.delete?.pathKinds.isEmpty == false ? "plan and apply" : "apply"
-            Console.error("idpipe: warning: \(who) could not set up the services here: \(error)")
+            Console.error("idpipe: warning: apply could not set up the services here: \(error)")
         case .success(let services):
             defer { services.shutdown() }
             // The import's signer key, read as apply reads it (where the key is kept, apply runs).

@@ -186,13 +186,20 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(failedCode == 2 && failedOutput.contains("FAILED: data webhook: ") && failedOutput.contains("ok: google"), "\(failedOutput)")
         #expect(failedOutput.contains("FAILED: apple: ") && failedOutput.contains("HTTP 404 with no OAuth error code in the body"), "\(failedOutput)")
         #expect(failedOutput.contains("FAILED: firestore: ") && failedOutput.contains("ok: storage: "), "\(failedOutput)")
-        // A key file that is not there: plain validate warns (with no request sent), where it said "valid" only.
+        // A key file that is not there: the sample cleanup counts its data paths in the plan, which would stop there, and
+        // so does validate (with no request sent), where it said "valid" only.
         let missingKey = try text.replacing(/private_key: \S+/, with: "private_key: keys/not-there.p8")
         try missingKey.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
         let (keyCode, keyOutput) = try Binary.run(["validate", pipeline])
-        // The sample cleanup counts its data paths in the plan: both are named.
-        #expect(keyCode == 0 && keyOutput.contains("idpipe: warning: plan and apply could not set up the services here: ")
+        #expect(keyCode == 2 && keyOutput.contains("plan would stop here setting up the services it reads the data to delete with: ")
             && keyOutput.contains("services.apple.private_key: cannot read ") && keyOutput.contains("not-there.p8"), "\(keyOutput)")
+        #expect(try Binary.run(["plan", pipeline, "--out", Binary.temporaryDirectory(), "--as-of", asOf]).0 == 2)
+        // Without data paths to count, only apply uses the services: a warning, and "valid".
+        let noPaths = try missingKey.replacing(/\n    firestore:[\s\S]*?\n    accounts: true/, with: "\n    accounts: true")
+        try noPaths.write(toFile: Binary.root.appendingPathComponent(pipeline).path, atomically: true, encoding: .utf8)
+        let (applyOnlyCode, applyOnlyOutput) = try Binary.run(["validate", pipeline])
+        #expect(applyOnlyCode == 0 && applyOnlyOutput.contains("idpipe: warning: apply could not set up the services here: ")
+            && applyOnlyOutput.contains("not-there.p8") && applyOnlyOutput.contains(": valid"), "\(applyOnlyOutput)")
         #expect(try sandbox.ledger().isEmpty)
     }
 
