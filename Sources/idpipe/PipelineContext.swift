@@ -238,8 +238,8 @@ struct PipelineContext {
         if d.selection.deletionRequested {
             rules.append("deletion requested" + (d.selection.deletionGraceDays.map { " (acted on \(Console.count($0, "day")) after the request)" } ?? ""))
         }
-        if d.selection.disabled { rules.append("disabled") }
-        if let days = d.selection.inactiveForDays { rules.append("no sign-in for \(days) days") }
+        let retention = [d.selection.disabled ? "disabled" : nil, d.selection.inactiveForDays.map { "no sign-in for \($0) days" }].compactMap { $0 }
+        if d.selection.retentionMatch == .all { rules.append(retention.joined(separator: " and ")) } else { rules += retention }
         if !rules.isEmpty {
             var line = "select: " + rules.joined(separator: " or ")
             if !d.selection.providers.isEmpty { line += ", linked to " + d.selection.providers.joined(separator: " or ") }

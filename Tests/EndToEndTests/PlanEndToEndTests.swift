@@ -718,6 +718,32 @@ struct Binary {
         }
     }
 
+    /// The sample cleanup's commented retention rule, on: with `retention_match: all`, one account of the samples is
+    /// selected as disabled and unused (and the guard, at 10 %, holds); with `any`, every disabled or unused account is,
+    /// and the guard stops the plan. validate says which.
+    @Test func retentionRulesTogetherSelectOnlyTheAccountsThatMeetBoth() throws {
+        let rules = "  # disabled: true\n  # inactive_for_days: 730\n  # retention_match: all "
+        #expect(try String(contentsOfFile: Binary.root.appendingPathComponent("Pipelines/cleanup-deleted-accounts.yaml").path, encoding: .utf8)
+            .contains(rules))
+        var selected: [String: [String]] = [:]
+        for match in ["all", "any"] {
+            let pipeline = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: rules,
+                                                      with: "  disabled: true\n  inactive_for_days: 730\n  retention_match: \(match) ")
+            defer { Binary.removeVariant(pipeline) }
+            let (_, validated) = try Binary.run(["validate", pipeline])
+            let rule = match == "all" ? "disabled and no sign-in for 730 days" : "disabled or no sign-in for 730 days"
+            #expect(validated.contains("select: deletion requested or \(rule);"), "\(validated)")
+            let out = Binary.temporaryDirectory()
+            let (code, output) = try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf])
+            #expect(code == (match == "all" ? 1 : 3), "\(output)")
+            let plan = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: out + "/plan.json"))) as? [String: Any]
+            let accounts = plan?["accounts"] as? [[String: Any]] ?? []
+            selected[match] = accounts.filter { $0["selection"] as? String == "selected" }.compactMap { $0["selectionDetail"] as? String }
+        }
+        #expect(selected["all"]?.filter { $0 != "deletion requested" } == ["disabled, inactive"], "\(selected)")
+        #expect((selected["any"]?.filter { $0 == "disabled" || $0 == "inactive" }.count ?? 0) > 10, "\(selected)")
+    }
+
     /// quarantine.csv, for whoever `cat`s it, writes a control character in the input's path as its code.
     @Test func aControlCharacterInTheInputsPathIsShownAsItsCode() throws {
         let folder = Binary.temporaryDirectory() + "/in\u{1B}[2Jput"

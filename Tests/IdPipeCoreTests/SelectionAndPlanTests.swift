@@ -96,6 +96,26 @@ import IdPipeTestSupport
                 == .selected(expected.isSelected ? [.deletionRequested, .disabled] : .disabled))
     }
 
+    /// `retention_match: all`: disabled and unused for 730 days at once, not either; a deletion request still selects
+    /// on its own, and the protections and the provider filter still apply.
+    @Test(arguments: [
+        ("disabled only", Account(localId: "c", lastSignedInAt: recent, disabled: true), false, SelectionOutcome.notSelected),
+        ("unused only", Account(localId: "d", lastSignedInAt: old), false, .notSelected),
+        ("disabled and unused", Account(localId: "e", lastSignedInAt: old, disabled: true), false, .selected([.disabled, .inactive])),
+        ("disabled, never signed in, created long ago", Account(localId: "e2", createdAt: old, disabled: true), false, .selected([.disabled, .inactive])),
+        ("disabled, with times of 0 only", Account(localId: "e3", lastSignedInAt: 0, createdAt: 0, disabled: true), false, .notSelected),
+        ("a request alone", Account(localId: "f", lastSignedInAt: recent), true, .selected(.deletionRequested)),
+        ("a request, and disabled only", Account(localId: "g", lastSignedInAt: recent, disabled: true), true, .selected(.deletionRequested)),
+        ("a request, disabled and unused", Account(localId: "h", lastSignedInAt: old, disabled: true), true, .selected([.deletionRequested, .disabled, .inactive])),
+        ("protected", Account(localId: "vip", lastSignedInAt: old, disabled: true), false, .protected([.disabled, .inactive], why: "protected account id")),
+    ])
+    func retentionRulesMatchedTogether(_ what: String, account: Account, requested: Bool, expected: SelectionOutcome) {
+        var config = Self.selector(providers: []).config
+        config.retentionMatch = .all
+        let request = requested ? DeletionRequest(requestedAt: Self.asOf - Self.day, source: "app") : nil
+        #expect(Selector(config: config, asOf: Self.asOf).select(account, deletionRequest: request) == expected, "\(what)")
+    }
+
     /// A pipeline that does not select by request still names the accounts whose owners asked, and says why.
     @Test func aRequestThePipelineDoesNotSelectBySaysSo() {
         var config = SelectionConfig()
@@ -672,6 +692,20 @@ import IdPipeTestSupport
         }
     }
 
+    /// `select.retention_match` takes any or all, and all needs both retention rules, disabled true.
+    @Test func retentionMatchIsReadAndChecked() throws {
+        let base = "version: 1\nname: x\nsource: {path: a.json}\nselect:\n"
+        let both = try PipelineDefinition.parse(yaml: base + "  disabled: true\n  inactive_for_days: 730\n  retention_match: all\n", file: "p.yaml")
+        #expect(both.selection.retentionMatch == .all)
+        #expect(try PipelineDefinition.parse(yaml: base + "  disabled: true\n", file: "p.yaml").selection.retentionMatch == .any)
+        #expect(Self.problemLines(base + "  inactive_for_days: 730\n  retention_match: all\n") == [
+            "p.yaml:6: select.retention_match: all combines disabled and inactive_for_days: give both (an account is then selected when it is "
+                + "disabled and unused)"])
+        #expect(Self.problemLines(base + "  disabled: false\n  inactive_for_days: 730\n  retention_match: all\n") == [
+            "p.yaml:7: select.retention_match: all combines disabled and inactive_for_days, and disabled is false: no account would meet both"])
+        #expect(Self.problemLines(base + "  disabled: true\n  retention_match: both\n") == ["p.yaml:6: select.retention_match: 'both' is not one of: any, all"])
+    }
+
     /// A missing version, name or source, or a bad name, is given with the rest of the file's problems; a version this
     /// idpipe does not read ends the reading, with the unknown keys beside it.
     @Test func theTopLevelsProblemsAreGivenWithTheRest() {
@@ -681,7 +715,7 @@ import IdPipeTestSupport
             "  p.yaml:2: source.formatt: unknown key (did you mean 'format'? expected one of: format, mapping, null_values, path, phone_country_code, "
                 + "phone_trunk_prefix, timestamp_format, timestamp_zone)",
             "  p.yaml:3: select.inactive_for_day: unknown key (did you mean 'inactive_for_days'? expected one of: deletion_grace_days, "
-                + "deletion_requested, disabled, inactive_for_days, protect, providers)",
+                + "deletion_requested, disabled, inactive_for_days, protect, providers, retention_match)",
             "  (4 problems)"])
         #expect(Self.problemLines("version: 1\nstages: {delete: {when_not_revocable: shrug}}\n") == [
             "p.yaml:1: missing key 'name'", "  p.yaml:1: missing key 'source'",
@@ -798,7 +832,7 @@ import IdPipeTestSupport
                 "  p.yaml:4: source.formt: unknown key (did you mean 'format'? expected one of: format, mapping, null_values, path, "
                     + "phone_country_code, phone_trunk_prefix, timestamp_format, timestamp_zone)",
                 "  p.yaml:5: select.inactve_for_days: unknown key (did you mean 'inactive_for_days'? expected one of: deletion_grace_days, "
-                    + "deletion_requested, disabled, inactive_for_days, protect, providers)",
+                    + "deletion_requested, disabled, inactive_for_days, protect, providers, retention_match)",
                 "  p.yaml:5: select.disabled: expected true or false, found 'maybe'",
                 "  p.yaml:7: stages.normalise: unknown key (did you mean 'normalize'? expected one of: backfill_names, delete, detect_relay, "
                     + "import, normalize, revoke)",

@@ -349,7 +349,8 @@ extension PipelineDefinition {
     }
 
     private static func decodeSelection(_ node: ConfigNode) throws -> SelectionConfig {
-        let keys = try node.mapping(allowed: ["deletion_requested", "deletion_grace_days", "disabled", "inactive_for_days", "providers", "protect"])
+        let keys = try node.mapping(allowed: ["deletion_requested", "deletion_grace_days", "disabled", "inactive_for_days", "retention_match",
+                                              "providers", "protect"])
         var selection = SelectionConfig()
         // Nil when not given; nil inside when its value is bad (told already).
         let requested = keys["deletion_requested"].map { node in node.value { try $0.bool() } }
@@ -361,6 +362,15 @@ extension PipelineDefinition {
         }
         selection.disabled = keys["disabled"]?.value { try $0.bool() } ?? false
         selection.inactiveForDays = keys["inactive_for_days"]?.value { try $0.int(minimum: 1, maximum: 36_500, why: " (100 years)") }
+        if let match = keys["retention_match"], let value = match.value({ try $0.oneOf(RetentionMatch.self) }) {
+            selection.retentionMatch = value
+            // With one rule, `all` would read as a narrower selection than it is.
+            if value == .all && (keys["disabled"] == nil || keys["inactive_for_days"] == nil) {
+                match.tell("all combines disabled and inactive_for_days: give both (an account is then selected when it is disabled and unused)")
+            } else if value == .all, let disabled = keys["disabled"], (try? disabled.bool()) == false {
+                match.tell("all combines disabled and inactive_for_days, and disabled is false: no account would meet both")
+            }
+        }
         if let providers = keys["providers"], let items = providers.value({ try $0.list() }) {
             // An empty list would read as "no filter": every account selected, whatever it is linked to.
             if items.isEmpty { providers.tell("is empty: name the providers to act on, or leave the key out") }

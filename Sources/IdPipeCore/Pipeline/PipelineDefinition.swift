@@ -151,6 +151,9 @@ public struct SelectionConfig: Sendable, Equatable {
     public var deletionGraceDays: Int?
     public var disabled = false
     public var inactiveForDays: Int?
+    /// How the retention rules (`disabled`, `inactive_for_days`) combine: either selects, or only both at once. A
+    /// deletion request selects on its own either way.
+    public var retentionMatch = RetentionMatch.any
     /// Only accounts linked to at least one of these providers (empty: no filter).
     public var providers: [String] = []
     public var protectedIds: [String] = []
@@ -162,6 +165,11 @@ public struct SelectionConfig: Sendable, Equatable {
     public func requestsHonouredUntil(asOf: Int64) -> Int64 {
         asOf - Int64(deletionGraceDays ?? 0) * 86_400_000
     }
+}
+
+/// `select.retention_match`: whether an account must meet one retention rule or all of them to be selected.
+public enum RetentionMatch: String, Sendable, Equatable, CaseIterable {
+    case any, all
 }
 
 public enum NameSource: Sendable, Equatable, CustomStringConvertible {

@@ -110,14 +110,16 @@ public struct Selector: Sendable {
     /// Which rules match an account with these facts (before the provider filter and the protections). An account is
     /// inactive by the later of its last sign-in and its creation (an import can leave a sign-in older than the
     /// account), and a time of 0 is no time: an account is never taken for inactive on a value that says nothing.
+    /// With `retention_match: all`, the retention rules match only together.
     func reasons(deletionRequested: Bool, disabled: Bool, lastSignedInAt: Int64?, createdAt: Int64?) -> SelectionReasons {
-        var reasons: SelectionReasons = []
-        if config.deletionRequested && deletionRequested { reasons.insert(.deletionRequested) }
-        if config.disabled && disabled { reasons.insert(.disabled) }
+        var retention: SelectionReasons = []
+        if config.disabled && disabled { retention.insert(.disabled) }
         if let inactiveBefore {
             let last = max(lastSignedInAt ?? 0, createdAt ?? 0)
-            if last > 0 && last < inactiveBefore { reasons.insert(.inactive) }
+            if last > 0 && last < inactiveBefore { retention.insert(.inactive) }
         }
-        return reasons
+        if config.retentionMatch == .all && retention != [.disabled, .inactive] { retention = [] }
+        if config.deletionRequested && deletionRequested { retention.insert(.deletionRequested) }
+        return retention
     }
 }
