@@ -322,13 +322,18 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
                 Console.out("The plan had been recorded but stopped before its end"
                     + (countLeft ? ", its count of the data to delete unfinished: the count was finished, and its reports" : ": its reports")
                     + "\(context.definition.output.importJSON == nil ? " were" : " and import file were") written now.")
-            } else if applyStarted {
-                Console.out("The state store holds a plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)), that apply has \(outcome.run.status == .applied ? "carried out" : "started on"); "
-                    + "its reports are left as they were reviewed, and report.md says what apply did. To plan afresh (a scheduled run, say), give a new "
-                    + "state store: --state, or --out when --state is not given.")
             } else {
-                Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "
-                    + "again. To plan afresh (a scheduled run, say), give a new state store: --state, or --out when --state is not given.")
+                // resume takes no state store of its own choosing: the advice is plan's (or run's).
+                let afresh = " To plan afresh (a scheduled run, say), " + (command == "resume"
+                    ? "plan into a new state store: idpipe plan with --state, or --out."
+                    : "give a new state store: --state, or --out when --state is not given.")
+                if applyStarted {
+                    Console.out("The state store holds a plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)), that apply has \(outcome.run.status == .applied ? "carried out" : "started on"); "
+                        + "its reports are left as they were reviewed, and report.md says what apply did." + afresh)
+                } else {
+                    Console.out("The state store already holds a finished plan, as of \(Timestamp.formatRFC3339(outcome.run.asOf)); the reports were written "
+                        + "again." + afresh)
+                }
             }
         }
         if outcome.resumed { Console.out("Resumed an interrupted plan.") }

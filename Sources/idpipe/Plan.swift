@@ -189,6 +189,7 @@ struct PlanExecution {
         run.reportFolder = absolutePath(out)
         run.listLimit = definition.report.listLimit
         run.importTarget = definition.importTargetDescription
+        run.dataUncountable = definition.stages.delete?.pathKinds.isEmpty == false && definition.services.google == nil ? true : nil
         run.importExistingAccounts = definition.stages.importAccounts?.existingAccounts.rawValue
         run.revealPersonalData = reveal || definition.report.revealPersonalData || existing?.revealPersonalData == true ? true : nil
         run.guardLimits = definition.guards.limits

@@ -180,7 +180,14 @@ struct Binary {
         #expect(report.contains("•••@privaterelay.appleid.com"))
         // The sample has no services to count its data paths with: plan.json says so per kind, as plan.md does (it
         // said "counted": 0 and "notCounted": [], which read as a complete count).
-        #expect(report.contains("**30 path deletions are not counted yet**"), "\(report)")
+        // It says what to do first, and no resume (which would not count them either), nor an empty table of paths.
+        #expect(report.contains("## Data to delete\n\n**Not counted: the pipeline has no `services.google`** to read the configured paths with "
+            + "(nor to delete them), so the 30 path deletions below are not counted and apply refuses this plan. Add `services.google`"), "\(report)")
+        #expect(!report.contains("idpipe resume") && !report.contains("| action | path | would delete |"), "\(report)")
+        // resume says how to plan afresh with plan's options, not its own.
+        let (_, resumed) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
+        #expect(resumed.contains("data: not counted: the pipeline has no services.google") && resumed.contains("plan into a new state store: idpipe plan with"),
+                "\(resumed)")
         // status says apply would refuse the plan, and why nothing can count it (it said "planned" alone).
         let (_, status) = try Binary.run(["status", "--state", out + "/state.sqlite"])
         #expect(status.contains("status: planned\ndata: 30 path deletions not counted; apply refuses the plan until they are (the pipeline has "

@@ -190,7 +190,7 @@ public struct MarkdownReport {
         }
 
         let data = try source.dataSummary(limit: listLimit)
-        if let data { dataSection(&out, data, applied: applied != nil, stoppedByGuard: run.guardVerdict != nil) }
+        if let data { dataSection(&out, data, applied: applied != nil, stoppedByGuard: run.guardVerdict != nil, uncountable: run.dataUncountable == true) }
 
         if let applied { outcomes(&out, applied) }
 
@@ -243,10 +243,18 @@ public struct MarkdownReport {
 
     /// The blast radius of the configured data paths, counted by reading them during the dry run, and (after apply)
     /// what was deleted.
-    private func dataSection(_ out: inout some TextOutputStream, _ data: DataSummary, applied: Bool, stoppedByGuard: Bool) {
+    private func dataSection(_ out: inout some TextOutputStream, _ data: DataSummary, applied: Bool, stoppedByGuard: Bool, uncountable: Bool) {
         section(&out, "Data to delete")
-        out.write("Counted during the dry run by reading each configured path of each account whose deletion is planned (nothing was changed by counting).")
-        out.write(applied ? " \"deleted\" is what apply removed; a repeat after an interruption counts only what was left.\n\n" : "\n\n")
+        let uncounted = data.kinds.reduce(0) { $0 + $1.uncounted }
+        if uncountable && uncounted > 0 && !stoppedByGuard {
+            // Said first: the counts below are all zero, and a resume would not count them either.
+            out.write("**Not counted: the pipeline has no `services.google`** to read the configured paths with (nor to delete them), so "
+                + "the \(uncounted) path deletions below are not counted and apply refuses this plan. Add `services.google` to the "
+                + "pipeline file and plan again into a new state store.\n\n")
+        } else {
+            out.write("Counted during the dry run by reading each configured path of each account whose deletion is planned (nothing was changed by counting).")
+            out.write(applied ? " \"deleted\" is what apply removed; a repeat after an interruption counts only what was left.\n\n" : "\n\n")
+        }
         var header = ["action", "what", "accounts", "counted", "would delete"]
         if applied { header += ["done", "deleted"] }
         table(&out, header, data.kinds.map { kind in
@@ -256,17 +264,20 @@ public struct MarkdownReport {
             if applied { row += ["\(kind.done)", "\(kind.deleted)"] }
             return row
         })
-        out.write("\n")
-        table(&out, ["action", "path", "would delete"], data.kinds.flatMap { kind in
-            kind.perPath.map { ["`\(kind.kind.rawValue)`", Self.code($0.template), "\($0.count) \(kind.unit)"] }
-        })
-        let uncounted = data.kinds.reduce(0) { $0 + $1.uncounted }
-        if uncounted > 0 && stoppedByGuard {
+        // A table of no rows (nothing counted yet) read as a report cut short.
+        let perPath = data.kinds.flatMap { kind in kind.perPath.map { ["`\(kind.kind.rawValue)`", Self.code($0.template), "\($0.count) \(kind.unit)"] } }
+        if !perPath.isEmpty {
+            out.write("\n")
+            table(&out, ["action", "path", "would delete"], perPath)
+        }
+        if uncounted > 0 && uncountable && !stoppedByGuard {
+            // Said above.
+        } else if uncounted > 0 && stoppedByGuard {
             out.write("\n**\(uncounted) path deletions are not counted**: a guard stopped the plan before counting, and it cannot be "
                 + "applied (see above).\n")
         } else if uncounted > 0 {
-            out.write("\n**\(uncounted) path deletions are not counted yet**: the pipeline has no `services.google` to read them with, "
-                + "or counting was interrupted (`idpipe resume` finishes it). Apply refuses until they are counted.\n")
+            out.write("\n**\(uncounted) path deletions are not counted yet**: counting was interrupted, or gave up (`idpipe resume` "
+                + "finishes it). Apply refuses until they are counted.\n")
         }
         if !data.notCounted.isEmpty {
             out.write("\n### Not counted, and why\n\n")

@@ -67,6 +67,9 @@ public struct RunRecord: Sendable, Equatable, Codable {
     /// What the plan took for granted about the source's values (`SourceConfig.assumptions`): a time without a zone read in
     /// one, a phone number completed with a country code; nil when nothing (or in a store planned before it was kept).
     public var sourceAssumptions: String?
+    /// True when the pipeline deletes data paths and has no `services.google` to count them with: the reports say to
+    /// add it rather than to resume (nil otherwise, or in a store planned before it was kept).
+    public var dataUncountable: Bool?
     /// The idpipe that started the plan (`IdPipeVersion.text`; nil in a store planned before it was kept). Another
     /// version does not resume it: the batches it read would be planned by one and the rest by the other.
     public var idpipeVersion: String?
