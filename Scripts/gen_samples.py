@@ -2,7 +2,7 @@
 """Deterministic generator of synthetic Firebase Authentication account sets for idpipe.
 
 Writes files in the exact layout of `firebase auth:export` (JSON and/or the header-less
-52-column CSV, see docs PROTOCOLS.md section 1) plus, optionally, the side inputs that the
+52-column CSV; Samples/README.md describes both) plus, optionally, the side inputs that the
 pipeline reads (legacy names, deletion requests, stored tokens, a legacy user table).
 
     python3 Scripts/gen_samples.py --accounts N --seed S --out-dir DIR \
