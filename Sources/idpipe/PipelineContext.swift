@@ -200,10 +200,13 @@ struct PipelineContext {
     func servicesApplyNeeds() -> [String] {
         let d = definition, services = d.services
         var missing: [String] = []
-        let changesAccounts = d.stages.backfillNames != nil || d.stages.revoke?.firebaseSessions == true || d.stages.delete?.accounts == true
-            || d.stages.delete?.pathKinds.isEmpty == false
-        if changesAccounts && services.google == nil {
-            missing.append("services.google (name updates, session ends, account deletions and the data paths)")
+        // What this pipeline would have Google do, by name.
+        let uses = [d.stages.backfillNames != nil ? "name updates" : nil, d.stages.revoke?.firebaseSessions == true ? "session ends" : nil,
+                    d.stages.delete?.accounts == true ? "account deletions" : nil, d.stages.delete?.pathKinds.isEmpty == false ? "the data paths" : nil]
+            .compactMap { $0 }
+        if !uses.isEmpty && services.google == nil {
+            let listed = uses.count == 1 ? uses[0] : uses.dropLast().joined(separator: ", ") + " and " + uses[uses.count - 1]
+            missing.append("services.google (\(listed))")
         }
         if d.stages.revoke?.apple == true && services.apple == nil { missing.append("services.apple (Apple revocations)") }
         if d.stages.revoke?.facebook == true && services.facebook == nil { missing.append("services.facebook (Facebook revocations)") }

@@ -1614,8 +1614,12 @@ struct Binary {
         #expect(validOutput.contains("guards: at most 100 deletions"), "\(validOutput)")
         // The services apply needs and the pipeline lacks (the sample has none): validate said "valid", and apply refused.
         #expect(validOutput.contains("warning: apply needs services the pipeline does not configure (its plan is made and can be reviewed "
-            + "all the same): services.google (name updates, session ends, account deletions and the data paths), services.apple "
+            + "all the same): services.google (session ends, account deletions and the data paths), services.apple "
             + "(Apple revocations), services.facebook (Facebook revocations)"), "\(validOutput)")
+        // Each names what its own pipeline would have Google do.
+        let (_, backfill) = try Binary.run(["validate", "Pipelines/backfill-apple-names.yaml"])
+        #expect(backfill.contains("services the pipeline does not configure (its plan is made and can be reviewed all the same): "
+            + "services.google (name updates)\n"), "\(backfill)")
         let unguarded = try Binary.pipelineVariant("cleanup-deleted-accounts.yaml", replacing: "guards:\n  max_deletions: 100\n  max_deletion_share: 0.10\n", with: "")
         defer { Binary.removeVariant(unguarded) }
         let (_, unguardedOutput) = try Binary.run(["validate", unguarded])
