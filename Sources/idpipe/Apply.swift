@@ -240,8 +240,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         if FileInfo.kind(context.path) == .stream {
             throw CommandError("\(context.path): the pipeline file is a pipe; resume and apply read it again from its path, so save it to a file first")
         }
-        try makeDirectory(out)
-        try makeDirectory(folder(of: statePath))
+        try makeWritableFolder(out, purpose: "the plan writes its reports there (--out)")
+        if folder(of: statePath) != out { try makeWritableFolder(folder(of: statePath), purpose: "the state store goes there (--state)") }
         let importFile = context.definition.output.importJSON.map { ["\(out)/\($0)"] } ?? []
         try refuseImportFileOverOutputs(importFile.first, out: out, statePath: statePath, pipeline: context.path)
         try context.refuseOutputsOverInputs(ReportWriter.outputs(out: out, stem: "plan") + importFile
@@ -500,7 +500,7 @@ struct ApplyCommand {
         bootstrapLogging(verbose: options.verbose)
         let logger = Logger(label: "idpipe")
         do {
-            try makeDirectory(out)
+            try makeWritableFolder(out, purpose: "\(command) writes its reports there (--out); nothing was sent")
             let lock = try StateLock(statePath: statePath, command: command)
             defer { withExtendedLifetime(lock) {} }
             let store = try StateStore(path: statePath)

@@ -241,6 +241,20 @@ func makeDirectory(_ path: String) throws {
     }
 }
 
+/// Makes the folder `path` (as `makeDirectory`) and checks that a file can be made in it, before a command does anything
+/// it could not report: an apply into a folder it could not write deleted the accounts, then failed on its first report.
+/// `purpose` says what goes there, in the error.
+func makeWritableFolder(_ path: String, purpose: String) throws {
+    try makeDirectory(path)
+    let probe = "\(path)/.idpipe-write-check-\(getpid())"
+    let descriptor = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else {
+        throw CommandError("cannot write in the folder \(path) (\(String(cString: strerror(errno)))): \(purpose)")
+    }
+    close(descriptor)
+    unlink(probe)
+}
+
 func fileExists(_ path: String) -> Bool {
     access(path, F_OK) == 0
 }

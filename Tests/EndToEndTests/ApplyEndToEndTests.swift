@@ -203,6 +203,22 @@ func firstDifference(_ a: String, _ b: String) -> String {
         #expect(try sandbox.ledger().isEmpty)
     }
 
+    /// A report folder apply cannot write in is refused before anything is sent: apply deleted the accounts, then failed
+    /// on its first report. (/sys/kernel: a folder no one, root included, makes files in.) plan refuses it at once too.
+    @Test func aReportFolderApplyCannotWriteInIsRefusedFirst() throws {
+        let (sandbox, pipeline) = try sampleCleanup()
+        defer { withExtendedLifetime(sandbox) { Binary.removeVariant(pipeline) } }
+        let out = Binary.temporaryDirectory()
+        #expect(try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf]).0 == 1)
+        let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--out", "/sys/kernel", "--yes"])
+        #expect(code == 2 && output.contains("cannot write in the folder /sys/kernel (") && output.contains("nothing was sent"), "\(output)")
+        #expect(try sandbox.ledger().isEmpty)
+        #expect(try Binary.run(["status", "--state", out + "/state.sqlite"]).1.contains("status: planned"))
+        let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", "/sys/kernel", "--as-of", asOf])
+        #expect(planCode == 2 && planOutput.contains("cannot write in the folder /sys/kernel (") && planOutput.contains("the plan writes its reports there"),
+                "\(planOutput)")
+    }
+
     /// Two applies of one pipeline at once, from two state stores (two nights' runs that overlapped), are refused: each
     /// deleted the same accounts' data, under webhook keys of its own.
     @Test func twoAppliesOfOnePipelineAtOnceAreRefused() throws {
