@@ -567,9 +567,24 @@ struct ApplyCommand {
             let existing = run.importExistingAccounts.flatMap(ImportConfig.ExistingAccounts.init(rawValue:)) ?? .overwrite
             let importLine = importing?.confirmationLine(into: context.definition.importTargetDescription ?? "", names: open[.updateName]?.open ?? 0,
                                                          existing: existing, duplicateEmails: context.definition.output.allowDuplicateEmails)
+            // Set up (key files read, nothing sent) before the question: a key missing stops the command before it asks.
+            let services = try Services(context, logger: logger)
+            defer { services.shutdown() }
+            // Which run goes to which project, said before anything is sent, asked or not: a --state given for the wrong
+            // store showed only the counts of its actions.
+            let sending = !listed.isEmpty || importLine != nil
+            if sending {
+                let project = services.projectId.map { " to project \($0)" + (context.definition.services.google?.tenantId.map { ", tenant \($0)" } ?? "") } ?? ""
+                Console.out("applying the plan of \(run.pipelineName) (\(context.path)) as of \(Timestamp.formatRFC3339(run.asOf))\(project), "
+                    + "from \(statePath):")
+                if let importLine { Console.out(importLine) }
+                for (kind, states) in listed.sorted(by: { $0.key.order < $1.key.order }) {
+                    Console.out("  \(kind.rawValue): \(states.open) to do")
+                }
+            }
             // Nothing to send (a plan of findings only, or one whose actions are all final): nothing to ask about.
-            if !confirmed && (!listed.isEmpty || importLine != nil) {
-                switch confirm(listed, also: importLine) {
+            if !confirmed && sending {
+                switch confirm() {
                 case .yes: break
                 case .noTerminal:
                     throw fail("nothing was changed: apply changes accounts, and asks first on a terminal; pass --yes to carry out the plan in \(statePath)")
@@ -577,8 +592,6 @@ struct ApplyCommand {
                     throw fail("nothing was changed: the answer was not 'yes'; the plan in \(statePath) stays as it is, for a later apply")
                 }
             }
-            let services = try Services(context, logger: logger)
-            defer { services.shutdown() }
             let effects = services.effects()
             // The signer key is read now: a missing one stops the command before any service is asked.
             let importHash = try services.passwordHash(importing == nil ? nil : context.definition.stages.importAccounts?.passwordHash)
@@ -789,13 +802,9 @@ struct ApplyCommand {
     /// What the operator said to the question before apply; with no terminal to ask on, nothing.
     enum Confirmation { case yes, noTerminal, declined }
 
-    /// Asks on the terminal whether to apply the open actions: only "yes" goes on.
-    func confirm(_ open: [ActionKind: [ActionState: Int]], also: String? = nil) -> Confirmation {
+    /// Asks on the terminal whether to apply the open actions (listed above it): only "yes" goes on.
+    func confirm() -> Confirmation {
         guard isatty(0) == 1 else { return .noTerminal }
-        if let also { Console.out(also) }
-        for (kind, states) in open.sorted(by: { $0.key.order < $1.key.order }) {
-            Console.out("  \(kind.rawValue): \(states.open) to do")
-        }
         Console.writeAll(1, "Apply these actions to the live accounts? Type 'yes': ")
         guard let answer = readLine(), answer.trimmingSpaces == "yes" else { return .declined }
         return .yes

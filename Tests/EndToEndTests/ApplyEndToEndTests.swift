@@ -388,6 +388,9 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let (code, output) = try Binary.run(["run", pipeline, "--yes", "--out", out, "--as-of", asOf, "--verbose"])
         #expect(code == 1, "the samples hold quarantined rows: \(output)")
         #expect(output.contains("0 failed"), "\(output)")
+        // Before anything is sent, even with --yes: which plan goes to which project, and what it does.
+        #expect(output.contains("applying the plan of cleanup-deleted-accounts (\(pipeline)) as of \(asOf) to project demo-idpipe, from ")
+            && output.contains("  delete-account: 10 to do"), "\(output)")
         // The tokens were sent to the sandbox; none shows in the log of every request (--verbose) or any file left.
         try Binary.expectNoToken(try Binary.sampleTokens(), output: output, out: out)
         let rows = try ledgerRows(out + "/state.sqlite")
