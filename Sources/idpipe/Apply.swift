@@ -685,16 +685,16 @@ struct ApplyCommand {
             }
             // After an import, whose line said what it did, only when accounts had actions of their own.
             if importing == nil || progress.accounts > 0 {
-                Console.out("\(ended): \(progress.accounts) accounts, \(progress.actionsDone) actions done, \(progress.actionsFailed) failed, "
-                    + "\(progress.deleted) accounts deleted, in \(formatSeconds(wallClockSeconds() - started))"
-                    + (resent > 0 ? "; \(resent) actions in flight at the last stop were sent again" : "") + ".")
+                Console.out("\(ended): \(Console.count(progress.accounts, "account")), \(Console.count(progress.actionsDone, "action")) done, "
+                    + "\(progress.actionsFailed) failed, \(Console.count(progress.deleted, "account")) deleted, in \(formatSeconds(wallClockSeconds() - started))"
+                    + (resent > 0 ? "; \(Console.count(resent, "action")) in flight at the last stop sent again" : "") + ".")
             }
             let states = sessions > 1 ? try store.actionStates() : [:]
             // (None when the run has no action, only an import: its line said it all.)
             if !states.isEmpty {
                 let total = { (state: ActionState) in states.values.reduce(0) { $0 + ($1[state] ?? 0) } }
-                Console.out("all \(sessions) sessions: \(total(.done)) actions done, \(total(.failed)) failed, "
-                    + "\(states[.deleteAccount]?[.done] ?? 0) accounts deleted.")
+                Console.out("all \(sessions) sessions: \(Console.count(total(.done), "action")) done, \(total(.failed)) failed, "
+                    + "\(Console.count(states[.deleteAccount]?[.done] ?? 0, "account")) deleted.")
             }
             // A migration's accounts are in its import file: "applied" with nothing imported read as a migration done.
             if let output = definition.output.importJSON, definition.stages.importAccounts == nil {
@@ -820,8 +820,8 @@ struct ApplyCommand {
         let task = Task.detached { () async throws -> (ApplyOutcome, Int) in
             let result = try await runner.apply(command: command, onProgress: { progress in
                 let rate = progress.elapsedSeconds > 0 ? Int(Double(progress.actionsDone) / progress.elapsedSeconds) : 0
-                Console.progress("apply: \(progress.accounts) accounts · \(progress.actionsDone) actions done (\(rate)/s) · "
-                    + "\(progress.actionsFailed) failed · \(progress.deleted) deleted")
+                Console.progress("apply: \(Console.count(progress.accounts, "account")) finished · \(Console.count(progress.actionsDone, "action")) "
+                    + "done (\(rate)/s) · \(progress.actionsFailed) failed · \(progress.deleted) deleted")
             }, onImport: { done, total in Console.progress("import: \(done) of \(total) requests done") })
             return (result.outcome, result.resent)
         }
