@@ -10,6 +10,8 @@ public final class StateLock {
     public let path: String
 
     public init(statePath: String, command: String) throws {
+        // A file that is there and is no SQLite database (an export given as --state) gets no lock file made beside it.
+        try Self.refuseIfNotADatabase(statePath)
         path = Self.path(for: statePath)
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StoreError.cannotOpen(path: path, underlying: String(cString: strerror(errno))) }
@@ -24,6 +26,17 @@ public final class StateLock {
     }
 
     static func path(for statePath: String) -> String { statePath + ".lock" }
+
+    /// Throws `StoreError.notADatabase` when `statePath` is a file with bytes that do not start as an SQLite database
+    /// does (a missing or empty file is a store to make).
+    static func refuseIfNotADatabase(_ statePath: String) throws {
+        let fd = open(statePath, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 16)
+        let count = read(fd, &header, 16)
+        if count > 0 && header != Array("SQLite format 3\0".utf8) { throw StoreError.notADatabase(path: statePath) }
+    }
 
     /// Who holds the lock of the store at `statePath` now ("idpipe plan (pid 42)"), or nil when nobody does: a run is
     /// going on, or the store was left by one that stopped. Asked with a shared lock, given back at once; the file is not

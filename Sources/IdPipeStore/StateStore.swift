@@ -35,7 +35,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         } catch let error as StoreError {
             throw error
         } catch {
-            throw StoreError.cannotOpen(path: path, underlying: "\(error)")
+            throw StoreError.opening(path, error)
         }
     }
 
@@ -181,7 +181,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
             queue = try DatabaseQueue(path: path, configuration: configuration)
             file = OpenStoreFiles.open(path)
         } catch {
-            throw StoreError.cannotOpen(path: path, underlying: "\(error)")
+            throw StoreError.opening(path, error)
         }
     }
 
@@ -318,7 +318,16 @@ public enum StoreError: Error, CustomStringConvertible {
     case corrupt(String)
     case locked(path: String, holder: String)
     case notAStateStore(path: String, tables: [String])
+    /// A file that is no SQLite database (an export, a report) given as the state store.
+    case notADatabase(path: String)
     case unsyncedBeforeRestart(path: String)
+
+    /// What opening the store at `path` met: a file that is no database is told as such (SQLite's "file is not a
+    /// database - while executing `PRAGMA synchronous = NORMAL`" named neither the file nor the mistake).
+    static func opening(_ path: String, _ error: any Error) -> StoreError {
+        if let database = error as? DatabaseError, database.resultCode == .SQLITE_NOTADB { return .notADatabase(path: path) }
+        return .cannotOpen(path: path, underlying: "\(error)")
+    }
 
     public var description: String {
         switch self {
@@ -328,6 +337,8 @@ public enum StoreError: Error, CustomStringConvertible {
         case .locked(let path, let holder):
             "the state store \(path) is in use by \(holder); wait for it to finish (or stop it: an interrupted run resumes) before starting another"
         case .cannotOpen(let path, let underlying): "cannot open the state store \(path): \(underlying)"
+        case .notADatabase(let path):
+            "\(path) is not an idpipe state store (not an SQLite database): give --state the state.sqlite a plan wrote"
         case .corrupt(let what): "the state store is damaged: \(what)"
         case .unsyncedBeforeRestart(let path):
             "the state store \(path) holds a plan that was not yet on the disk when the system restarted (a power loss or a "

@@ -749,6 +749,18 @@ final class CountingFingerprint: InputFingerprint {
         #expect(FileManager.default.fileExists(atPath: path))
     }
 
+    /// A file that is no database (an export given as `--state`) is named as such, by the store and by the lock, which
+    /// makes no lock file beside it; the file is left as it was.
+    @Test func aFileThatIsNoDatabaseIsRefusedAsSuch() throws {
+        let path = TemporaryFile.write("{\"users\": [\n]}", name: "accounts.json")
+        let expected = "\(path) is not an idpipe state store (not an SQLite database): give --state the state.sqlite a plan wrote"
+        #expect { try StateStore(path: path) } throws: { "\($0)" == expected }
+        #expect { try StateStore(readingFrom: path) } throws: { "\($0)" == expected }
+        #expect { try StateLock(statePath: path, command: "apply") } throws: { "\($0)" == expected }
+        #expect(!FileManager.default.fileExists(atPath: path + ".lock"))
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == "{\"users\": [\n]}")
+    }
+
     /// Another program's database given as `--state` is refused and left unchanged (before, idpipe's tables were
     /// added to it and its journal switched to WAL); an empty file and idpipe's own store open.
     @Test func anotherProgramsDatabaseIsRefusedUntouched() throws {
