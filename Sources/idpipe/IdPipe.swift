@@ -34,7 +34,12 @@ struct IdPipe: ParsableCommand {
             guard code != .success else { exit(withError: error) }
             // An error's message may quote a service or a file: written through Console, which shows a control character
             // as its code rather than sending it to the terminal.
-            let message = fullMessage(for: error)
+            var message = fullMessage(for: error)
+            // `plan --yes`: the option belongs to the commands that apply; ArgumentParser offered --out.
+            if CommandLine.arguments.dropFirst().first == "plan", message.contains("Unknown option '--yes'") {
+                message += "\nplan is the dry run and applies nothing: `idpipe run PIPELINE.yaml --yes` plans and applies, "
+                    + "`idpipe apply --state DB --yes` applies a reviewed plan."
+            }
             if !message.isEmpty { Console.error(message) }
             exit(withError: code.rawValue == 64 ? Exit.badInput : code)
         }

@@ -1739,6 +1739,10 @@ struct Binary {
         let (full, fullOutput) = try Binary.run(["report", "--state", out + "/state.sqlite", "--format", "json", "--output", "/dev/full"])
         #expect(full == 2, "\(fullOutput)")
         #expect(fullOutput.contains("cannot write /dev/full"))
+        // plan --yes points to the commands that apply (ArgumentParser offered --out).
+        let (yes, yesOutput) = try Binary.run(["plan", "Pipelines/review-relay-accounts.yaml", "--yes"])
+        #expect(yes == 2 && yesOutput.contains("plan is the dry run and applies nothing: `idpipe run PIPELINE.yaml --yes` plans and applies"),
+                "\(yesOutput)")
         // Bad usage is 2 like any other bad input (not ArgumentParser's 64).
         let (usage, usageOutput) = try Binary.run(["plan"])
         #expect(usage == 2)
