@@ -178,6 +178,17 @@ extension StateStore {
         }
     }
 
+    /// How many accounts have an action done and another still open (planned, or sent without an answer): a stop
+    /// between the steps of an account left its data deleted, or a token revoked, and the account still there.
+    public func partlyDoneAccountCount() throws -> Int {
+        try queue.read { db in
+            try Int.fetchOne(db, sql: """
+                SELECT COUNT(*) FROM (SELECT seq FROM action GROUP BY seq
+                  HAVING SUM(state = 'done') > 0 AND SUM(state IN ('planned', 'sent')) > 0)
+                """) ?? 0
+        }
+    }
+
     /// How many actions of each kind are in each state now.
     public func actionStates() throws -> [ActionKind: [ActionState: Int]] {
         try queue.read { db in

@@ -689,6 +689,14 @@ struct ApplyCommand {
                     + "\(progress.actionsFailed) failed, \(Console.count(progress.deleted, "account")) deleted, in \(formatSeconds(wallClockSeconds() - started))"
                     + (resent > 0 ? "; \(Console.count(resent, "action")) in flight at the last stop sent again" : "") + ".")
             }
+            // A stop between an account's steps: what it left half done, for whoever reads the output (report.md counted
+            // only the open actions).
+            var completed = false
+            if case .completed = outcome { completed = true }
+            if !completed, case let partly = try store.partlyDoneAccountCount(), partly > 0 {
+                Console.out("\(Console.count(partly, "account")) \(partly == 1 ? "is" : "are") part done: some of \(partly == 1 ? "its" : "their") "
+                    + "steps done (data deleted, a token revoked), the rest still open; \(Console.command(state: statePath)) finishes them.")
+            }
             let states = sessions > 1 ? try store.actionStates() : [:]
             // (None when the run has no action, only an import: its line said it all.)
             if !states.isEmpty {

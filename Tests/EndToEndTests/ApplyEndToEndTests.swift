@@ -662,6 +662,12 @@ func firstDifference(_ a: String, _ b: String) -> String {
             #expect(output.contains("idpipe: stopping: no new account or step is started; waiting up to 30 s for the answers in flight"), "\(output)")
             #expect(output.contains("idpipe: interrupted; `idpipe resume --state") && output.contains("apply, interrupted (this session): "), "\(output)")
             #expect(sent == 0, "answers in flight were recorded: \(sent) left sent")
+            // The accounts the stop left between their steps are counted, for whoever reads the output.
+            let partly = Dictionary(grouping: stopped, by: { $0["uid"] }).values.filter { actions in
+                actions.contains { $0["state"] == "done" } && actions.contains { $0["state"] == "planned" || $0["state"] == "sent" }
+            }.count
+            #expect(partly == 0 ? !output.contains("part done") : output.contains(partly == 1 ? "1 account is part done" : "\(partly) accounts are part done"),
+                    "\(partly): \(output)")
         case .twice:
             // The second ends it at once: 128 + SIGTERM (a stop that waited ends with 130).
             #expect(code == 143, "\(code): \(output)")
