@@ -279,6 +279,8 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
             }
         }
         Console.endProgress()
+        // The reading's own time: the data count after it says its own.
+        let read = wallClockSeconds() - started
         if outcome.interrupted || interruption.isRaised {
             Console.error("idpipe: interrupted after \(Console.count(outcome.tally["accounts.read"], "account")); "
                 + "the same command, or \(Console.command(state: statePath)), continues from there")
@@ -344,7 +346,7 @@ func planStage(context: PipelineContext, statePath: String, out: String, asOf: I
         }
         // A plan already whole read nothing now: its figures are the plan's, and no time of this call is theirs.
         Console.out("\(Console.count(tally["accounts.read"], "account")) read, \(tally["accounts.quarantined"]) quarantined"
-            + (outcome.alreadyPlanned ? " by that plan." : ", in \(formatSeconds(wallClockSeconds() - started))."))
+            + (outcome.alreadyPlanned ? " by that plan." : ", in \(formatSeconds(read))."))
         // What a monitor reading the output wants first of a cleanup's dry run (it said nothing of it).
         if context.definition.stages.delete != nil {
             Console.out("deletions planned: \(Console.count(tally["accounts.deletions-planned"], "account")) (their data or their account), "
