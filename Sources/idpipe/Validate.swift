@@ -14,9 +14,9 @@ struct Validate: ParsableCommand {
             not one given as a stream, which a read would use up), and the key and secret files its services name \
             (nothing is sent); says which inputs are missing or are folders, and warns when the services could not be \
             set up here (a key file that cannot be read, no GOOGLE_APPLICATION_CREDENTIALS). Exit code 2 when the file is \
-            invalid, an input could not be read, or the services could not be set up for a plan that uses them (the live \
-            API as its source, or data paths to count). The export itself is not read, but for a table's header row, \
-            checked against the mapping.
+            invalid or an input could not be read (a pipeline is often checked where its keys are not kept: \
+            --check-services makes a service that cannot be set up here an error too). The export itself is not read, but \
+            for a table's header row, checked against the mapping.
             With --check-services it also signs in to each configured service without changing anything \
             (Google: a token and a one-account page; Apple: a client secret checked with a probe refresh; \
             Facebook: an app access token; Firestore, the Realtime Database and Storage: a read of the configured paths \
@@ -51,9 +51,8 @@ struct Validate: ParsableCommand {
         case .failure(let error) where checkServices:
             throw fail("\(error)")
         case .failure(let error) where context.planUsesServices:
-            // A plan here would stop at the same place.
-            throw fail("\(pipeline): the file itself is well formed, but plan would stop here setting up the services it reads "
-                + "\(context.definition.source.format == .identityToolkit ? "the accounts" : "the data to delete") with: \(error)")
+            // The plan sets them up too (to read the live API, or to count the data to delete): it would stop here.
+            Console.error("idpipe: warning: plan and apply would stop here, as they could not set up the services: \(error)")
         case .failure(let error):
             Console.error("idpipe: warning: apply could not set up the services here: \(error)")
         case .success(let services):
