@@ -97,8 +97,12 @@ struct PlanExecution {
             services = try Services(context, logger: logger)
         } else if definition.services != ServicesConfig() {
             // A dry run that does not use them still says what its apply will meet (the plan would be made again, as a
-            // corrected pipeline file is a changed one).
-            do { try Services(context, logger: logger).shutdown() } catch {
+            // corrected pipeline file is a changed one): the services, and a migration's signer key.
+            do {
+                let checked = try Services(context, logger: logger)
+                defer { checked.shutdown() }
+                _ = try checked.passwordHash(definition.stages.importAccounts?.passwordHash)
+            } catch {
                 Console.error("idpipe: warning: apply will not be able to set up the services: \(error); correct it before this plan is reviewed, "
                     + "as apply refuses a plan whose pipeline file changed")
             }
