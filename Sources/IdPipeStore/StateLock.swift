@@ -30,9 +30,12 @@ public final class StateLock {
     /// Throws `StoreError.notADatabase` when `statePath` is a file with bytes that do not start as an SQLite database
     /// does (a missing or empty file is a store to make).
     static func refuseIfNotADatabase(_ statePath: String) throws {
-        let fd = open(statePath, O_RDONLY | O_CLOEXEC)
+        // Without blocking: a pipe or a terminal given as the store is SQLite's to refuse, not a read that waits.
+        let fd = open(statePath, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { return }
         defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
         var header = [UInt8](repeating: 0, count: 16)
         let count = read(fd, &header, 16)
         if count > 0 && header != Array("SQLite format 3\0".utf8) { throw StoreError.notADatabase(path: statePath) }

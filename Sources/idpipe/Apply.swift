@@ -576,7 +576,9 @@ struct ApplyCommand {
             // store showed only the counts of its actions.
             let sending = !listed.isEmpty || importLine != nil
             if sending {
-                let project = services.projectId.map { " to project \($0)" + (context.definition.services.google?.tenantId.map { ", tenant \($0)" } ?? "") } ?? ""
+                // A migration's accounts (and their names) go where its import goes, which may be another project.
+                let project = importing != nil ? context.definition.importTargetDescription.map { " to \($0)" } ?? ""
+                    : services.projectId.map { " to project \($0)" + (context.definition.services.google?.tenantId.map { ", tenant \($0)" } ?? "") } ?? ""
                 Console.out("applying the plan of \(run.pipelineName) (\(context.path)) as of \(Timestamp.formatRFC3339(run.asOf))\(project), "
                     + "from \(statePath):")
                 if let importLine { Console.out(importLine) }
@@ -696,8 +698,11 @@ struct ApplyCommand {
             var completed = false
             if case .completed = outcome { completed = true }
             if !completed, case let partly = try store.partlyDoneAccountCount(), partly > 0 {
+                // After a configuration error, what finishes them is said with the error (a fix may need a new plan).
+                var finishing = ""
+                if case .stoppedByConfiguration = outcome {} else { finishing = "; \(Console.command(state: statePath)) finishes them" }
                 Console.out("\(Console.count(partly, "account")) \(partly == 1 ? "is" : "are") part done: some of \(partly == 1 ? "its" : "their") "
-                    + "steps done (data deleted, a token revoked), the rest still open; \(Console.command(state: statePath)) finishes them.")
+                    + "steps done (data deleted, a token revoked), the rest still open\(finishing).")
             }
             let states = sessions > 1 ? try store.actionStates() : [:]
             // (None when the run has no action, only an import: its line said it all.)

@@ -246,13 +246,14 @@ func makeDirectory(_ path: String) throws {
 /// `purpose` says what goes there, in the error.
 func makeWritableFolder(_ path: String, purpose: String) throws {
     try makeDirectory(path)
-    let probe = "\(path)/.idpipe-write-check-\(getpid())"
-    let descriptor = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+    // A name of its own each time: one left by a kill between the two calls stops no later run.
+    var template = Array("\(path)/.idpipe-write-check-XXXXXX".utf8CString)
+    let descriptor = template.withUnsafeMutableBufferPointer { mkstemp($0.baseAddress!) }
     guard descriptor >= 0 else {
         throw CommandError("cannot write in the folder \(path) (\(String(cString: strerror(errno)))): \(purpose)")
     }
     close(descriptor)
-    unlink(probe)
+    template.withUnsafeBufferPointer { _ = unlink($0.baseAddress!) }
 }
 
 func fileExists(_ path: String) -> Bool {

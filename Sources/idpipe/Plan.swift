@@ -95,6 +95,12 @@ struct PlanExecution {
         var services: Services?
         if context.planUsesServices || applyRequested {
             services = try Services(context, logger: logger)
+            // The import's signer key, which only apply reads (a live source migrated into another project).
+            if !applyRequested, let hash = definition.stages.importAccounts?.passwordHash {
+                do { _ = try services?.passwordHash(hash) } catch {
+                    Console.error("idpipe: warning: apply will not be able to read the import's signer key: \(error)")
+                }
+            }
         } else if definition.services != ServicesConfig() {
             // A dry run that does not use them still says what its apply will meet (the plan would be made again, as a
             // corrected pipeline file is a changed one): the services, and a migration's signer key.

@@ -204,18 +204,27 @@ func firstDifference(_ a: String, _ b: String) -> String {
     }
 
     /// A report folder apply cannot write in is refused before anything is sent: apply deleted the accounts, then failed
-    /// on its first report. (/sys/kernel: a folder no one, root included, makes files in.) plan refuses it at once too.
+    /// on its first report. plan refuses it at once too. The folder: one made read-only, or for root (whom modes do not
+    /// stop) /proc/self, a folder of the kernel's that takes no new file.
     @Test func aReportFolderApplyCannotWriteInIsRefusedFirst() throws {
         let (sandbox, pipeline) = try sampleCleanup()
         defer { withExtendedLifetime(sandbox) { Binary.removeVariant(pipeline) } }
+        let unwritable: String
+        if getuid() == 0 {
+            unwritable = "/proc/self"
+        } else {
+            unwritable = Binary.temporaryDirectory() + "/read-only"
+            try FileManager.default.createDirectory(atPath: unwritable, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o555])
+        }
+        #expect(FileManager.default.fileExists(atPath: unwritable))
         let out = Binary.temporaryDirectory()
         #expect(try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf]).0 == 1)
-        let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--out", "/sys/kernel", "--yes"])
-        #expect(code == 2 && output.contains("cannot write in the folder /sys/kernel (") && output.contains("nothing was sent"), "\(output)")
+        let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--out", unwritable, "--yes"])
+        #expect(code == 2 && output.contains("cannot write in the folder \(unwritable) (") && output.contains("nothing was sent"), "\(output)")
         #expect(try sandbox.ledger().isEmpty)
         #expect(try Binary.run(["status", "--state", out + "/state.sqlite"]).1.contains("status: planned"))
-        let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", "/sys/kernel", "--as-of", asOf])
-        #expect(planCode == 2 && planOutput.contains("cannot write in the folder /sys/kernel (") && planOutput.contains("the plan writes its reports there"),
+        let (planCode, planOutput) = try Binary.run(["plan", pipeline, "--out", unwritable, "--as-of", asOf])
+        #expect(planCode == 2 && planOutput.contains("cannot write in the folder \(unwritable) (") && planOutput.contains("the plan writes its reports there"),
                 "\(planOutput)")
     }
 

@@ -60,6 +60,21 @@ import Testing
         return (document?["users"] as? [[String: Any]])?.first
     }
 
+    /// apply names the project the accounts go to before it sends anything: the import's, where it gives one, not
+    /// services.google's (which the migration reads from). The sandbox has no such project: nothing is sent.
+    @Test func applyNamesTheProjectTheImportGoesTo() throws {
+        let sandbox = try emptySandbox()
+        let stage = "  import:\n    project_id: new-project\n    password_hash: {algorithm: SCRYPT, salt_separator: Bw==, rounds: 8, memory_cost: 14}\n"
+        let pipeline = try migration(sandbox, importStage: stage)
+        defer { Binary.removeVariant(pipeline) }
+        let out = Binary.temporaryDirectory()
+        #expect(try Binary.run(["plan", pipeline, "--out", out, "--as-of", asOf]).0 == 1)
+        let (code, output) = try Binary.run(["apply", "--state", out + "/state.sqlite", "--yes"], environment: environment)
+        #expect(code == 2 && output.contains("applying the plan of backfill-apple-names (\(pipeline)) as of \(asOf) to project new-project, from "),
+                "\(output)")
+        #expect(try sandbox.ledger().isEmpty)
+    }
+
     /// Every account of the file is created once, with its filled name, through dropped answers and 503s: a request whose
     /// answer was lost is sent again and overwrites what it made. The name updates are not sent on their own.
     @Test func applyImportsTheReviewedFileOnceThroughFaults() throws {

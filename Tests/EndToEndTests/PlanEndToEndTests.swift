@@ -184,6 +184,15 @@ struct Binary {
         #expect(report.contains("## Data to delete\n\n**Not counted: the pipeline has no `services.google`** to read the configured paths with "
             + "(nor to delete them), so the 30 path deletions below are not counted and apply refuses this plan. Add `services.google`"), "\(report)")
         #expect(!report.contains("idpipe resume") && !report.contains("| action | path | would delete |"), "\(report)")
+        // A store of 0.7.0 kept no dataUncountable: its report names both reasons, as 0.7.0's did.
+        let forget = "import sqlite3,sys,json\nc=sqlite3.connect(sys.argv[1])\nr=json.loads(c.execute('select record from run').fetchone()[0])\n"
+            + "assert r.pop('dataUncountable')\nc.execute('update run set record=?',(json.dumps(r),))\nc.commit()"
+        let copy = Binary.temporaryDirectory() + "/state.sqlite"
+        try FileManager.default.copyItem(atPath: out + "/state.sqlite", toPath: copy)
+        #expect(try Binary.run(["-c", forget, copy], executable: TestPython.path).0 == 0)
+        let (_, older) = try Binary.run(["report", "--state", copy])
+        #expect(older.contains("**30 path deletions are not counted yet**: the pipeline has no `services.google` to read them with, or counting was "
+            + "interrupted (`idpipe resume` finishes it)") && !older.contains("**Not counted"), "\(older)")
         // resume says how to plan afresh with plan's options, not its own.
         let (_, resumed) = try Binary.run(["resume", "--state", out + "/state.sqlite"])
         #expect(resumed.contains("data: not counted: the pipeline has no services.google") && resumed.contains("plan into a new state store: idpipe plan with"),

@@ -19,24 +19,28 @@ import IdPipeTestSupport
 
     /// A path is taken from the pipeline's (or the plan's) folder unless it is absolute; from `/` it had two slashes.
     @Test(arguments: [("a.csv", "/x", "/x/a.csv"), ("a.csv", "/x/", "/x/a.csv"), ("work/a.csv", "/", "/work/a.csv"),
-                      ("/abs.csv", "/x", "/abs.csv"), ("a.csv", "", "a.csv"), ("a.csv", ".", "a.csv"), ("./a/./b.csv", "/x/", "/x/a/b.csv"),
+                      ("/abs.csv", "/x", "/abs.csv"), ("a.csv", "", "a.csv"), ("a.csv", ".", "a.csv"), ("./tmp/./b.csv", "/", "/tmp/b.csv"),
                       ("a//b.csv", "x", "x/a/b.csv"), ("../a.csv", "", "../a.csv"), ("../../a.csv", "/", "/../../a.csv")])
     func pathsAreResolvedFromTheirFolder(path: String, base: String, expected: String) {
         #expect(SideInputReader.resolve(path, base) == expected)
     }
 
-    /// `folder/..` is taken out where the folder is one: not where it is a link (whose `..` is its target's parent) nor
-    /// where nothing has that name (the system would refuse the path, and so must the plan).
+    /// `folder/..` and `folder/.` are taken out where the folder is one: not where it is a link (whose `..` is its
+    /// target's parent), a file, or nothing at all (the system would refuse the path, and so must the plan).
     @Test func aFolderAndItsParentAreTakenOutOnlyWhereTheFolderIsThere() throws {
         let root = TemporaryFile.directory("tidy")
         for folder in ["Pipelines", "Samples", "deep/er"] { try FileManager.default.createDirectory(atPath: "\(root)/\(folder)", withIntermediateDirectories: true) }
         #expect(symlink("deep/er", "\(root)/link") == 0)
+        #expect(FileManager.default.createFile(atPath: "\(root)/file", contents: Data()))
         let cases = [("../Samples/a.json", "\(root)/Pipelines", "\(root)/Samples/a.json"),
                      ("../../Samples/a.json", "\(root)/deep/er", "\(root)/Samples/a.json"),
                      ("../x/", "\(root)/Pipelines", "\(root)/x/"),
                      ("../a.json", "\(root)/link", "\(root)/link/../a.json"),
                      ("../a.json", "\(root)/missing", "\(root)/missing/../a.json"),
-                     ("../a.json", "\(root)/Pipelines/../link", "\(root)/link/../a.json")]
+                     ("../a.json", "\(root)/Pipelines/../link", "\(root)/link/../a.json"),
+                     // A file is no folder: the system refuses `file/.` and `file/..`, and so must the tidied path.
+                     ("file/.", root, "\(root)/file/."), ("file/../a.json", root, "\(root)/file/../a.json"),
+                     ("./Samples/./a.json", "\(root)/Pipelines/..", "\(root)/Samples/a.json")]
         for (path, base, expected) in cases { #expect(SideInputReader.resolve(path, base) == expected, "\(path) from \(base)") }
         // Relative: a name that is not there is not taken out.
         #expect(SideInputReader.resolve("../a.json", "no-such-folder-\(UInt64.random(in: 0...UInt64.max))").hasSuffix("/../a.json"))

@@ -190,7 +190,7 @@ public struct MarkdownReport {
         }
 
         let data = try source.dataSummary(limit: listLimit)
-        if let data { dataSection(&out, data, applied: applied != nil, stoppedByGuard: run.guardVerdict != nil, uncountable: run.dataUncountable == true) }
+        if let data { dataSection(&out, data, applied: applied != nil, stoppedByGuard: run.guardVerdict != nil, uncountable: run.dataUncountable) }
 
         if let applied { outcomes(&out, applied) }
 
@@ -243,10 +243,12 @@ public struct MarkdownReport {
 
     /// The blast radius of the configured data paths, counted by reading them during the dry run, and (after apply)
     /// what was deleted.
-    private func dataSection(_ out: inout some TextOutputStream, _ data: DataSummary, applied: Bool, stoppedByGuard: Bool, uncountable: Bool) {
+    /// `uncountable`: the run's `dataUncountable`, nil in a store planned before it was kept (which cannot tell the two
+    /// reasons for counts not made apart, and names both).
+    private func dataSection(_ out: inout some TextOutputStream, _ data: DataSummary, applied: Bool, stoppedByGuard: Bool, uncountable: Bool?) {
         section(&out, "Data to delete")
         let uncounted = data.kinds.reduce(0) { $0 + $1.uncounted }
-        if uncountable && uncounted > 0 && !stoppedByGuard {
+        if uncountable == true && uncounted > 0 && !stoppedByGuard {
             // Said first: the counts below are all zero, and a resume would not count them either.
             out.write("**Not counted: the pipeline has no `services.google`** to read the configured paths with (nor to delete them), so "
                 + "the \(uncounted) path deletions below are not counted and apply refuses this plan. Add `services.google` to the "
@@ -270,14 +272,16 @@ public struct MarkdownReport {
             out.write("\n")
             table(&out, ["action", "path", "would delete"], perPath)
         }
-        if uncounted > 0 && uncountable && !stoppedByGuard {
+        if uncounted > 0 && uncountable == true && !stoppedByGuard {
             // Said above.
         } else if uncounted > 0 && stoppedByGuard {
             out.write("\n**\(uncounted) path deletions are not counted**: a guard stopped the plan before counting, and it cannot be "
-                + "applied (see above).\n")
+                + "applied (see above)" + (uncountable == true ? "; the pipeline has no `services.google` to count them with either" : "") + ".\n")
         } else if uncounted > 0 {
-            out.write("\n**\(uncounted) path deletions are not counted yet**: counting was interrupted, or gave up (`idpipe resume` "
-                + "finishes it). Apply refuses until they are counted.\n")
+            let why = uncountable == nil ? "the pipeline has no `services.google` to read them with, or counting was interrupted"
+                : "counting was interrupted, or gave up"
+            out.write("\n**\(uncounted) path deletions are not counted yet**: \(why) (`idpipe resume` finishes it). Apply refuses until "
+                + "they are counted.\n")
         }
         if !data.notCounted.isEmpty {
             out.write("\n### Not counted, and why\n\n")

@@ -60,20 +60,23 @@ public enum SideInputReader {
         tidied(path.hasPrefix("/") || base.isEmpty ? path : base + (base.hasSuffix("/") ? "" : "/") + path)
     }
 
-    /// `path` without its `.` parts and repeated slashes, and with each `folder/..` taken out where the folder is one (not
-    /// a link to one, which `..` would leave by its target's parent, nor a name that is not there): the same file, named
-    /// as a reader would name it. A trailing slash stays.
+    /// `path` without its repeated slashes, and with each `.` after a folder and each `folder/..` taken out where the
+    /// folder is one the system would go through (not a link to one, which `..` would leave by its target's parent, nor a
+    /// name that is not there, nor a folder it may not search): the same file, named as a reader would name it, or
+    /// refused alike. A trailing slash stays.
     static func tidied(_ path: String) -> String {
         let absolute = path.hasPrefix("/")
         var kept: [Substring] = []
-        for part in path.split(separator: "/") where part != "." {
-            if part == "..", let last = kept.last, last != ".." {
-                var info = stat()
-                let folder = (absolute ? "/" : "") + kept.joined(separator: "/")
-                if lstat(folder, &info) == 0, info.st_mode & S_IFMT == S_IFDIR {
-                    kept.removeLast()
-                    continue
-                }
+        func keptIsSearchableFolder() -> Bool {
+            let folder = (absolute ? "/" : "") + kept.joined(separator: "/")
+            var info = stat()
+            return folder.isEmpty || lstat(folder, &info) == 0 && info.st_mode & S_IFMT == S_IFDIR && access(folder, X_OK) == 0
+        }
+        for part in path.split(separator: "/") {
+            if part == ".", keptIsSearchableFolder() { continue }
+            if part == "..", let last = kept.last, last != "..", last != ".", keptIsSearchableFolder() {
+                kept.removeLast()
+                continue
             }
             kept.append(part)
         }
