@@ -677,6 +677,9 @@ func firstDifference(_ a: String, _ b: String) -> String {
             }.count
             #expect(partly == 0 ? !output.contains("part done") : output.contains(partly == 1 ? "1 account is part done" : "\(partly) accounts are part done"),
                     "\(partly): \(output)")
+            // report.md does not call the plan applied while actions are open.
+            let report = try String(contentsOfFile: out + "/report.md", encoding: .utf8)
+            #expect(report.contains("Applied in part: ") && report.contains(" still open (apply is going on, or stopped before its end"), "\(report.prefix(600))")
         case .twice:
             // The second ends it at once: 128 + SIGTERM (a stop that waited ends with 130).
             #expect(code == 143, "\(code): \(output)")
@@ -696,6 +699,7 @@ func firstDifference(_ a: String, _ b: String) -> String {
         let done = rows.filter { $0["state"] == "done" }.count
         #expect(resumedOutput.contains("apply (this session): ") && resumedOutput.contains("all 2 sessions: \(done) actions done, 0 failed, "
                                                                                               + "\(deleted) accounts deleted."), "\(resumedOutput)")
+        #expect(try String(contentsOfFile: out + "/report.md", encoding: .utf8).contains("Applied: the outcomes are what the services answered."))
     }
 
     /// A row of the Data to delete totals: its "deleted" column counts only what a repeat after a kill still found.

@@ -18,7 +18,13 @@ public struct MarkdownReport {
         if applied != nil {
             // Named for the stage, as the plan's is: "run" is also the command that plans and applies in one go.
             out.write("# idpipe apply: \(Self.escaped(run.pipelineName))\n\n")
-            out.write("Applied: the outcomes are what the services answered. ")
+            // An apply going on, or stopped before its end, has not applied the plan: "Applied" read as done.
+            if let applied, applied.open > 0 {
+                out.write("Applied in part: \(applied.open) action\(applied.open == 1 ? " is" : "s are") still open (apply is going on, or stopped "
+                    + "before its end: `idpipe status` says which); the outcomes so far are what the services answered. ")
+            } else {
+                out.write("Applied: the outcomes are what the services answered. ")
+            }
         } else {
             out.write("# idpipe plan: \(Self.escaped(run.pipelineName))\n\n")
             out.write("Dry run: nothing was changed. ")
