@@ -11,7 +11,7 @@ public final class StateLock {
 
     public init(statePath: String, command: String) throws {
         // A file that is there and is no SQLite database (an export given as --state) gets no lock file made beside it.
-        try Self.refuseIfNotADatabase(statePath)
+        try StateStore.refuseIfNotADatabase(statePath)
         path = Self.path(for: statePath)
         fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { throw StoreError.cannotOpen(path: path, underlying: String(cString: strerror(errno))) }
@@ -26,20 +26,6 @@ public final class StateLock {
     }
 
     static func path(for statePath: String) -> String { statePath + ".lock" }
-
-    /// Throws `StoreError.notADatabase` when `statePath` is a file with bytes that do not start as an SQLite database
-    /// does (a missing or empty file is a store to make).
-    static func refuseIfNotADatabase(_ statePath: String) throws {
-        // Without blocking: a pipe or a terminal given as the store is SQLite's to refuse, not a read that waits.
-        let fd = open(statePath, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { return }
-        defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG else { return }
-        var header = [UInt8](repeating: 0, count: 16)
-        let count = read(fd, &header, 16)
-        if count > 0 && header != Array("SQLite format 3\0".utf8) { throw StoreError.notADatabase(path: statePath) }
-    }
 
     /// Who holds the lock of the store at `statePath` now ("idpipe plan (pid 42)"), or nil when nobody does: a run is
     /// going on, or the store was left by one that stopped. Asked with a shared lock, given back at once; the file is not

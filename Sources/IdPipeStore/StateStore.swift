@@ -16,6 +16,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     /// system's restart may have cut short is refused (`StoreError.unsyncedBeforeRestart`): `discardUnsyncedPlan`.
     public init(path: String) throws {
         self.path = path
+        try Self.refuseIfNotADatabase(path)
         try UnsyncedMarker.refuseIfLeftBeforeRestart(statePath: path)
         // The store holds personal data unmasked: a new one is readable by its owner only (SQLite gives its WAL the
         // same mode), where it was created as the umask let it (0644, for every user of the machine).
@@ -35,7 +36,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         } catch let error as StoreError {
             throw error
         } catch {
-            throw StoreError.opening(path, error)
+            throw StoreError.cannotOpen(path: path, underlying: "\(error)")
         }
     }
 
@@ -44,6 +45,24 @@ public final class StateStore: PlanStore, @unchecked Sendable {
         // syncing: closed before it, they would drop its locks while it closes.
         try? queue.close()
         if let file { OpenStoreFiles.release(file) }
+    }
+
+    /// Throws `StoreError.notADatabase` when `statePath` is a file with bytes that do not start as an SQLite database
+    /// does (a missing or empty file is a store to make): before the lock beside it is made, and before SQLite opens it
+    /// (whose "file is not a database - while executing `PRAGMA synchronous = NORMAL`" named neither file nor mistake).
+    static func refuseIfNotADatabase(_ statePath: String) throws {
+        // Only a file: a pipe or a terminal given as the store is SQLite's to refuse, not a read that waits. And not one
+        // this process has a store open on, which is a database: a descriptor opened and closed on it here would drop
+        // that store's locks (`OpenStoreFiles`), and another process could then take the WAL away from under it.
+        var info = stat()
+        guard stat(statePath, &info) == 0, info.st_mode & S_IFMT == S_IFREG,
+              !OpenStoreFiles.isOpen(OpenStoreFiles.Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))) else { return }
+        let fd = open(statePath, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        var header = [UInt8](repeating: 0, count: 16)
+        let count = read(fd, &header, 16)
+        if count > 0 && header != Array("SQLite format 3\0".utf8) { throw StoreError.notADatabase(path: statePath) }
     }
 
     /// A database with tables is a state store only if its migrations include idpipe's first: another program's
@@ -173,6 +192,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
     /// `refusing`: as `init(path:)`, a store a restart of the system may have cut short.
     private init(readingFrom path: String, unlessLeftBeforeRestart refusing: Bool) throws {
         self.path = path
+        try Self.refuseIfNotADatabase(path)
         if refusing { try UnsyncedMarker.refuseIfLeftBeforeRestart(statePath: path) }
         var configuration = Configuration()
         configuration.readonly = true
@@ -181,7 +201,7 @@ public final class StateStore: PlanStore, @unchecked Sendable {
             queue = try DatabaseQueue(path: path, configuration: configuration)
             file = OpenStoreFiles.open(path)
         } catch {
-            throw StoreError.opening(path, error)
+            throw StoreError.cannotOpen(path: path, underlying: "\(error)")
         }
     }
 
@@ -322,13 +342,6 @@ public enum StoreError: Error, CustomStringConvertible {
     case notADatabase(path: String)
     case unsyncedBeforeRestart(path: String)
 
-    /// What opening the store at `path` met: a file that is no database is told as such (SQLite's "file is not a
-    /// database - while executing `PRAGMA synchronous = NORMAL`" named neither the file nor the mistake).
-    static func opening(_ path: String, _ error: any Error) -> StoreError {
-        if let database = error as? DatabaseError, database.resultCode == .SQLITE_NOTADB { return .notADatabase(path: path) }
-        return .cannotOpen(path: path, underlying: "\(error)")
-    }
-
     public var description: String {
         switch self {
         case .notAStateStore(let path, let tables):
@@ -365,6 +378,11 @@ enum OpenStoreFiles {
         let key = Key(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
         files.withLock { $0[key, default: (0, [])].stores += 1 }
         return key
+    }
+
+    /// Whether a store of this process has the file open.
+    static func isOpen(_ key: Key) -> Bool {
+        files.withLock { $0[key] != nil }
     }
 
     static func keep(_ descriptor: Int32, for key: Key) {

@@ -695,12 +695,13 @@ struct ApplyCommand {
             }
             // A stop between an account's steps: what it left half done, for whoever reads the output (report.md counted
             // only the open actions).
-            var completed = false
-            if case .completed = outcome { completed = true }
-            if !completed, case let partly = try store.partlyDoneAccountCount(), partly > 0 {
-                // After a configuration error, what finishes them is said with the error (a fix may need a new plan).
-                var finishing = ""
-                if case .stoppedByConfiguration = outcome {} else { finishing = "; \(Console.command(state: statePath)) finishes them" }
+            let finishing: String? = switch outcome {
+            case .completed: nil
+            // What finishes them is said with the error (a fix may need a new plan).
+            case .stoppedByConfiguration: ""
+            case .interrupted, .stoppedByGuard: "; \(Console.command(state: statePath)) finishes them"
+            }
+            if let finishing, case let partly = try store.partlyDoneAccountCount(), partly > 0 {
                 Console.out("\(Console.count(partly, "account")) \(partly == 1 ? "is" : "are") part done: some of \(partly == 1 ? "its" : "their") "
                     + "steps done (data deleted, a token revoked), the rest still open\(finishing).")
             }

@@ -93,20 +93,13 @@ struct PlanExecution {
         // failed the plan once recorded, as its data were to be counted, and the pipeline file, corrected, was then
         // refused as a change to the finished plan. Only the live source uses them in the plan itself.
         var services: Services?
-        if context.planUsesServices || applyRequested {
-            services = try Services(context, logger: logger)
-            // The import's signer key, which only apply reads (a live source migrated into another project).
-            if !applyRequested, let hash = definition.stages.importAccounts?.passwordHash {
-                do { _ = try services?.passwordHash(hash) } catch {
-                    Console.error("idpipe: warning: apply will not be able to read the import's signer key: \(error)")
-                }
-            }
-        } else if definition.services != ServicesConfig() {
-            // A dry run that does not use them still says what its apply will meet (the plan would be made again, as a
-            // corrected pipeline file is a changed one): the services, and a migration's signer key.
+        if context.planUsesServices || applyRequested { services = try Services(context, logger: logger) }
+        if !applyRequested && definition.services != ServicesConfig() {
+            // A dry run still says what its apply will meet (the plan would be made again, as a corrected pipeline file is
+            // a changed one): the services it does not use itself, and a migration's signer key, which only apply reads.
             do {
-                let checked = try Services(context, logger: logger)
-                defer { checked.shutdown() }
+                let checked = try services ?? Services(context, logger: logger)
+                defer { if services == nil { checked.shutdown() } }
                 _ = try checked.passwordHash(definition.stages.importAccounts?.passwordHash)
             } catch {
                 Console.error("idpipe: warning: apply will not be able to set up the services: \(error); correct it before this plan is reviewed, "

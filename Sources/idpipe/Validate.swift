@@ -50,11 +50,10 @@ struct Validate: ParsableCommand {
         switch Result(catching: { try Services(context, retry: RetryPolicy(maxAttempts: 2, baseDelay: 0.2), logger: Logger(label: "idpipe")) }) {
         case .failure(let error) where checkServices:
             throw fail("\(error)")
-        case .failure(let error) where context.planUsesServices:
-            // The plan sets them up too (to read the live API, or to count the data to delete): it would stop here.
-            Console.error("idpipe: warning: plan and apply would stop here, as they could not set up the services: \(error)")
         case .failure(let error):
-            Console.error("idpipe: warning: apply could not set up the services here: \(error)")
+            // A plan that sets them up too (to read the live API, or to count the data to delete) would stop here.
+            Console.error("idpipe: warning: " + (context.planUsesServices ? "plan and apply would stop here, as they could not set up the services: "
+                : "apply could not set up the services here: ") + "\(error)")
         case .success(let services):
             defer { services.shutdown() }
             // The import's signer key, read as apply reads it (where the key is kept, apply runs).

@@ -254,8 +254,9 @@ public struct MarkdownReport {
     private func dataSection(_ out: inout some TextOutputStream, _ data: DataSummary, applied: Bool, stoppedByGuard: Bool, uncountable: Bool?) {
         section(&out, "Data to delete")
         let uncounted = data.kinds.reduce(0) { $0 + $1.uncounted }
-        if uncountable == true && uncounted > 0 && !stoppedByGuard {
-            // Said first: the counts below are all zero, and a resume would not count them either.
+        // Said first: the counts below are all zero, and a resume would not count them either.
+        let saidFirst = uncountable == true && uncounted > 0 && !stoppedByGuard
+        if saidFirst {
             out.write("**Not counted: the pipeline has no `services.google`** to read the configured paths with (nor to delete them), so "
                 + "the \(uncounted) path deletions below are not counted and apply refuses this plan. Add `services.google` to the "
                 + "pipeline file and plan again into a new state store.\n\n")
@@ -278,12 +279,10 @@ public struct MarkdownReport {
             out.write("\n")
             table(&out, ["action", "path", "would delete"], perPath)
         }
-        if uncounted > 0 && uncountable == true && !stoppedByGuard {
-            // Said above.
-        } else if uncounted > 0 && stoppedByGuard {
+        if uncounted > 0 && stoppedByGuard {
             out.write("\n**\(uncounted) path deletions are not counted**: a guard stopped the plan before counting, and it cannot be "
                 + "applied (see above)" + (uncountable == true ? "; the pipeline has no `services.google` to count them with either" : "") + ".\n")
-        } else if uncounted > 0 {
+        } else if uncounted > 0 && !saidFirst {
             let why = uncountable == nil ? "the pipeline has no `services.google` to read them with, or counting was interrupted"
                 : "counting was interrupted, or gave up"
             out.write("\n**\(uncounted) path deletions are not counted yet**: \(why) (`idpipe resume` finishes it). Apply refuses until "
